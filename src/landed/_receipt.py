@@ -1,0 +1,102 @@
+"""The DoD v1.0 receipt as pydantic models, with landed's additions under one ``landed`` key."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Approval",
+    "BusinessOutcome",
+    "Cost",
+    "LandedExtension",
+    "ProofItem",
+    "Receipt",
+    "SignedObservation",
+]
+
+DOD_VERSION = "1.0"
+
+
+class _Open(BaseModel):
+    """Accepts fields it does not know and keeps them, so a receipt round-trips unchanged."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class SignedObservation(BaseModel):
+    """A verifier's signature over what it observed for one proof (see the signing module)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key_id: str
+    algorithm: str = "ed25519"
+    payload_sha256: str
+    signature: str
+
+
+class ProofItem(_Open):
+    """One cited proof: a read-back, an artifact, or (any other kind) an assertion."""
+
+    kind: str
+    ref: str | None = None
+    expect: Any = None
+    checked_by: str | None = None
+    checked_at: datetime | None = None
+    result: str | None = None
+    landed: dict[str, Any] | None = Field(
+        default=None, description="landed's additions for this proof (observation, signature)."
+    )
+
+
+class Approval(_Open):
+    required: bool = False
+    approved_by: str | None = None
+    approved_at: datetime | None = None
+
+
+class BusinessOutcome(_Open):
+    class_: str | None = Field(default=None, alias="class")
+    ref: str | None = None
+    verified: bool = False
+
+
+class Cost(_Open):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    usd: float | None = None
+
+
+class LandedExtension(_Open):
+    """Everything landed adds to a receipt; other DoD readers ignore this one key."""
+
+    attempt: int = 1
+    rung: str | None = None
+    revenue_usd: float | None = Field(
+        default=None, description="Dollars traced to this task's business outcome (P4 only)."
+    )
+    key_id: str | None = None
+    loop: str | None = None
+
+
+class Receipt(_Open):
+    """One settled task, exactly as the DoD v1.0 writes it."""
+
+    dod: str = DOD_VERSION
+    task_id: str
+    owner: str | None = None
+    outcome: str | None = None
+    target: str | None = None
+    claimed_status: str
+    report: str | None = None
+    exit_code: int | None = None
+    proof: list[ProofItem] = Field(default_factory=list)
+    approval: Approval | None = None
+    business_outcome: BusinessOutcome | None = None
+    cost: Cost | None = None
+    verdict: str | None = None
+    verdict_by: str | None = None
+    settled_at: datetime | None = None
+    landed: LandedExtension | None = None

@@ -1,0 +1,43 @@
+"""Shared fixtures: real services on loopback, and a clean exit for processes that used the SDK."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+POSTGRES_DSN = os.environ.get("LANDED_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture
+def postgres_dsn() -> str:
+    """A DSN for the machine's PostgreSQL; skips with the reason when none answers, except in CI
+    (LANDED_REQUIRE_POSTGRES=1), where a missing PostgreSQL fails the test instead."""
+    import psycopg
+
+    try:
+        with psycopg.connect(POSTGRES_DSN, connect_timeout=3) as conn:
+            conn.execute("select 1")
+    except Exception as exc:
+        reason = f"PostgreSQL at {POSTGRES_DSN} did not answer ({exc}); start it with pg_ctlcluster"
+        if os.environ.get("LANDED_REQUIRE_POSTGRES") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return POSTGRES_DSN
+
+
+_exit_status: list[int] = [0]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _exit_status[0] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # The Temporal SDK's core can crash during interpreter teardown after every test passed
+    # (sdk-python#300); the report is already printed, so leave with the real status now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_exit_status[0])
