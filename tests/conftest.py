@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -41,3 +42,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(_exit_status[0])
+
+
+@pytest.fixture(scope="session")
+def temporal_dev() -> Iterator[str]:
+    """Temporal's dev server from .venv/bin/temporal (in memory, headless, free port, landed's
+    search attributes registered), shared by the session; yields its host:port."""
+    from landed._dev import DevServer
+
+    server = DevServer(headless=True).start()
+    try:
+        yield server.address
+    finally:
+        server.stop()

@@ -2,6 +2,35 @@
 
 from __future__ import annotations
 
+from landed._acts import ActContext, act
+from landed._client import Client, TaskHandle, TaskStatus
+from landed._contract import (
+    AtLeast,
+    CallLogProbe,
+    CommandProbe,
+    Contains,
+    Contract,
+    Count,
+    DeploymentProbe,
+    Equals,
+    Evidence,
+    FileProbe,
+    GitProbe,
+    HttpProbe,
+    JsonPath,
+    NonEmpty,
+    Observation,
+    Outcome,
+    PaymentProbe,
+    ProviderObjectProbe,
+    RecordProbe,
+    Regex,
+    RungAtLeast,
+    SentLogProbe,
+)
+from landed._gate import gate, verify
+from landed._grading import Finding, Grade, grade
+from landed._intake import InvalidLine, read_receipts
 from landed._ladder import (
     ARTIFACT_KINDS,
     CALL_LADDER,
@@ -14,6 +43,8 @@ from landed._ladder import (
     Status,
     required_level,
 )
+from landed._ledger import Ledger, LedgerConflict, LedgerError, open_ledger
+from landed._observe import observe
 from landed._receipt import (
     Approval,
     BusinessOutcome,
@@ -23,6 +54,30 @@ from landed._receipt import (
     Receipt,
     SignedObservation,
 )
+from landed._scorecard import Scorecard
+from landed._signing import KeyPair, TrustStore, sign_proof, verify_proof
+from landed._sources import SourceConfig, SourceRegistry
+from landed._task import (
+    ActReport,
+    ActSpec,
+    ApprovalGate,
+    ConsentGate,
+    RetryBudget,
+    StepTimeouts,
+    TaskSpec,
+    TaskSpecError,
+    check_spec,
+)
+from landed._verdict import (
+    Duplicated,
+    Empty,
+    InvalidContract,
+    Mismatch,
+    NotLanded,
+    ProbeFailed,
+    Vacuous,
+    Verdict,
+)
 
 __all__ = [
     "ARTIFACT_KINDS",
@@ -30,18 +85,81 @@ __all__ = [
     "DONE_WORDS",
     "MESSAGE_LADDER",
     "READ_BACK_KINDS",
+    "ActContext",
+    "ActReport",
+    "ActSpec",
     "Approval",
+    "ApprovalGate",
+    "AtLeast",
     "BusinessOutcome",
+    "CallLogProbe",
     "CallRung",
+    "Client",
+    "CommandProbe",
+    "ConsentGate",
+    "Contains",
+    "Contract",
     "Cost",
+    "Count",
+    "DeploymentProbe",
+    "Duplicated",
+    "Empty",
+    "Equals",
+    "Evidence",
+    "FileProbe",
+    "Finding",
+    "GitProbe",
+    "Grade",
+    "HttpProbe",
+    "InvalidContract",
+    "InvalidLine",
+    "JsonPath",
+    "KeyPair",
     "LandedExtension",
+    "Ledger",
+    "LedgerConflict",
+    "LedgerError",
     "MessageRung",
+    "Mismatch",
+    "NonEmpty",
+    "NotLanded",
+    "Observation",
+    "Outcome",
+    "PaymentProbe",
+    "ProbeFailed",
     "ProofItem",
     "ProofLevel",
+    "ProviderObjectProbe",
     "Receipt",
+    "RecordProbe",
+    "Regex",
+    "RetryBudget",
+    "RungAtLeast",
+    "Scorecard",
+    "SentLogProbe",
     "SignedObservation",
+    "SourceConfig",
+    "SourceRegistry",
     "Status",
+    "StepTimeouts",
+    "TaskHandle",
+    "TaskSpec",
+    "TaskSpecError",
+    "TaskStatus",
+    "TrustStore",
+    "Vacuous",
+    "Verdict",
+    "act",
+    "check_spec",
+    "gate",
+    "grade",
+    "observe",
+    "open_ledger",
+    "read_receipts",
     "required_level",
+    "sign_proof",
+    "verify",
+    "verify_proof",
 ]
 
 __version__ = "0.1.0"

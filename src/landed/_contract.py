@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from landed._jsonpath import JsonPathError, parse_path
+from landed._ladder import CALL_LADDER, MESSAGE_LADDER
 
 __all__ = [
     "AtLeast",
@@ -52,7 +56,15 @@ class RecordProbe(_Shape):
     source: str
     query: str
     params: list[Any] | dict[str, Any] = Field(default_factory=list)
-    timeout_s: float = 10.0
+    measure: Literal["auto", "rows", "value"] = Field(
+        default="auto",
+        description=(
+            "What count/at_least compare: 'value' is the single cell of a one-row, one-column "
+            "result (select count(*) ...), 'rows' the number of rows, 'auto' the cell when the "
+            "result is one numeric cell and the number of rows otherwise."
+        ),
+    )
+    timeout_s: float = Field(default=10.0, gt=0)
 
 
 class HttpProbe(_Shape):
@@ -62,7 +74,7 @@ class HttpProbe(_Shape):
     source: str | None = None
     url: str
     status: int | None = Field(default=200, description="Expected HTTP status; None accepts any.")
-    timeout_s: float = 10.0
+    timeout_s: float = Field(default=10.0, gt=0)
 
 
 class ProviderObjectProbe(_Shape):
@@ -72,7 +84,7 @@ class ProviderObjectProbe(_Shape):
     source: str
     path: str = Field(description="Path under the source's base, e.g. /v1/objects/{id}.")
     object_id: str
-    timeout_s: float = 10.0
+    timeout_s: float = Field(default=10.0, gt=0)
 
 
 class PaymentProbe(_Shape):
@@ -81,10 +93,11 @@ class PaymentProbe(_Shape):
     kind: Literal["payment"] = "payment"
     source: str
     payment_id: str
+    path: str = Field(default="/payments/{id}", description="Path under the source's base.")
     amount: int | float | None = None
     currency: str | None = None
     status: str | None = None
-    timeout_s: float = 10.0
+    timeout_s: float = Field(default=10.0, gt=0)
 
 
 class DeploymentProbe(_Shape):
@@ -95,7 +108,7 @@ class DeploymentProbe(_Shape):
     path: str = "/"
     version: str | None = None
     sha256: str | None = None
-    timeout_s: float = 10.0
+    timeout_s: float = Field(default=10.0, gt=0)
 
 
 class SentLogProbe(_Shape):
@@ -104,7 +117,9 @@ class SentLogProbe(_Shape):
     kind: Literal["sent_log"] = "sent_log"
     source: str
     message_id: str
-    timeout_s: float = 10.0
+    path: str = Field(default="/messages/{id}", description="Path under the source's base.")
+    status_field: str = "status"
+    timeout_s: float = Field(default=10.0, gt=0)
 
 
 class CallLogProbe(_Shape):
@@ -113,7 +128,9 @@ class CallLogProbe(_Shape):
     kind: Literal["call_log"] = "call_log"
     source: str
     call_id: str
-    timeout_s: float = 10.0
+    path: str = Field(default="/calls/{id}", description="Path under the source's base.")
+    status_field: str = "status"
+    timeout_s: float = Field(default=10.0, gt=0)
 
 
 class FileProbe(_Shape):
@@ -122,7 +139,12 @@ class FileProbe(_Shape):
     kind: Literal["file"] = "file"
     source: str | None = None
     path: str
-    max_bytes: int | None = None
+    size: int | None = Field(default=None, ge=0, description="Claimed size in bytes.")
+    sha256: str | None = Field(default=None, description="Claimed sha256 of the whole file.")
+    max_bytes: int | None = Field(
+        default=None, gt=0, description="Read at most this much content for matching."
+    )
+    timeout_s: float = Field(default=30.0, gt=0)
 
 
 class CommandProbe(_Shape):
@@ -132,9 +154,21 @@ class CommandProbe(_Shape):
     source: str | None = None
     argv: list[str] = Field(min_length=1)
     shell: bool = False
-    timeout_s: float = 30.0
+    timeout_s: float = Field(default=30.0, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
+    ok_exit_codes: list[int] = Field(
+        default_factory=lambda: [0],
+        description="Exit codes that mean the command read something (grep -c exits 1 on 0).",
+    )
+
+    @model_validator(mode="after")
+    def _shell_takes_one_string(self) -> CommandProbe:
+        if self.shell and len(self.argv) != 1:
+            raise ValueError(
+                "with shell: true, argv must hold exactly one string (the shell command line)"
+            )
+        return self
 
 
 class GitProbe(_Shape):
@@ -144,7 +178,13 @@ class GitProbe(_Shape):
     source: str | None = None
     ref: str | None = None
     pull_request_url: str | None = None
-    timeout_s: float = 30.0
+    timeout_s: float = Field(default=30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_target(self) -> GitProbe:
+        if (self.ref is None) == (self.pull_request_url is None):
+            raise ValueError("a git probe names exactly one of ref or pull_request_url")
+        return self
 
 
 Probe = Annotated[
@@ -164,16 +204,32 @@ Probe = Annotated[
 # --- expectations ------------------------------------------------------------------------------
 
 
+def _reject_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("expected a number, got a boolean")
+    return value
+
+
 class Count(_Shape):
     """Exactly n (a count above n is ``duplicated``, below is ``mismatch``)."""
 
     type: Literal["count"] = "count"
     value: int = Field(ge=0)
 
+    @field_validator("value", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        return _reject_bool(value)
+
 
 class AtLeast(_Shape):
     type: Literal["at_least"] = "at_least"
-    value: int | float
+    value: int | float = Field(allow_inf_nan=False)
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        return _reject_bool(value)
 
 
 class Contains(_Shape):
@@ -190,6 +246,15 @@ class Regex(_Shape):
     type: Literal["regex"] = "regex"
     value: str = Field(min_length=1)
 
+    @field_validator("value")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"the regex does not compile: {exc}") from None
+        return value
+
 
 class JsonPath(_Shape):
     type: Literal["json_path"] = "json_path"
@@ -197,12 +262,32 @@ class JsonPath(_Shape):
     op: Literal["==", "!=", ">=", "<=", ">", "<", "contains", "exists"] = "=="
     value: Any = None
 
+    @field_validator("path")
+    @classmethod
+    def _parses(cls, value: str) -> str:
+        try:
+            parse_path(value)
+        except JsonPathError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
 
 class RungAtLeast(_Shape):
     """The observed outbound status is at or above this rung of its ladder."""
 
     type: Literal["rung_at_least"] = "rung_at_least"
     value: str
+
+    @field_validator("value")
+    @classmethod
+    def _on_a_ladder(cls, value: str) -> str:
+        rung = value.strip().lower()
+        if rung not in MESSAGE_LADDER and rung not in CALL_LADDER:
+            raise ValueError(
+                f"{value!r} is not a rung; use one of {', '.join(MESSAGE_LADDER)} (messages) "
+                f"or {', '.join(CALL_LADDER)} (calls)"
+            )
+        return rung
 
 
 class NonEmpty(_Shape):
@@ -266,3 +351,9 @@ class Observation(BaseModel):
     evidence: Evidence | None = None
     value: Any = Field(default=None, description="The value compared (a count, a status, ...).")
     message: str = ""
+    before_value: Any = Field(
+        default=None, description="The value the before reading compared, when one was given."
+    )
+    probe_sha256: str | None = Field(
+        default=None, description="sha256 of the probe's canonical JSON: what was read."
+    )

@@ -23,8 +23,20 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    # Each command module adds its commands to ``app`` on import; one line per module.
-    from landed._cli import _schema  # noqa: F401
+    # Each command module adds its commands to ``app`` on import.
+    from landed._cli import (  # noqa: F401
+        _check,
+        _demo,
+        _dev,
+        _guard,
+        _keys,
+        _ledger,
+        _sample,
+        _schema,
+        _submit,
+        _verify,
+        _worker,
+    )
 
 
 _register()

@@ -1,0 +1,69 @@
+"""The act activity: runs the user's registered act on the actor, under the actor's identity."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Mapping
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from landed._acts import ActContext, ActFn
+from landed._task import ACT_ACTIVITY, ActInput, ActReport
+
+from ._heartbeat import heartbeating
+
+__all__ = ["ActActivities"]
+
+
+def _no_beat(*details: object) -> None:
+    return None
+
+
+class ActActivities:
+    """The acts this actor may run and the actor's own credentials; nothing else."""
+
+    def __init__(self, acts: Mapping[str, ActFn], credentials: Mapping[str, str], identity: str):
+        self._acts = dict(acts)
+        self._credentials = dict(credentials)
+        self._identity = identity
+
+    @activity.defn(name=ACT_ACTIVITY)
+    async def act(self, inp: ActInput) -> ActReport:
+        """Run one act attempt. An exception here is an unknown write: the workflow reads back
+        before deciding anything (DOD-10). An unknown act name is permanent (nothing ran)."""
+        fn = self._acts.get(inp.act.name)
+        if fn is None:
+            known = ", ".join(sorted(self._acts)) or "none"
+            raise ApplicationError(
+                f"no act named {inp.act.name!r} on this actor (registered: {known}); register it "
+                f"with @landed.act({inp.act.name!r}) in a module listed in LANDED_ACTOR_ACTS",
+                type="UnknownAct",
+                non_retryable=True,
+            )
+        ctx = ActContext(
+            task_id=inp.task_id,
+            attempt=inp.attempt,
+            idempotency_key=inp.idempotency_key,
+            identity=self._identity,
+            credentials=self._credentials,
+            # A sync act runs in a thread where the activity context is absent; the background
+            # beat below keeps it alive, so its heartbeat is a no-op.
+            heartbeat=activity.heartbeat if inspect.iscoroutinefunction(fn) else _no_beat,
+        )
+        async with heartbeating():
+            if inspect.iscoroutinefunction(fn):
+                result = await fn(dict(inp.act.input), ctx)
+            else:
+                result = await asyncio.to_thread(fn, dict(inp.act.input), ctx)
+                if inspect.isawaitable(result):
+                    result = await result
+        if not isinstance(result, ActReport):
+            raise ApplicationError(
+                f"act {inp.act.name!r} returned {type(result).__name__}, not an ActReport; "
+                f"return landed.ActReport(claimed_status=..., report=...)",
+                type="BadActReport",
+                non_retryable=True,
+            )
+        return result.model_copy(update={"actor": self._identity})

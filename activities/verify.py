@@ -1,0 +1,79 @@
+"""The verify activity: read each probe back from its system of record, then sign what was seen."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from temporalio import activity
+
+from landed._assemble import proof_item
+from landed._contract import Contract, Observation, Outcome
+from landed._expect import label_for
+from landed._observe import observe
+from landed._signing import KeyPair, sign_proof
+from landed._sources import SourceRegistry
+from landed._task import VERIFY_ACTIVITY, VerifyInput, VerifyOutput, VerifyReading
+
+from ._heartbeat import heartbeating
+
+__all__ = ["VerifyActivities"]
+
+
+class VerifyActivities:
+    """The verifier's side: its own source credentials (registry), identity and signing key."""
+
+    def __init__(self, registry: SourceRegistry, identity: str, key: KeyPair | None) -> None:
+        self._registry = registry
+        self._identity = identity
+        self._key = key
+
+    async def _observe(self, contract: Contract, before: Observation | None) -> Observation:
+        try:
+            return await observe(
+                contract.probe,
+                contract.expect,
+                registry=self._registry,
+                observer=self._identity,
+                before=before,
+            )
+        except Exception as exc:
+            # observe() raises only for a declaration it cannot judge (or a before reading of
+            # another probe): nothing was observed, which is never a pass.
+            return Observation(
+                outcome=Outcome.PROBE_ERROR,
+                expectation=label_for(contract.probe, contract.expect),
+                kind=contract.probe.kind,
+                source=getattr(contract.probe, "source", None),
+                observer=self._identity,
+                observed_at=datetime.now(UTC),
+                duration_ms=0.0,
+                message=f"not observed: {type(exc).__name__}: {exc}",
+            )
+
+    @activity.defn(name=VERIFY_ACTIVITY)
+    async def verify(self, inp: VerifyInput) -> VerifyOutput:
+        """Observe every requested plan step; a probe that fails observes ``probe-error``."""
+        async with heartbeating():
+            return await self._verify(inp)
+
+    async def _verify(self, inp: VerifyInput) -> VerifyOutput:
+        readings: list[VerifyReading] = []
+        befores = inp.before or [None] * len(inp.indexes)
+        for index, contract, before in zip(inp.indexes, inp.contracts, befores, strict=True):
+            prior = before if inp.phase == "after" else None
+            observation = await self._observe(contract, prior)
+            item = proof_item(contract, observation, checked_by=self._identity, before=prior)
+            if self._key is not None:
+                item = sign_proof(
+                    self._key,
+                    task_id=inp.task_id,
+                    attempt=inp.attempt,
+                    proof=item,
+                    observation=observation,
+                )
+            readings.append(VerifyReading(index=index, observation=observation, proof=item))
+        return VerifyOutput(
+            verifier=self._identity,
+            key_id=self._key.key_id if self._key is not None else None,
+            readings=readings,
+        )

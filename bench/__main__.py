@@ -1,0 +1,35 @@
+"""Run landed's benchmarks: ``python -m bench`` runs all, ``python -m bench NAME ...`` some."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+#: name -> module; each module has ``main(argv: list[str] | None = None) -> int`` (0 = target met).
+BENCHMARKS: dict[str, str] = {
+    "check_offline": "bench.check_offline",
+    "check_live": "bench.check_live",
+    "ledger_append": "bench.ledger_append",
+    "temporal_throughput": "bench.temporal_throughput",
+    "probe_http": "bench.probe_http",
+    "probe_command": "bench.probe_command",
+    "probe_record": "bench.probe_record",
+}
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(BENCHMARKS)
+    unknown = [name for name in names if name not in BENCHMARKS]
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
+        return 2
+    status = 0
+    for name in names:
+        print(f"== {name}", flush=True)
+        code = importlib.import_module(BENCHMARKS[name]).main([])
+        status = status or code
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

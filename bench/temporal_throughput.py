@@ -1,0 +1,226 @@
+"""AgentTask throughput on `landed dev` beside a workflow running the same act alone.
+
+Targets (issue: the Temporal spine): act + verify + settle >= 0.65x the throughput of the same
+act alone (one extra server round trip is the floor), and >= 30 verified tasks/s sustained on
+this 2-core machine with `landed dev` defaults (SQLite file with WAL, three role processes).
+
+Both figures come from the same run on the same dev server: the baseline workflow runs in its
+own worker process, like the runner, and its act runs on the same actor process. The default
+AgentTask also pre-reads the before-state (one more verifier round trip, so a proof can't be
+vacuous); it is measured and printed too, beside the act + verify + settle flow (pre_read off).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+TARGET_RATIO = 0.65
+TARGET_RATE = 30.0
+N = int(os.environ.get("LANDED_BENCH_TEMPORAL_N", "300"))
+WARMUP = 40
+CONCURRENCY = 200
+BASELINE_QUEUE = "bench-act-only"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _spec(task_id: str, pre_read: bool) -> dict[str, Any]:
+    return {
+        "task_id": task_id,
+        "owner": "bench",
+        "outcome": "one mark row for this task in the marks table",
+        "target": "bench-db: marks",
+        "act": {"name": "bench.mark"},
+        "pre_read": pre_read,
+        "proof_plan": [
+            {
+                "action": "mark the task",
+                "probe": {
+                    "kind": "record",
+                    "source": "bench-db",
+                    "query": "select count(*) from marks where task = ?",
+                    "params": [task_id],
+                },
+                "expect": {"type": "count", "value": 1},
+            }
+        ],
+    }
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _measure(
+    n: int, one: Callable[[int], Awaitable[bool]], pids: list[int]
+) -> tuple[float, int, float]:
+    """Run n tasks with at most CONCURRENCY in flight.
+
+    Returns tasks per second, how many passed, and the CPU milliseconds per task spent by the
+    processes in ``pids`` (server, workers, this client): a figure other load on the machine
+    does not inflate the way it inflates wall-clock throughput.
+    """
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def run(i: int) -> bool:
+        async with gate:
+            return await one(i)
+
+    cpu = sum(_cpu_seconds(p) for p in pids)
+    started = time.perf_counter()
+    results = await asyncio.gather(*(run(i) for i in range(n)))
+    rate = n / (time.perf_counter() - started)
+    cpu_ms = (sum(_cpu_seconds(p) for p in pids) - cpu) * 1000 / n
+    return rate, sum(results), cpu_ms
+
+
+def _serve_baseline() -> int:
+    """The baseline's workflow worker, in its own process like the runner."""
+    from temporalio.worker import Worker
+
+    from bench._act_only import ActOnly
+    from landed._plugin import connect, worker_identity
+
+    async def serve() -> None:
+        client = await connect(identity=worker_identity("bench-baseline"))
+        async with Worker(client, task_queue=BASELINE_QUEUE, workflows=[ActOnly]):
+            print(json.dumps({"event": "ready"}), flush=True)
+            await asyncio.Event().wait()
+
+    asyncio.run(serve())
+    return 0
+
+
+async def _run() -> bool:
+    from landed._client import Client
+    from landed._dev import DevStack
+    from landed._receipt import Receipt
+    from landed._task import TaskSpec
+
+    home = Path(tempfile.mkdtemp(prefix="landed-bench-"))
+    db = home / "bench.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("pragma journal_mode=wal")
+        conn.execute("create table marks (task text)")
+    dsn = f"sqlite:///{db}"
+    stack = DevStack(
+        home=home / ".landed",
+        headless=True,
+        cwd=REPO,
+        env={
+            "actor": {
+                "LANDED_ACTOR_ACTS": "bench._bench_acts",
+                "LANDED_ACTOR_CREDENTIALS": json.dumps({"bench-db": dsn}),
+            },
+            "verifier": {"LANDED_SOURCES__BENCH_DB__URL": dsn},
+        },
+    )
+    await stack.start()
+    assert stack.server is not None
+    env = {**os.environ, "TEMPORAL_ADDRESS": stack.server.address, "PYTHONUNBUFFERED": "1"}
+    baseline = subprocess.Popen(
+        [sys.executable, "-m", "bench.temporal_throughput", "--serve-baseline"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert baseline.stdout is not None
+        line = await asyncio.to_thread(baseline.stdout.readline)
+        if "ready" not in line:
+            raise RuntimeError(f"the baseline worker did not start: {line!r}")
+        client = await Client.connect(stack.server.address)
+        temporal = client.temporal
+        tag = uuid.uuid4().hex[:6]
+
+        def act_only(prefix: str) -> Callable[[int], Awaitable[bool]]:
+            async def one(i: int) -> bool:
+                spec = TaskSpec.model_validate(_spec(f"{prefix}-{tag}-{i}", False))
+                report = await temporal.execute_workflow(
+                    "BenchActOnly",
+                    spec,
+                    id=spec.task_id,
+                    task_queue=BASELINE_QUEUE,
+                    memo={"actor_task_queue": "landed-actor"},
+                )
+                return bool(report)
+
+            return one
+
+        def agent_task(prefix: str, pre_read: bool) -> Callable[[int], Awaitable[bool]]:
+            async def one(i: int) -> bool:
+                receipt: Receipt = await client.run(_spec(f"{prefix}-{tag}-{i}", pre_read))
+                return receipt.verdict == "verified"
+
+            return one
+
+        server = stack.server.proc.pid if stack.server.proc else os.getpid()
+        roles = {role: proc.pid for role, proc in stack.roles.items()}
+        base_pids = [server, roles["actor"], baseline.pid, os.getpid()]
+        task_pids = [server, roles["actor"], roles["verifier"], roles["runner"], os.getpid()]
+        await _measure(WARMUP, act_only("warm-base"), base_pids)
+        await _measure(WARMUP, agent_task("warm-full", True), task_pids)
+        base_rate, _, base_cpu = await _measure(N, act_only("base"), base_pids)
+        lean_rate, lean_ok, lean_cpu = await _measure(N, agent_task("lean", False), task_pids)
+        full_rate, full_ok, full_cpu = await _measure(N, agent_task("full", True), task_pids)
+    finally:
+        baseline.terminate()
+        baseline.wait(timeout=10)
+        await asyncio.to_thread(stack.stop)
+        shutil.rmtree(home, ignore_errors=True)
+
+    lean_ratio, full_ratio = lean_rate / base_rate, full_rate / base_rate
+    lean_verified = lean_rate * lean_ok / N
+    full_verified = full_rate * full_ok / N
+    cores = os.cpu_count() or 1
+    print(f"temporal throughput on landed dev ({N} tasks per flow, {CONCURRENCY} in flight)")
+    print(
+        f"  baseline  same act alone (BenchActOnly)        {base_rate:7.1f} tasks/s  "
+        f"cpu {base_cpu:5.1f} ms/task"
+    )
+    print(
+        f"  figure    act + verify + settle (pre_read off) {lean_rate:7.1f} tasks/s  "
+        f"cpu {lean_cpu:5.1f} ms/task  ratio {lean_ratio:.2f}x (target >= {TARGET_RATIO}x)  "
+        f"verified {lean_ok}/{N} = {lean_verified:.1f}/s (target >= {TARGET_RATE:.0f}/s)"
+    )
+    print(
+        f"  figure    pre-read + act + verify + settle     {full_rate:7.1f} tasks/s  "
+        f"cpu {full_cpu:5.1f} ms/task  ratio {full_ratio:.2f}x (the default flow)  "
+        f"verified {full_ok}/{N} = {full_verified:.1f}/s"
+    )
+    print(
+        f"  cpu-bound ceiling on {cores} dedicated cores: baseline "
+        f"{cores * 1000 / base_cpu:.0f}/s, act + verify + settle {cores * 1000 / lean_cpu:.0f}/s "
+        f"(ratio {base_cpu / lean_cpu:.2f}x), default flow {cores * 1000 / full_cpu:.0f}/s "
+        f"(ratio {base_cpu / full_cpu:.2f}x)"
+    )
+    met = lean_ratio >= TARGET_RATIO and lean_verified >= TARGET_RATE and lean_ok == N
+    print(f"  targets {'met' if met else 'NOT met'}")
+    return met
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(argv or [])
+    if args[:1] == ["--serve-baseline"]:
+        return _serve_baseline()
+    return 0 if asyncio.run(_run()) else 1
+
+
+if __name__ == "__main__":
+    status = main(sys.argv[1:])
+    sys.stdout.flush()
+    os._exit(status)  # the SDK can crash in interpreter teardown (sdk-python#300)

@@ -1,0 +1,412 @@
+"""``landed check``: score agent receipts (JSONL) against the Definition of Done v1.0."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, Annotated, Any, Final, TextIO
+
+import orjson
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from landed._check import Record, SignatureCheck, check_stream
+from landed._cli import app
+from landed._grading import RawGrade
+from landed._intake import InvalidLine
+from landed._ladder import ProofLevel
+from landed._live import LiveOptions
+from landed._scorecard import Scorecard, format_money, format_rate
+from landed._signing import SigningError, TrustStore
+
+__all__ = ["CheckReport", "TrustUnavailable", "render_text", "run_check"]
+
+EXIT_OK: Final = 0
+EXIT_MISSED: Final = 1
+EXIT_INVALID: Final = 3
+
+_EPILOG = (
+    "Exit codes: 0 every done claim (done, verified, reconciled and kin) meets its bar; "
+    "1 at least one does not; 3 invalid input (a bad line, empty input, an unreadable file) "
+    "or a --trust key that cannot be read. Invalid lines are reported and the rest is still "
+    "scored. With --trust, a read-back whose signature is missing, unknown or wrong counts as "
+    "an assertion."
+)
+
+
+class TrustUnavailable(Exception):
+    """A ``--trust`` key could not be read as an Ed25519 public key."""
+
+
+def _load_trust(keys: str | Sequence[str] | None) -> SignatureCheck | None:
+    """The signature check for ``--trust KEY.pub`` (repeatable), or None without one: a
+    read-back proof then counts only with a valid signature by one of these keys."""
+    if not keys:
+        return None
+    try:
+        store = TrustStore.load([keys] if isinstance(keys, str) else keys)
+    except SigningError as exc:
+        raise TrustUnavailable(f"--trust: {exc}") from None
+    return store.signature_ok
+
+
+# --- sinks ---------------------------------------------------------------------------------------
+
+
+_LABELS: Final = tuple(level.label for level in ProofLevel)
+
+
+def _task_json(line: int, record: Record, graded: RawGrade) -> dict[str, Any]:
+    level, required, claims_done, meets_bar, proven, findings = graded
+    return {
+        "task_id": record.task_id,
+        "claimed_status": record.claimed_status,
+        "proof_level": _LABELS[level],
+        "meets_bar": meets_bar,
+        "findings": [{"rule": rule, "message": message} for rule, message in findings],
+        "claims_done": claims_done,
+        "required_level": None if required is None else _LABELS[required],
+        "proven_status": proven,  # orjson writes an enum as its value
+        "line": line,
+    }
+
+
+class _Counts:
+    __slots__ = ("invalid_count", "missed_count")
+
+    def __init__(self) -> None:
+        self.invalid_count = 0
+        self.missed_count = 0
+
+    def count(self, graded: RawGrade) -> None:
+        if graded.claims_done and not graded.meets_bar:
+            self.missed_count += 1
+
+    @property
+    def exit_code(self) -> int:
+        if self.invalid_count:
+            return EXIT_INVALID
+        return EXIT_MISSED if self.missed_count else EXIT_OK
+
+
+class _JsonSink(_Counts):
+    """Writes ``{"tasks": [...], "invalid": [...], "scorecard": {...}}`` as it goes: tasks leave
+    memory in batches, and invalid lines spill to a temporary file past a few megabytes."""
+
+    __slots__ = ("_batch", "_file", "_invalid", "_out", "_started")
+
+    def __init__(self, out: IO[bytes], file: str) -> None:
+        super().__init__()
+        self._out = out
+        self._file = file
+        self._batch: list[dict[str, Any]] = []
+        self._started = False
+        # Closed by finish(), which copies it out.
+        self._invalid: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115
+        out.write(b'{"tasks":[')
+
+    def task(self, line: int, record: Record, graded: RawGrade) -> None:
+        self.count(graded)
+        self._batch.append(_task_json(line, record, graded))
+        if len(self._batch) >= 4096:
+            self._flush()
+
+    def invalid(self, item: InvalidLine) -> None:
+        if self.invalid_count:
+            self._invalid.write(b",")
+        self.invalid_count += 1
+        self._invalid.write(
+            orjson.dumps({"line": item.line, "reason": item.reason, "file": self._file})
+        )
+
+    def _flush(self) -> None:
+        # One orjson call per batch, written without the batch's own brackets.
+        if self._batch:
+            if self._started:
+                self._out.write(b",")
+            self._out.write(orjson.dumps(self._batch)[1:-1])
+            self._started = True
+            self._batch.clear()
+
+    def finish(self, scorecard: Scorecard) -> None:
+        self._flush()
+        self._out.write(b'],"invalid":[')
+        with self._invalid:
+            self._invalid.seek(0)
+            shutil.copyfileobj(self._invalid, self._out)
+        self._out.write(b'],"scorecard":' + orjson.dumps(scorecard.model_dump(mode="json")))
+        self._out.write(b"}\n")
+        self._out.flush()
+
+
+class CheckReport(_Counts):
+    """Keeps what the text report shows: the first ``max_rows`` tasks and invalid lines."""
+
+    __slots__ = ("file", "hidden_missed", "hidden_tasks", "invalid_rows", "max_rows", "rows")
+
+    def __init__(self, file: str, max_rows: int) -> None:
+        super().__init__()
+        self.file = file
+        self.max_rows = max_rows
+        self.rows: list[tuple[int, str, str, RawGrade]] = []
+        self.invalid_rows: list[InvalidLine] = []
+        self.hidden_tasks = 0
+        self.hidden_missed = 0
+
+    def task(self, line: int, record: Record, graded: RawGrade) -> None:
+        self.count(graded)
+        if len(self.rows) < self.max_rows:
+            self.rows.append((line, record.task_id, record.claimed_status, graded))
+        else:
+            self.hidden_tasks += 1
+            if graded.claims_done and not graded.meets_bar:
+                self.hidden_missed += 1
+
+    def invalid(self, item: InvalidLine) -> None:
+        self.invalid_count += 1
+        if len(self.invalid_rows) < self.max_rows:
+            self.invalid_rows.append(item)
+
+
+# --- text ----------------------------------------------------------------------------------------
+
+
+def _clip(text: str, limit: int = 48) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def render_text(report: CheckReport, scorecard: Scorecard, console: Console) -> None:
+    """The per-task table, the invalid lines, the scorecard and a one-line summary."""
+    if report.rows:
+        table = Table(title=f"landed check: {report.file}", title_justify="left")
+        table.add_column("line", justify="right", style="dim")
+        table.add_column("task", overflow="fold")
+        table.add_column("claimed", overflow="fold")
+        table.add_column("proven", no_wrap=True)
+        table.add_column("meets bar", justify="center", no_wrap=True)
+        table.add_column("findings by rule", overflow="fold")
+        for line, task_id, claimed, graded in report.rows:
+            if not graded.claims_done:
+                bar = "[dim]no claim[/dim]"
+            else:
+                bar = "[green]yes[/green]" if graded.meets_bar else "[bold red]NO[/bold red]"
+            rules = " ".join(dict.fromkeys(rule for rule, _ in graded.findings)) or "-"
+            proven = f"{graded.proof_level.label} {graded.proven_status.value}"
+            table.add_row(str(line), _clip(task_id), _clip(claimed, 24), proven, bar, rules)
+        console.print(table)
+        explained = [row for row in report.rows if row[3].findings]
+        if explained:
+            console.print("[bold]findings[/bold]")
+        for line, task_id, _claimed, graded in explained:
+            console.print(f"  {task_id} (line {line})", markup=False, highlight=False)
+            for rule, message in graded.findings:
+                console.print(
+                    f"    {rule:<6} {message}", markup=False, highlight=False, soft_wrap=True
+                )
+    if report.hidden_tasks:
+        console.print(
+            f"... {report.hidden_tasks:,} more task(s) not shown, {report.hidden_missed:,} of "
+            "them missing the bar; --json lists every task, --max-rows shows more"
+        )
+    if report.invalid_count:
+        console.print(
+            f"[bold red]{report.invalid_count:,} invalid line(s)[/bold red] (not scored):"
+        )
+        for item in report.invalid_rows:
+            where = f"{report.file}:{item.line}" if item.line else report.file
+            console.print(
+                f"  {where}: {item.reason}", markup=False, highlight=False, soft_wrap=True
+            )
+        if report.invalid_count > len(report.invalid_rows):
+            console.print(f"  ... and {report.invalid_count - len(report.invalid_rows):,} more")
+    _render_scorecard(scorecard, console)
+    verdicts = {
+        EXIT_OK: "[green]every done claim meets its bar[/green]",
+        EXIT_MISSED: f"[bold red]{report.missed_count:,} done claim(s) miss the bar[/bold red]",
+        EXIT_INVALID: "[bold red]invalid input[/bold red]",
+    }
+    console.print(f"{verdicts[report.exit_code]} (exit {report.exit_code})")
+
+
+def _render_scorecard(card: Scorecard, console: Console) -> None:
+    table = Table(title="governance scorecard", title_justify="left", show_header=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("from", style="dim")
+    table.add_row(
+        "proof rate",
+        format_rate(card.proof_rate),
+        f"{card.done_proven:,} of {card.done_claimed:,} done claims at P3+",
+    )
+    table.add_row(
+        "hold rate", format_rate(card.hold_rate), f"{card.held:,} held of {card.settled:,}"
+    )
+    table.add_row(
+        "cost per verified task",
+        format_money(card.cost_per_verified_task),
+        f"{format_money(card.cost_usd)} over {card.done_proven:,} verified "
+        f"({card.cost_logged:,} of {card.settled:,} receipts log cost)",
+    )
+    table.add_row("verified revenue", format_money(card.verified_revenue_usd), "P4 receipts only")
+    console.print(table)
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _open_source(source: str) -> Iterator[tuple[IO[bytes] | None, str, str | None]]:
+    """Yield (stream, display name, error): stdin for "-", else the file, never a traceback."""
+    if source == "-":
+        yield sys.stdin.buffer, "<stdin>", None
+        return
+    path = Path(source)
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        yield None, source, "no such file; pass a JSONL file of receipts, or - for stdin"
+        return
+    except IsADirectoryError:
+        yield None, source, "a directory, not a file; pass a JSONL file of receipts"
+        return
+    except OSError as exc:
+        yield None, source, f"cannot be read ({exc.strerror}); check the path and its permissions"
+        return
+    with handle:
+        yield handle, source, None
+
+
+@contextlib.contextmanager
+def _progress_bar(enabled: bool) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar on stderr, only when stderr is a terminal and --live is on."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    columns = (
+        TextColumn("re-reading http_contains proofs"),
+        BarColumn(),
+        TextColumn("{task.completed:,}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("live", total=None)
+        yield lambda n: bar.advance(task, n)
+
+
+def run_check(
+    source: str,
+    *,
+    live: bool = False,
+    as_json: bool = False,
+    trust: str | Sequence[str] | None = None,
+    concurrency: int = 32,
+    timeout: float = 10.0,
+    max_rows: int = 200,
+    out: TextIO | None = None,
+) -> int:
+    """Everything ``landed check`` does; returns the exit code. ``out`` defaults to stdout."""
+    stdout = out if out is not None else sys.stdout
+    err = Console(stderr=True)
+    try:
+        signature_ok = _load_trust(trust)
+    except TrustUnavailable as exc:
+        err.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        return EXIT_INVALID
+    options = LiveOptions(concurrency=concurrency, timeout_s=timeout) if live else None
+    with _open_source(source) as (stream, name, problem):
+        sink: _JsonSink | CheckReport
+        sink = _JsonSink(stdout.buffer, name) if as_json else CheckReport(name, max_rows)
+        if stream is None:
+            sink.invalid(InvalidLine(line=0, reason=problem or "unreadable"))
+            card = Scorecard(**_EMPTY_CARD)
+        else:
+            with _progress_bar(live) as progress:
+                card = check_stream(
+                    stream, sink, live=options, signature_ok=signature_ok, progress=progress
+                )
+    if isinstance(sink, _JsonSink):
+        sink.finish(card)
+        if problem:
+            err.print(f"[bold red]error:[/bold red] {name}: {problem}", highlight=False)
+    else:
+        render_text(sink, card, Console(file=stdout, width=_width(stdout)))
+    return sink.exit_code
+
+
+_EMPTY_CARD: Final[dict[str, Any]] = {
+    "done_claimed": 0,
+    "done_proven": 0,
+    "proof_rate": None,
+    "held": 0,
+    "settled": 0,
+    "hold_rate": None,
+    "cost_usd": None,
+    "cost_logged": 0,
+    "cost_per_verified_task": None,
+    "verified_revenue_usd": 0.0,
+}
+
+
+def _width(stream: TextIO) -> int | None:
+    # A pipe or file gets a wide table rather than rich's 80-column default.
+    return None if stream.isatty() else 160
+
+
+@app.command("check", epilog=_EPILOG)
+def check(
+    file: Annotated[str, typer.Argument(metavar="FILE|-", help="JSONL receipts; - reads stdin.")],
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live",
+            help="Re-read every http_contains proof over HTTP; a proof that "
+            "no longer holds is downgraded (DOD-4/DOD-5), nothing is ever upgraded.",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object: tasks, invalid, scorecard.")
+    ] = False,
+    trust: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--trust",
+            metavar="KEY.pub",
+            help="A verifier's public key (repeatable; a directory adds its *.pub). A read-back "
+            "then counts only with a valid signature by a trusted key.",
+        ),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option(min=1, max=256, help="--live: requests in flight at once.")
+    ] = 32,
+    timeout: Annotated[
+        float, typer.Option(min=0.1, max=600.0, help="--live: seconds allowed per request.")
+    ] = 10.0,
+    max_rows: Annotated[
+        int, typer.Option(min=0, help="Text report: tasks shown in the table (--json lists all).")
+    ] = 200,
+) -> None:
+    """Score agent receipts against the Definition of Done v1.0: proof level per task, whether
+    each done claim meets its bar, and the governance scorecard."""
+    try:
+        code = run_check(
+            file,
+            live=live,
+            as_json=as_json,
+            trust=trust,
+            concurrency=concurrency,
+            timeout=timeout,
+            max_rows=max_rows,
+        )
+    except BrokenPipeError:
+        # The reader of our output left (``| head``): stop quietly, and keep Python's exit-time
+        # flush from failing on the closed pipe too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_MISSED
+    raise typer.Exit(code)

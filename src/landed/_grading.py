@@ -1,0 +1,598 @@
+"""Pure grading of one receipt against the Definition of Done: proof level, bar and findings."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any, NamedTuple, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from landed._ladder import ARTIFACT_KINDS, READ_BACK_KINDS, ProofLevel, Status
+from landed._receipt import ProofItem, Receipt
+
+__all__ = [
+    "DONE_CLAIM_WORDS",
+    "NOT_DONE_PHRASES",
+    "NOT_DONE_WORDS",
+    "SCAFFOLD_PHRASES",
+    "SCAFFOLD_WORDS",
+    "Finding",
+    "Grade",
+    "ProofView",
+    "RawGrade",
+    "ReceiptView",
+    "claim_bar",
+    "evaluate",
+    "grade",
+    "words",
+]
+
+# This module runs inside the Temporal workflow sandbox: no I/O, no clock, no randomness. Its only
+# state is constant tables and bounded memos (lru_cache) of pure functions of one string.
+
+
+class Finding(BaseModel):
+    """One reason behind a grade, under the id of the rule it applies (DOD-2, DOD-6, ...)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rule: str
+    message: str
+
+
+class Grade(BaseModel):
+    """The verdict on one receipt, issued by landed rather than by the agent that wrote it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    proof_level: ProofLevel = Field(description="The strongest proof the receipt carries (P0-P4).")
+    required_level: ProofLevel | None = Field(
+        default=None, description="What the done claim needs (P3, P4 for reconciled); None if none."
+    )
+    claims_done: bool = Field(description="The status or the verdict says done in some form.")
+    meets_bar: bool = Field(description="No done claim, or a done claim that its proof carries.")
+    proven_status: Status = Field(description="The highest rung honestly provable (DOD-6).")
+    findings: list[Finding] = Field(default_factory=list)
+
+
+class RawGrade(NamedTuple):
+    """The grade as plain values: what ``evaluate`` returns and ``Grade`` wraps. The checker
+    streams millions of these, where building a pydantic model per receipt would dominate."""
+
+    proof_level: ProofLevel
+    required_level: ProofLevel | None
+    claims_done: bool
+    meets_bar: bool
+    proven_status: Status
+    findings: tuple[tuple[str, str], ...]
+
+    def to_grade(self) -> Grade:
+        return Grade(
+            proof_level=self.proof_level,
+            required_level=self.required_level,
+            claims_done=self.claims_done,
+            meets_bar=self.meets_bar,
+            proven_status=self.proven_status,
+            findings=[Finding(rule=rule, message=message) for rule, message in self.findings],
+        )
+
+
+# --- the words -------------------------------------------------------------------------------
+# Text is read as words: lowercased runs of ASCII letters. Anything else (digits, punctuation,
+# apostrophes, "_", non-ASCII) splits words, so "couldn't" reads as "couldn t" and
+# "pending_review" as "pending review". A word next to a digit or an accent still counts: the
+# rules err towards flagging.
+
+#: Claim words that say "done". The spec's three (done, verified, reconciled) plus the words loose
+#: logs use for the same claim; a word missing here would let a done claim skip its bar.
+DONE_CLAIM_WORDS = frozenset(
+    {
+        "done",
+        "verified",
+        "reconciled",
+        "complete",
+        "completed",
+        "finished",
+        "success",
+        "succeeded",
+        "successful",
+        "shipped",
+    }
+)
+# A status such as "not done" or "isn't verified" claims nothing ("isn't" reads as "isn t").
+_NEGATIONS = frozenset({"not", "no", "never", "t"})
+
+#: DOD-7: words and two-word phrases in a report that mean the work is not done. Deliberately
+#: blind to negation: "no longer blocked" still counts. Parsing negation is where a checker starts
+#: excusing overclaims ("not blocked, but the deploy is pending"); a false alarm costs one
+#: re-worded report, a missed one costs a false "done".
+NOT_DONE_WORDS = frozenset(
+    {
+        *("blocked", "blocker", "blockers", "blocking", "waiting", "awaiting", "pending"),
+        *("incomplete", "unfinished", "partial", "partially", "cannot", "couldnt", "unable"),
+        *("stuck", "todo", "wip"),
+    }
+)
+NOT_DONE_PHRASES = frozenset(
+    [("could", "not"), ("couldn", "t"), ("can", "not"), ("can", "t"), ("in", "progress")]
+    + [("on", "hold"), ("timed", "out"), ("gave", "up"), ("failed", "to")]
+    + [("not", w) for w in ("yet", "done", "finished", "complete", "completed", "working")]
+    + [("not", "live"), ("not", "deployed")]
+    + [("still", w) for w in ("need", "needs", "needed", "missing", "waiting", "pending")]
+)
+
+#: DOD-8: words naming a scaffold rather than the live outcome, by family, so that an outcome
+#: naming the family ("a clickable mockup") makes that scaffold the named deliverable.
+SCAFFOLD_WORDS: dict[str, str] = {
+    **dict.fromkeys(("mock", "mocks", "mocked", "mockup", "mockups"), "mock"),
+    **dict.fromkeys(("stub", "stubs", "stubbed"), "stub"),
+    **dict.fromkeys(("placeholder", "placeholders", "dummy"), "placeholder"),
+    **dict.fromkeys(("localhost", "loopback"), "local"),
+    **dict.fromkeys(("scaffold", "scaffolds", "scaffolded", "scaffolding"), "scaffold"),
+}
+SCAFFOLD_PHRASES: dict[tuple[str, str], str] = {
+    ("lorem", "ipsum"): "placeholder",
+    ("local", "build"): "local",
+    ("dev", "server"): "local",
+}
+# Outcome words that mean the scaffold is being replaced, not delivered ("replace the mock").
+_REPLACING = frozenset(
+    {
+        *("replace", "replaces", "replaced", "replacing", "remove", "removes", "removed"),
+        *("removing", "swap", "swaps", "swapped", "swapping", "delete", "deletes", "deleted"),
+        *("deleting", "drop", "drops", "dropped", "dropping", "instead", "rather", "no", "not"),
+        "without",
+    }
+)
+# A loopback host in a URL or a bare host:port: localhost, *.localhost, 127/8, 0.0.0.0, ::1.
+_LOOPBACK = re.compile(
+    r"(?<![a-z0-9.-])(?:localhost|[a-z0-9-]+(?:\.[a-z0-9-]+)*\.localhost|127(?:\.[0-9]{1,3}){3}"
+    r"|0\.0\.0\.0|\[::1\]|::1)(?::[0-9]+)?(?![a-z0-9.-])"
+)
+
+_ACTOR_NAMES = frozenset({"actor", "agent", "self", "owner"})
+_SIDE_STATES = {s.value: s for s in Status if s.is_side_state}
+_LADDER_RUNGS = {s.value: s for s in Status if not s.is_side_state}
+
+# Word tables as bytes: splitting UTF-8 bytes with a translate table is the fastest way to get
+# words in CPython, and grading runs once per receipt on files of millions.
+_WORD_BYTES = bytes(c if 97 <= c <= 122 else c + 32 if 65 <= c <= 90 else 32 for c in range(256))
+_B_NOT_DONE = frozenset(w.encode() for w in NOT_DONE_WORDS)
+_B_NOT_DONE_FIRST = frozenset(a.encode() for a, _ in NOT_DONE_PHRASES)
+_B_NOT_DONE_PHRASES = frozenset((a.encode(), b.encode()) for a, b in NOT_DONE_PHRASES)
+_B_SCAFFOLD = {w.encode(): f for w, f in SCAFFOLD_WORDS.items()}
+_B_SCAFFOLD_SET = frozenset(_B_SCAFFOLD)
+# In a target the address decides loopback ("localhost.example.com" is a live host).
+_B_SCAFFOLD_IN_TARGET = _B_SCAFFOLD_SET - {b"localhost", b"loopback"}
+_B_SCAFFOLD_FIRST = frozenset(a.encode() for a, _ in SCAFFOLD_PHRASES)
+_B_SCAFFOLD_PHRASES = {(a.encode(), b.encode()): f for (a, b), f in SCAFFOLD_PHRASES.items()}
+_B_SCAFFOLD_PAIRS = frozenset(_B_SCAFFOLD_PHRASES)
+_B_REPLACING = frozenset(w.encode() for w in _REPLACING)
+_B_LOCAL = frozenset({b"local", b"locally"})
+
+
+def words(text: str | None) -> list[bytes]:
+    """The words of a text, as the word rules read them (lowercase ASCII letters, bytes)."""
+    if not text:
+        return []
+    return text.encode("utf-8", "replace").translate(_WORD_BYTES).split()
+
+
+# --- what grading reads ------------------------------------------------------------------------
+# Grading reads receipts through these protocols, so the pydantic Receipt and the checker's fast
+# decoded form go through the same code: there is one grading logic, not a copy per input shape.
+
+
+class ProofView(Protocol):
+    @property
+    def kind(self) -> str: ...
+    @property
+    def ref(self) -> str | None: ...
+    @property
+    def expect(self) -> Any: ...
+    @property
+    def checked_by(self) -> str | None: ...
+    @property
+    def result(self) -> str | None: ...
+    @property
+    def landed(self) -> dict[str, Any] | None: ...
+
+
+class OutcomeView(Protocol):
+    @property
+    def verified(self) -> bool: ...
+
+
+class ReceiptView(Protocol):
+    @property
+    def owner(self) -> str | None: ...
+    @property
+    def outcome(self) -> str | None: ...
+    @property
+    def target(self) -> str | None: ...
+    @property
+    def claimed_status(self) -> str: ...
+    @property
+    def report(self) -> str | None: ...
+    @property
+    def exit_code(self) -> int | None: ...
+    @property
+    def proof(self) -> Sequence[ProofView]: ...
+    @property
+    def business_outcome(self) -> OutcomeView | None: ...
+    @property
+    def verdict(self) -> str | None: ...
+    @property
+    def verdict_by(self) -> str | None: ...
+
+
+# --- grading -----------------------------------------------------------------------------------
+
+
+def grade(
+    receipt: Receipt, *, signature_ok: Callable[[Receipt, ProofItem], bool] | None = None
+) -> Grade:
+    """Grade one receipt. With ``signature_ok``, a read-back whose signature it rejects (or that
+    makes it raise) counts as an assertion, since nothing then shows who observed it."""
+    if signature_ok is None:
+        return evaluate(receipt).to_grade()
+    check = signature_ok
+
+    def signed(index: int) -> bool:
+        return check(receipt, receipt.proof[index])
+
+    return evaluate(receipt, signed).to_grade()
+
+
+@lru_cache(maxsize=512)
+def claim_bar(word: str | None) -> ProofLevel | None:
+    """The level a status or verdict word needs: P4 for reconciled, P3 for any other done word,
+    None when it claims nothing done ("executed", "held", "not done")."""
+    if not word:
+        return None
+    tokens = [w.decode() for w in words(word)]
+    if not tokens or not _NEGATIONS.isdisjoint(tokens):
+        return None
+    if "reconciled" in tokens:
+        return ProofLevel.P4
+    if not DONE_CLAIM_WORDS.isdisjoint(tokens):
+        return ProofLevel.P3
+    return None
+
+
+class _StatusFacts(NamedTuple):
+    bar: int  # -1: claims nothing done
+    side: Status | None  # the side state the word names (blocked, held, failed, superseded)
+    rung: Status | None  # the ladder rung the word names
+    not_done: str | None  # a DOD-7 phrase in the status itself ("done (partial)")
+
+
+@lru_cache(maxsize=1024)
+def _status_facts(word: str) -> _StatusFacts:
+    # Status words come from a small vocabulary, so everything derived from one is computed once.
+    bar = claim_bar(word)
+    norm = word.strip().lower()
+    return _StatusFacts(
+        -1 if bar is None else int(bar),
+        _SIDE_STATES.get(norm),
+        _LADDER_RUNGS.get(norm),
+        _first_phrase(words(word), _B_NOT_DONE, _B_NOT_DONE_FIRST, _B_NOT_DONE_PHRASES),
+    )
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+# Levels are plain ints inside the hot path (enum operations cost more than the rules); the
+# tables below turn them back into ProofLevel and Status at the edges.
+_LEVELS = tuple(ProofLevel)
+_RUNG_OF_LEVEL = (Status.PLANNED, Status.PLANNED, Status.BUILT, Status.VERIFIED, Status.RECONCILED)
+_EXECUTED_RANK = Status.EXECUTED.rank
+_RANKS = {s: s.rank for s in Status}
+_VALUES = {s: s.value for s in Status}
+_NAMES = (
+    "P0 (a status only)",
+    "P1 (asserted)",
+    "P2 (artifact)",
+    "P3 (read-back)",
+    "P4 (reconciled)",
+)
+_KNOWN_KINDS = READ_BACK_KINDS | ARTIFACT_KINDS
+_NO_FINDINGS: tuple[tuple[str, str], ...] = ()
+
+
+def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> RawGrade:
+    """Grade anything shaped like a receipt; ``signed(i)`` says whether proof ``i``'s signature
+    verifies. This is the only grading logic: ``grade`` and ``landed check`` both call it.
+
+    It runs once per receipt on files of millions, so it is written for CPython's speed: one
+    function, plain ints for levels, and the word rules behind set operations that run in C."""
+    findings: list[tuple[str, str]] = []
+    owner = view.owner
+    owner = owner.strip().lower() if owner else ""
+    claimed = view.claimed_status
+    status = _status_facts(claimed)
+
+    # Claims: the status, and a verdict written into the receipt, each may say done.
+    bar = status.bar
+    claim_source, claim_word = "claimed_status", claimed
+    verdict = view.verdict
+    if verdict:
+        by = view.verdict_by
+        by = by.strip().lower() if by else ""
+        if not by:
+            why = "names no verdict_by; a verdict nobody can be shown to have issued is void"
+            findings.append(("DOD-2", f"verdict '{_clip(verdict)}' {why}"))
+        elif by in _ACTOR_NAMES or by == owner:
+            findings.append(("DOD-2", _self_verdict(verdict, view.verdict_by, by == owner)))
+        verdict_bar = bar if verdict == claimed else _status_facts(verdict).bar
+        if verdict_bar > bar:
+            bar, claim_source, claim_word = verdict_bar, "verdict", verdict
+    claims_done = bar >= 0
+
+    # Proof level: P1 once the agent describes anything, then the best proof item.
+    report = view.report
+    level = 1 if (report and not report.isspace()) else 0
+    outcome = view.outcome
+    for number, item in enumerate(view.proof, 1):
+        if level < 1:
+            level = 1
+        kind = item.kind
+        if kind not in _KNOWN_KINDS:
+            kind = kind.strip().lower()
+        result = item.result
+        passed = result == "pass" or (result is not None and result.strip().lower() == "pass")
+        landed = item.landed
+        if landed and _live_failed(landed, number, kind, findings):
+            passed = False
+        if kind in READ_BACK_KINDS:
+            ref = item.ref
+            checker = item.checked_by
+            checker = checker.strip().lower() if checker else ""
+            expect = item.expect
+            if not passed:
+                why = f"did not pass (result={_clip(str(result))!r}); it proves nothing"
+                findings.append(("DOD-5", f"read-back #{number} ({kind}) {why}"))
+            elif not ref or ref.isspace():
+                why = "cites no ref; cited proof must resolve, so it counts as an assertion"
+                findings.append(("DOD-5", f"read-back #{number} ({kind}) {why}"))
+            elif not checker or checker in _ACTOR_NAMES or checker == owner:
+                findings.append(("DOD-2", _self_checked(number, kind, item.checked_by, checker)))
+            elif kind == "http_contains" and not (isinstance(expect, str) and expect.strip()):
+                why = (
+                    "has no expect text, so it shows only that the page answered; "
+                    "it counts as an assertion"
+                )
+                findings.append(("DOD-4", f"read-back #{number} ({kind}) {why}"))
+            elif _is_loopback(ref) and "local" not in _outcome_families(outcome):
+                why = (
+                    f"reads {_clip(ref.strip())}, a loopback address: a local server is not the "
+                    "live outcome unless the outcome names it; it counts as an artifact"
+                )
+                findings.append(("DOD-8", f"read-back #{number} ({kind}) {why}"))
+                if level < 2:
+                    level = 2
+            elif signed is not None and not _signature_holds(signed, number - 1):
+                why = (
+                    "carries no signature that verifies against the trusted key, so nothing "
+                    "shows the verifier rather than the actor observed it; it counts as an "
+                    "assertion"
+                )
+                findings.append(("DOD-2", f"read-back #{number} ({kind}) {why}"))
+            else:
+                level = 3
+        elif kind in ARTIFACT_KINDS:
+            ref = item.ref
+            if not passed:
+                why = f"did not pass (result={_clip(str(result))!r}); it proves nothing"
+                findings.append(("DOD-5", f"artifact #{number} ({kind}) {why}"))
+            elif not ref or ref.isspace():
+                why = "cites no ref; cited proof must resolve, so it counts as an assertion"
+                findings.append(("DOD-5", f"artifact #{number} ({kind}) {why}"))
+            elif level < 2:
+                level = 2
+        elif claims_done:
+            why = "is neither a read-back kind nor an artifact kind; it counts as an assertion"
+            findings.append(("DOD-4", f"proof #{number} kind '{_clip(kind, 40)}' {why}"))
+
+    business = view.business_outcome
+    if level == 3 and business is not None and business.verified is True:
+        level = 4
+
+    # The word rules. One tokenization of target and report tells, in C, whether any rule could
+    # apply; the exact (slower) reading runs only then.
+    target = view.target
+    text = f"{target} {report}" if target and report else (target or report or "")
+    seen = text.encode("utf-8", "replace").translate(_WORD_BYTES).split()
+
+    # DOD-8: a scaffold named by the target or the report caps the proof at an artifact.
+    if (
+        not _B_SCAFFOLD_SET.isdisjoint(seen)
+        or not _B_SCAFFOLD_FIRST.isdisjoint(seen)
+        or (target and _maybe_loopback(target.lower()))
+    ):
+        scaffold = _scaffold_signal(target, report, outcome)
+        if scaffold is not None:
+            capped = 2 if level > 2 else level
+            if claims_done or capped != level:
+                findings.append(
+                    (
+                        "DOD-8",
+                        f"{scaffold} is a scaffold, not the live outcome, and the outcome does "
+                        f"not name it as the deliverable; the proof counts at most as "
+                        f"{_NAMES[capped]}",
+                    )
+                )
+            level = capped
+
+    # DOD-7: the report's (and the status's own) words beat the status.
+    not_done = None
+    if not _B_NOT_DONE.isdisjoint(seen) or not _B_NOT_DONE_FIRST.isdisjoint(seen):
+        not_done = _first_phrase(words(report), _B_NOT_DONE, _B_NOT_DONE_FIRST, _B_NOT_DONE_PHRASES)
+    if not_done is None:
+        not_done = status.not_done
+
+    proven = status.side  # the agent's own side-state word is never upgraded
+    if proven is None:
+        proven = _RUNG_OF_LEVEL[level]
+        if not_done is not None and _RANKS[proven] > _EXECUTED_RANK:
+            proven = Status.EXECUTED
+    if not_done is not None and (claims_done or _RUNG_OF_LEVEL[level] is not proven):
+        why = "the agent's own words beat its status, so the task is not done"
+        findings.append(("DOD-7", f"the report says '{not_done}': {why}"))
+
+    meets_bar = True
+    if claims_done:
+        if level < bar:
+            meets_bar = False
+            findings.append(
+                (
+                    "DOD-6",
+                    f"{claim_source} '{_clip(claim_word)}' needs {_NAMES[bar]}; the proof reaches "
+                    f"only {_NAMES[level]}, so the highest honest status is '{_VALUES[proven]}'",
+                )
+            )
+            if view.exit_code is not None:
+                findings.append(
+                    (
+                        "DOD-3",
+                        f"exit code {view.exit_code} says the process stopped, not that the work "
+                        "landed; it proves nothing",
+                    )
+                )
+        if not_done is not None:
+            meets_bar = False
+    else:
+        rung = status.rung
+        if rung is not None and _RANKS[rung] > _RANKS[proven]:
+            findings.append(
+                (
+                    "DOD-6",
+                    f"claimed_status '{_VALUES[rung]}' is above what the proof shows "
+                    f"({_NAMES[level]}); the highest honest status is '{_VALUES[proven]}'",
+                )
+            )
+
+    # tuple.__new__ skips NamedTuple's Python-level constructor: this runs per receipt.
+    return tuple.__new__(
+        RawGrade,
+        (
+            _LEVELS[level],
+            None if bar < 0 else _LEVELS[bar],
+            claims_done,
+            meets_bar,
+            proven,
+            tuple(findings) if findings else _NO_FINDINGS,
+        ),
+    )
+
+
+def _self_verdict(verdict: str, issuer: str | None, by_owner: bool) -> str:
+    who = "the owner" if by_owner else "the actor"
+    return (
+        f"verdict '{_clip(verdict)}' was issued by '{_clip(issuer or '')}' ({who}); the actor "
+        "can't grade itself, so the verdict is void and landed grades the proof instead"
+    )
+
+
+def _self_checked(number: int, kind: str, checked_by: str | None, checker: str) -> str:
+    who = f"'{_clip(checked_by or '')}'" if checker else "nobody"
+    return (
+        f"read-back #{number} ({kind}) was checked by {who}, not by someone other than the "
+        "actor and the owner; it counts as an assertion"
+    )
+
+
+def _live_failed(
+    landed: dict[str, Any], number: int, kind: str, findings: list[tuple[str, str]]
+) -> bool:
+    """A live re-read recorded on the proof that failed (or could not run) downgrades it; a live
+    pass adds nothing."""
+    live = landed.get("live")
+    if not isinstance(live, dict) or live.get("ok") is True:
+        return False
+    rule = "DOD-4" if live.get("rule") == "DOD-4" else "DOD-5"
+    reason = _clip(str(live.get("reason") or "no reason recorded"), 160)
+    findings.append((rule, f"proof #{number} ({kind}) re-read live: {reason}; it no longer counts"))
+    return True
+
+
+def _signature_holds(signed: Callable[[int], bool], index: int) -> bool:
+    # A checker that raises has not shown the signature holds: fail closed.
+    try:
+        return signed(index) is True
+    except Exception:
+        return False
+
+
+# --- the word rules ------------------------------------------------------------------------------
+
+
+def _first_phrase(
+    text: list[bytes],
+    singles: frozenset[bytes],
+    firsts: frozenset[bytes],
+    phrases: frozenset[tuple[bytes, bytes]],
+) -> str | None:
+    """The first word or two-word phrase of ``text`` in the given tables, or None."""
+    # The usual case is no hit; these set operations run in C, the ordered search below does not.
+    if singles.isdisjoint(text) and (
+        firsts.isdisjoint(text) or phrases.isdisjoint(itertools.pairwise(text))
+    ):
+        return None
+    last = len(text) - 1
+    for i, word in enumerate(text):
+        if word in singles:
+            return word.decode()
+        if i < last and word in firsts and (word, text[i + 1]) in phrases:
+            return f"{word.decode()} {text[i + 1].decode()}"
+    return None
+
+
+def _maybe_loopback(lowered: str) -> bool:
+    return "localhost" in lowered or "127." in lowered or "::1" in lowered or "0.0.0.0" in lowered
+
+
+def _is_loopback(text: str) -> bool:
+    lowered = text.lower()
+    return _maybe_loopback(lowered) and _LOOPBACK.search(lowered) is not None
+
+
+@lru_cache(maxsize=256)
+def _outcome_families(outcome: str | None) -> frozenset[str]:
+    """The scaffold families the outcome names as the deliverable: {"mock"} for "a clickable
+    mockup of the pricing page", none for "replace the mock with the live API"."""
+    text = words(outcome)
+    if not text or not _B_REPLACING.isdisjoint(text):
+        return frozenset()
+    families = {_B_SCAFFOLD[w] for w in text if w in _B_SCAFFOLD}
+    families.update(_B_SCAFFOLD_PHRASES.get(pair, "") for pair in itertools.pairwise(text))
+    families.discard("")
+    if not _B_LOCAL.isdisjoint(text) or _is_loopback(outcome or ""):
+        families.add("local")
+    return frozenset(families)
+
+
+def _scaffold_signal(target: str | None, report: str | None, outcome: str | None) -> str | None:
+    """Describe the first scaffold the target or report names, unless the outcome names it."""
+    if target:
+        if _is_loopback(target) and "local" not in _outcome_families(outcome):
+            return f"the target {_clip(target.strip())} (a loopback address)"
+        found = _first_phrase(
+            words(target), _B_SCAFFOLD_IN_TARGET, _B_SCAFFOLD_FIRST, _B_SCAFFOLD_PAIRS
+        )
+        if found is not None and _family(found) not in _outcome_families(outcome):
+            return f"the target's '{found}'"
+    found = _first_phrase(words(report), _B_SCAFFOLD_SET, _B_SCAFFOLD_FIRST, _B_SCAFFOLD_PAIRS)
+    if found is not None and _family(found) not in _outcome_families(outcome):
+        return f"the report's '{found}'"
+    return None
+
+
+def _family(found: str) -> str:
+    first, _, second = found.partition(" ")
+    return SCAFFOLD_PHRASES[(first, second)] if second else SCAFFOLD_WORDS[first]

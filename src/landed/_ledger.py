@@ -1,0 +1,264 @@
+"""The outcome ledger (GOV-2): receipts are appended, never updated or deleted."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import orjson
+
+from landed._receipt import Receipt
+
+__all__ = [
+    "DEFAULT_LEDGER_PATH",
+    "LEDGER_URL_ENV",
+    "Ledger",
+    "LedgerConflict",
+    "LedgerError",
+    "LedgerNotFound",
+    "LedgerRow",
+    "canonical_json",
+    "open_ledger",
+]
+
+DEFAULT_LEDGER_PATH = Path(".landed") / "ledger.db"
+LEDGER_URL_ENV = "LANDED_LEDGER_URL"
+
+
+class LedgerError(Exception):
+    """The ledger could not be opened, read or written; the message names the fix."""
+
+
+class LedgerNotFound(LedgerError):
+    """A read-only open found no ledger at the given place."""
+
+
+class LedgerConflict(LedgerError):
+    """A receipt for this (task_id, attempt) is already stored with different content.
+
+    Retrying cannot help: the ledger never changes a stored receipt. Settle the new content
+    as a new attempt, or find out why the same attempt was settled twice with different data.
+    Temporal treats it as non-retryable when ``LedgerConflict`` is in the retry policy's
+    ``non_retryable_error_types``.
+    """
+
+    def __init__(self, task_id: str, attempt: int, stored_sha256: str, new_sha256: str) -> None:
+        self.task_id = task_id
+        self.attempt = attempt
+        self.stored_sha256 = stored_sha256
+        self.new_sha256 = new_sha256
+        super().__init__(
+            f"ledger conflict: task {task_id!r} attempt {attempt} is already settled with "
+            f"different content (stored sha256 {stored_sha256[:12]}, new {new_sha256[:12]}); "
+            "the ledger is append-only, so settle the change as a new attempt"
+        )
+
+
+def canonical_json(receipt: Receipt) -> bytes:
+    """The receipt as stored and exported: DoD field names, no nulls, sorted keys, no spaces."""
+    data = receipt.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRow:
+    """One receipt ready to insert: its canonical body and the indexed columns."""
+
+    task_id: str
+    attempt: int
+    verdict: str | None
+    owner: str | None
+    settled_at: datetime | None
+    body: bytes
+    sha256: str
+
+    @classmethod
+    def of(cls, receipt: Receipt) -> LedgerRow:
+        body = canonical_json(receipt)
+        attempt = receipt.landed.attempt if receipt.landed is not None else 1
+        if attempt < 1:
+            raise LedgerError(
+                f"task {receipt.task_id!r}: attempt {attempt} is not valid; attempts count from 1"
+            )
+        return cls(
+            task_id=receipt.task_id,
+            attempt=attempt,
+            verdict=receipt.verdict,
+            owner=receipt.owner,
+            settled_at=receipt.settled_at,
+            body=body,
+            sha256=hashlib.sha256(body).hexdigest(),
+        )
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.task_id, self.attempt)
+
+
+def parse_body(body: bytes | str) -> Receipt:
+    return Receipt.model_validate(orjson.loads(body))
+
+
+@runtime_checkable
+class Ledger(Protocol):
+    """An append-only store of settled receipts; the board is a projection of it."""
+
+    @property
+    def url(self) -> str:
+        """Where the ledger lives, without credentials."""
+        ...
+
+    async def append(self, receipt: Receipt) -> bool:
+        """Store a receipt; True if new, False if this exact (task_id, attempt) was already
+        stored. Raises LedgerConflict if that attempt was stored with different content."""
+        ...
+
+    async def append_many(self, receipts: Iterable[Receipt]) -> list[bool]:
+        """append() for many receipts at once; results in input order. Every non-conflicting
+        receipt is stored; if any conflicted, LedgerConflict (the first) is raised afterwards."""
+        ...
+
+    async def get(self, task_id: str) -> list[Receipt]:
+        """Every stored attempt of a task, lowest attempt first."""
+        ...
+
+    async def latest(self, task_id: str) -> Receipt | None:
+        """The highest stored attempt of a task, or None."""
+        ...
+
+    async def board(self) -> list[Receipt]:
+        """The latest receipt of every task, ordered by task_id."""
+        ...
+
+    def iter_receipts(self) -> AsyncIterator[Receipt]:
+        """Every stored receipt in append order, read in pages (never all at once)."""
+        ...
+
+    async def count(self) -> int:
+        """How many receipts are stored (every attempt)."""
+        ...
+
+    async def close(self) -> None:
+        """Wait for pending appends, then release the connection(s)."""
+        ...
+
+    async def __aenter__(self) -> Ledger: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+
+# A flush stores rows with distinct keys in one transaction and returns, per row, True if it
+# was inserted or the sha256 of the row already stored under that key.
+Flush = Callable[[Sequence[LedgerRow]], Awaitable[list[bool | str]]]
+
+
+class GroupCommit:
+    """Coalesces concurrent appends into one transaction per flush (group commit).
+
+    One durable commit costs a disk flush; concurrent settles share it instead of queueing
+    behind one flush each. A lone append is flushed at once, so it waits for nothing.
+    """
+
+    def __init__(self, flush: Flush, max_batch: int = 1000) -> None:
+        self._flush = flush
+        self._max_batch = max_batch
+        self._pending: list[tuple[LedgerRow, asyncio.Future[bool]]] = []
+        self._drainer: asyncio.Task[None] | None = None
+
+    async def submit(self, rows: Sequence[LedgerRow]) -> list[bool]:
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in rows]
+        self._pending.extend(zip(rows, futures, strict=True))
+        # One flush at a time; the next batch gathers meanwhile. done() is checked rather than a
+        # done-callback, which would run a turn late and could strand rows submitted meanwhile.
+        if self._drainer is None or self._drainer.done():
+            self._drainer = loop.create_task(self._drain())
+        if len(futures) == 1:  # the settle path: one receipt, no gather needed
+            return [await futures[0]]
+        outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return [bool(o) for o in outcomes]
+
+    async def wait_idle(self) -> None:
+        while self._drainer is not None and not self._drainer.done():
+            await asyncio.gather(self._drainer, return_exceptions=True)
+
+    async def _drain(self) -> None:
+        while self._pending:
+            # One loop turn first: callers woken by the previous flush re-submit and join this
+            # batch, so concurrent settles share a commit instead of alternating half-batches.
+            await asyncio.sleep(0)
+            batch = self._pending[: self._max_batch]
+            del self._pending[: self._max_batch]
+            try:
+                await self._store(batch)
+            except BaseException as exc:
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(_as_ledger_error(exc))
+                if not isinstance(exc, Exception):
+                    raise
+
+    async def _store(self, batch: list[tuple[LedgerRow, asyncio.Future[bool]]]) -> None:
+        # The first row per key is written; later rows with the same key compare against it.
+        leaders: dict[tuple[str, int], LedgerRow] = {}
+        for row, _ in batch:
+            leaders.setdefault(row.key, row)
+        order = list(leaders.values())
+        results = dict(zip((r.key for r in order), await self._flush(order), strict=True))
+        for row, fut in batch:
+            if fut.done():  # the caller was cancelled; its row may still have been stored
+                continue
+            leader, result = leaders[row.key], results[row.key]
+            if result is True and leader is row:
+                fut.set_result(True)
+                continue
+            stored = leader.sha256 if result is True else str(result)
+            if stored == row.sha256:
+                fut.set_result(False)
+            else:
+                fut.set_exception(LedgerConflict(row.task_id, row.attempt, stored, row.sha256))
+
+
+def _as_ledger_error(exc: BaseException) -> BaseException:
+    if isinstance(exc, LedgerError) or not isinstance(exc, Exception):
+        return exc
+    err = LedgerError(f"ledger write failed: {type(exc).__name__}: {exc}")
+    err.__cause__ = exc
+    return err
+
+
+def default_url() -> str:
+    return os.environ.get(LEDGER_URL_ENV) or f"sqlite:///{DEFAULT_LEDGER_PATH}"
+
+
+async def open_ledger(url: str | None = None, *, create: bool = True) -> Ledger:
+    """Open the ledger at ``url`` (default: $LANDED_LEDGER_URL, else ``.landed/ledger.db``).
+
+    ``sqlite:///relative.db``, ``sqlite:////absolute.db`` or a bare path open a SQLite file;
+    ``postgresql://...`` opens PostgreSQL (``?schema=NAME&writer_role=ROLE`` are read by landed).
+    With ``create=False`` nothing is created or migrated: a missing ledger is LedgerNotFound.
+    Open once per process and share it; close it when done.
+    """
+    url = url or default_url()
+    if url.startswith(("postgresql://", "postgres://")):
+        from landed._ledger_postgres import PostgresLedger
+
+        return await PostgresLedger.open(url, create=create)
+    if "://" in url and not url.startswith("sqlite://"):
+        scheme = url.split("://", 1)[0]
+        raise LedgerError(
+            f"unknown ledger URL scheme {scheme!r}; use sqlite:///PATH, a file path, "
+            "or postgresql://USER@HOST/DB"
+        )
+    from landed._ledger_sqlite import SqliteLedger
+
+    return await SqliteLedger.open(url, create=create)

@@ -1,0 +1,227 @@
+"""The fleet ledger: PostgreSQL, append-only by trigger, written through an INSERT-only role."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import AsyncConnectionPool
+
+from landed._ledger import GroupCommit, LedgerError, LedgerNotFound, LedgerRow, parse_body
+from landed._ledger_pg_schema import SCHEMA_VERSION, migrate, schema_version
+from landed._receipt import Receipt
+
+__all__ = ["PostgresLedger", "split_url"]
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_LANDED_PARAMS = ("schema", "writer_role")
+_PAGE = 500
+_COLUMNS = 7
+
+
+@functools.lru_cache(maxsize=64)
+def _values(n: int) -> str:
+    # Native $n placeholders (a raw cursor): psycopg does not re-parse a query per batch size.
+    return ", ".join(
+        "(" + ", ".join(f"${i * _COLUMNS + c + 1}" for c in range(_COLUMNS)) + ")" for i in range(n)
+    )
+
+
+def split_url(url: str) -> tuple[str, str, str]:
+    """Take landed's own query parameters (schema, writer_role) out of a PostgreSQL URL."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    ours = {k: v for k, v in query if k in _LANDED_PARAMS}
+    rest = [(k, v) for k, v in query if k not in _LANDED_PARAMS]
+    schema, role = ours.get("schema", "public"), ours.get("writer_role", "landed_writer")
+    for what, name in (("schema", schema), ("writer_role", role)):
+        if not _NAME.match(name):
+            raise LedgerError(
+                f"{what}={name!r} is not a plain SQL name; use letters, digits and _ only"
+            )
+    return urlunsplit(parts._replace(query=urlencode(rest))), schema, role
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class PostgresLedger:
+    """A PostgreSQL ledger. Appends are group-committed through one writer at a time."""
+
+    def __init__(self, url: str, dsn: str, schema: str, pool: AsyncConnectionPool) -> None:
+        self._url = _redact(url)
+        self._dsn = dsn
+        self._schema = schema
+        self._pool = pool
+        self._table = sql.Identifier(schema, "landed_receipts")
+        self._commit = GroupCommit(self._flush)
+        self._closed = False
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @classmethod
+    async def open(cls, url: str, *, create: bool = True, max_size: int = 4) -> PostgresLedger:
+        dsn, schema, role = split_url(url)
+        # One plain connection first: a wrong URL fails at once with the server's reason,
+        # and the schema is ready before the pool hands out connections.
+        try:
+            conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+        except psycopg.Error as exc:
+            raise LedgerError(
+                f"cannot connect to the PostgreSQL ledger at {_redact(dsn)}: "
+                f"{str(exc).strip()}; check the URL and that the server is running"
+            ) from exc
+        async with conn:
+            version = await schema_version(conn, schema)
+            if version < SCHEMA_VERSION:
+                if not create:
+                    raise LedgerNotFound(
+                        f"no landed ledger in schema {schema!r} at {_redact(url)} "
+                        f"(schema version {version}); open it once as the database owner"
+                    )
+                await migrate(conn, schema, role)
+        pool = AsyncConnectionPool(
+            dsn, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True}
+        )
+        try:
+            await pool.open(wait=True, timeout=10)
+        except Exception as exc:
+            await pool.close()
+            raise LedgerError(f"cannot open a connection pool to {_redact(dsn)}: {exc}") from exc
+        return cls(url, dsn, schema, pool)
+
+    async def _flush(self, rows: Sequence[LedgerRow]) -> list[bool | str]:
+        # One multi-row INSERT: one round trip and one commit for the whole batch.
+        insert = sql.SQL(
+            "INSERT INTO {t} (task_id, attempt, verdict, owner, settled_at, body_sha256, body)"
+            " VALUES {values} ON CONFLICT (task_id, attempt) DO NOTHING RETURNING task_id, attempt"
+        ).format(t=self._table, values=sql.SQL(_values(len(rows))))
+        params = [
+            value
+            for r in rows
+            for value in (
+                r.task_id,
+                r.attempt,
+                r.verdict,
+                r.owner,
+                r.settled_at,
+                r.sha256,
+                r.body.decode(),
+            )
+        ]
+        async with self._pool.connection() as conn:
+            async with psycopg.AsyncRawCursor(conn) as raw:
+                await raw.execute(insert, params)
+                inserted = {(str(t), int(a)) for t, a in await raw.fetchall()}
+            stored: dict[tuple[str, int], str] = {}
+            missing = [r for r in rows if r.key not in inserted]
+            if missing:
+                # A later statement sees rows that concurrent writers committed meanwhile: the
+                # skipped insert waited for them.
+                cur = await conn.execute(
+                    sql.SQL(
+                        "SELECT task_id, attempt, body_sha256 FROM {t} WHERE (task_id, attempt)"
+                        " IN (SELECT * FROM unnest(%s::text[], %s::int[]))"
+                    ).format(t=self._table),
+                    ([r.task_id for r in missing], [r.attempt for r in missing]),
+                )
+                stored = {(str(t), int(a)): str(h) for t, a, h in await cur.fetchall()}
+        out: list[bool | str] = []
+        for r in rows:
+            if r.key in inserted:
+                out.append(True)
+            elif r.key in stored:
+                out.append(stored[r.key])
+            else:
+                raise LedgerError(
+                    f"task {r.task_id!r} attempt {r.attempt}: the insert was skipped but no "
+                    "stored row was found; check for a concurrent schema change"
+                )
+        return out
+
+    async def append(self, receipt: Receipt) -> bool:
+        return (await self._commit.submit([LedgerRow.of(receipt)]))[0]
+
+    async def append_many(self, receipts: Iterable[Receipt]) -> list[bool]:
+        return await self._commit.submit([LedgerRow.of(r) for r in receipts])
+
+    async def _select(self, query: sql.Composed, *params: Any) -> list[Receipt]:
+        try:
+            async with self._pool.connection() as conn:
+                cur = await conn.execute(query, params)
+                return [parse_body(row[0]) for row in await cur.fetchall()]
+        except psycopg.Error as exc:
+            raise LedgerError(f"reading the ledger at {self.url} failed: {exc}") from exc
+
+    async def get(self, task_id: str) -> list[Receipt]:
+        return await self._select(
+            sql.SQL("SELECT body FROM {t} WHERE task_id = %s ORDER BY attempt").format(
+                t=self._table
+            ),
+            task_id,
+        )
+
+    async def latest(self, task_id: str) -> Receipt | None:
+        found = await self._select(
+            sql.SQL("SELECT body FROM {t} WHERE task_id = %s ORDER BY attempt DESC LIMIT 1").format(
+                t=self._table
+            ),
+            task_id,
+        )
+        return found[0] if found else None
+
+    async def board(self) -> list[Receipt]:
+        return await self._select(
+            sql.SQL(
+                "SELECT DISTINCT ON (task_id) body FROM {t} ORDER BY task_id, attempt DESC"
+            ).format(t=self._table)
+        )
+
+    async def iter_receipts(self) -> AsyncIterator[Receipt]:
+        # A server-side cursor in one REPEATABLE READ snapshot: sequence numbers may commit out
+        # of order under concurrent writers, so paging by sequence could skip a receipt.
+        async with self._pool.connection() as conn:
+            await conn.set_autocommit(False)
+            try:
+                await conn.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)
+                async with conn.transaction(), conn.cursor(name="landed_export") as cur:
+                    cur.itersize = _PAGE
+                    await cur.execute(
+                        sql.SQL("SELECT body FROM {t} ORDER BY sequence").format(t=self._table)
+                    )
+                    async for (body,) in cur:
+                        yield parse_body(body)
+            finally:
+                await conn.set_isolation_level(None)
+                await conn.set_autocommit(True)
+
+    async def count(self) -> int:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(sql.SQL("SELECT count(*) FROM {t}").format(t=self._table))
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._commit.wait_idle()
+        await self._pool.close()
+
+    async def __aenter__(self) -> PostgresLedger:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,280 @@
+"""The embedded ledger: one SQLite file (WAL), append-only by trigger, written by one thread."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+from urllib.parse import parse_qs
+
+from landed._ledger import GroupCommit, LedgerError, LedgerNotFound, LedgerRow, parse_body
+from landed._receipt import Receipt
+
+__all__ = ["SqliteLedger", "sqlite_path"]
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+_PAGE = 500
+
+# Each step runs once, in order, inside one transaction with its version row.
+_MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE landed_receipts (
+            sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+            task_id TEXT NOT NULL,
+            attempt INTEGER NOT NULL CHECK (attempt >= 1),
+            verdict TEXT,
+            owner TEXT,
+            settled_at TEXT,
+            body_sha256 TEXT NOT NULL,
+            body TEXT NOT NULL,
+            appended_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            UNIQUE (task_id, attempt)
+        )""",
+        "CREATE INDEX landed_receipts_verdict ON landed_receipts (verdict)",
+        "CREATE INDEX landed_receipts_owner ON landed_receipts (owner)",
+        "CREATE INDEX landed_receipts_settled_at ON landed_receipts (settled_at)",
+        """CREATE TRIGGER landed_receipts_no_update BEFORE UPDATE ON landed_receipts
+           BEGIN SELECT RAISE(ABORT, 'the landed ledger is append-only: UPDATE is not allowed');
+           END""",
+        """CREATE TRIGGER landed_receipts_no_delete BEFORE DELETE ON landed_receipts
+           BEGIN SELECT RAISE(ABORT, 'the landed ledger is append-only: DELETE is not allowed');
+           END""",
+    ],
+}
+
+_INSERT = """INSERT INTO landed_receipts
+    (task_id, attempt, verdict, owner, settled_at, body_sha256, body)
+    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, attempt) DO NOTHING"""
+
+
+def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
+    """``sqlite:///rel.db`` -> rel.db, ``sqlite:////abs.db`` -> /abs.db, a bare path -> itself."""
+    query: dict[str, str] = {}
+    if url.startswith("sqlite://"):
+        rest = url[len("sqlite://") :]
+        if not rest.startswith("/"):
+            raise LedgerError(
+                f"SQLite ledger URL {url!r} has a host part; use sqlite:///relative/path.db "
+                "or sqlite:////absolute/path.db"
+            )
+        rest, _, qs = rest[1:].partition("?")
+        query = {k: v[-1] for k, v in parse_qs(qs).items()}
+        url = rest
+    if not url or url == ":memory:":
+        raise LedgerError("the ledger must be a file: pass sqlite:///PATH or a file path")
+    return Path(url), query
+
+
+class SqliteLedger:
+    """A SQLite file ledger. One thread owns the connection; appends are group-committed."""
+
+    def __init__(self, path: Path, synchronous: str) -> None:
+        self._path = path
+        self._synchronous = synchronous
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="landed-ledger")
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._commit = GroupCommit(lambda rows: self._run(self._flush_sync, rows))
+
+    @property
+    def url(self) -> str:
+        return f"sqlite:///{self._path}"
+
+    @classmethod
+    async def open(cls, url: str, *, create: bool = True) -> SqliteLedger:
+        path, query = sqlite_path(url)
+        synchronous = query.get("synchronous", "full").upper()
+        if synchronous not in {"FULL", "NORMAL", "EXTRA"}:
+            raise LedgerError(
+                f"synchronous={synchronous.lower()!r} is not supported; use full (default), "
+                "normal or extra"
+            )
+        if not create and not path.is_file():
+            raise LedgerNotFound(
+                f"no ledger at {path}: nothing has settled there yet; pass --ledger URL or "
+                "set LANDED_LEDGER_URL"
+            )
+        ledger = cls(path, synchronous)
+        try:
+            await ledger._run(ledger._open_sync, create)
+        except BaseException:
+            await ledger.close()
+            raise
+        return ledger
+
+    async def _run(self, fn: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
+
+    # --- runs on the ledger thread ------------------------------------------------------------
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise LedgerError("the ledger is closed; open it again with open_ledger()")
+        return self._conn
+
+    def _open_sync(self, create: bool) -> None:
+        try:
+            if create:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise LedgerError(f"cannot open the ledger file {self._path}: {exc}") from exc
+        self._conn = conn
+        try:
+            conn.execute("PRAGMA busy_timeout = 10000")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            self._migrate_sync(conn, create)
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(f"{self._path} is not a usable landed ledger: {exc}") from exc
+
+    def _migrate_sync(self, conn: sqlite3.Connection, create: bool) -> None:
+        version = self._version(conn)
+        if version >= SCHEMA_VERSION:
+            return
+        if not create:
+            raise LedgerNotFound(
+                f"{self._path} is not a landed ledger (schema version {version}); "
+                "open it once with a command that settles receipts"
+            )
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS landed_schema_version (version INTEGER PRIMARY KEY,"
+                " applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))"
+            )
+            # Re-read under the write lock: another process may have migrated meanwhile.
+            for step in range(self._version(conn) + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[step]:
+                    conn.execute(statement)
+                conn.execute("INSERT INTO landed_schema_version (version) VALUES (?)", (step,))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _version(conn: sqlite3.Connection) -> int:
+        try:
+            row = conn.execute("SELECT max(version) FROM landed_schema_version").fetchone()
+        except sqlite3.OperationalError:  # no such table: an empty or foreign database
+            return 0
+        return int(row[0] or 0)
+
+    def _flush_sync(self, rows: Sequence[LedgerRow]) -> list[bool | str]:
+        conn = self._db()
+        out: list[bool | str] = []
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for row in rows:
+                cur = conn.execute(
+                    _INSERT,
+                    (
+                        row.task_id,
+                        row.attempt,
+                        row.verdict,
+                        row.owner,
+                        row.settled_at.isoformat() if row.settled_at else None,
+                        row.sha256,
+                        row.body.decode(),
+                    ),
+                )
+                if cur.rowcount == 1:
+                    out.append(True)
+                    continue
+                stored = conn.execute(
+                    "SELECT body_sha256 FROM landed_receipts WHERE task_id = ? AND attempt = ?",
+                    row.key,
+                ).fetchone()
+                out.append(str(stored[0]))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return out
+
+    def _bodies_sync(self, sql: str, params: tuple[object, ...]) -> list[str]:
+        return [str(r[0]) for r in self._db().execute(sql, params).fetchall()]
+
+    def _count_sync(self) -> int:
+        return int(self._db().execute("SELECT count(*) FROM landed_receipts").fetchone()[0])
+
+    def _page_sync(self, after: int) -> list[tuple[int, str]]:
+        return [
+            (int(r[0]), str(r[1]))
+            for r in self._db().execute(
+                "SELECT sequence, body FROM landed_receipts WHERE sequence > ? "
+                "ORDER BY sequence LIMIT ?",
+                (after, _PAGE),
+            )
+        ]
+
+    def _close_sync(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # --- the Ledger protocol ------------------------------------------------------------------
+
+    async def append(self, receipt: Receipt) -> bool:
+        return (await self._commit.submit([LedgerRow.of(receipt)]))[0]
+
+    async def append_many(self, receipts: Iterable[Receipt]) -> list[bool]:
+        return await self._commit.submit([LedgerRow.of(r) for r in receipts])
+
+    async def _select(self, sql: str, *params: object) -> list[Receipt]:
+        return [parse_body(b) for b in await self._run(self._bodies_sync, sql, params)]
+
+    async def get(self, task_id: str) -> list[Receipt]:
+        return await self._select(
+            "SELECT body FROM landed_receipts WHERE task_id = ? ORDER BY attempt", task_id
+        )
+
+    async def latest(self, task_id: str) -> Receipt | None:
+        found = await self._select(
+            "SELECT body FROM landed_receipts WHERE task_id = ? ORDER BY attempt DESC LIMIT 1",
+            task_id,
+        )
+        return found[0] if found else None
+
+    async def board(self) -> list[Receipt]:
+        return await self._select(
+            "SELECT body FROM landed_receipts AS r WHERE attempt = "
+            "(SELECT max(attempt) FROM landed_receipts WHERE task_id = r.task_id) ORDER BY task_id"
+        )
+
+    async def iter_receipts(self) -> AsyncIterator[Receipt]:
+        # Pages by sequence: SQLite serialises writers, so sequence order is commit order and
+        # no receipt committed before the export started can be skipped.
+        after = 0
+        while True:
+            page = await self._run(self._page_sync, after)
+            for _, body in page:
+                yield parse_body(body)
+            if len(page) < _PAGE:
+                return
+            after = page[-1][0]
+
+    async def count(self) -> int:
+        return await self._run(self._count_sync)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._commit.wait_idle()
+        await self._run(self._close_sync)
+        self._thread.shutdown(wait=True)
+
+    async def __aenter__(self) -> SqliteLedger:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

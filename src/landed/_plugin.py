@@ -1,0 +1,159 @@
+"""The one Temporal plugin every landed client and worker goes through, and how they connect."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.client import Interceptor as ClientInterceptor
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.envconfig import ClientConfigProfile
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import Interceptor as WorkerInterceptor
+from temporalio.worker import WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+__all__ = [
+    "PLUGIN_NAME",
+    "SANDBOX_PASSTHROUGH",
+    "connect",
+    "connect_options",
+    "landed_plugin",
+    "tracing_interceptors",
+    "worker_identity",
+]
+
+PLUGIN_NAME = "landed"
+
+# Modules the workflow sandbox shares with the worker instead of re-importing per run. Each is
+# deterministic (no I/O, no clock, no randomness at import or in what workflow code calls) and
+# keeps no per-workflow state at module level, so sharing it cannot leak one workflow's state
+# into another; re-importing them per run would cost milliseconds per workflow task, and with
+# max_cached_workflows=0 per activation.
+SANDBOX_PASSTHROUGH: tuple[str, ...] = (
+    # pydantic builds validators at class creation; re-importing it per run is slow, and the
+    # pydantic data converter hands the workflow instances of the worker's own classes.
+    "pydantic",
+    "pydantic_core",
+    # pydantic's runtime dependencies, imported with it.
+    "annotated_types",
+    "typing_inspection",
+    "typing_extensions",
+    # JSON encoding used by landed's models; a C extension that must not be loaded twice.
+    "orjson",
+    # Imported by landed's settings module through landed/__init__; pure configuration code.
+    "pydantic_settings",
+    # Signature checks in the workflow (Ed25519 verification is deterministic); a compiled
+    # extension that cannot be imported twice in one process.
+    "cryptography",
+    # landed's pure models: TaskSpec and the step inputs cross the workflow boundary, so the
+    # workflow must see the very classes the converter instantiates.
+    "landed._task",
+    "landed._receipt",
+    "landed._contract",
+    "landed._ladder",
+    # The grading code the checker uses; the workflow computes the verdict with it. Pure.
+    "landed._grading",
+    # Receipt assembly from spec, act report and proof items. Pure.
+    "landed._assemble",
+    # Verifying the verifier's signatures against the runner's trusted keys. Pure.
+    "landed._signing",
+)
+
+
+def _core_modules() -> tuple[str, ...]:
+    """Every other module of landed's core (src/landed/_*.py).
+
+    Importing the workflow module imports the ``landed`` package first, and its __init__ imports
+    the public API; with each core module shared, that costs a dict lookup per name instead of
+    executing the core again per workflow run. Core modules never import workflows or
+    activities (the house plan forbids it), and workflow code calls none of their I/O.
+    """
+    import pkgutil
+
+    import landed
+
+    return tuple(
+        f"landed.{m.name}"
+        for m in pkgutil.iter_modules(landed.__path__)
+        if m.name.startswith("_") and not m.name.startswith("__")
+    )
+
+
+def tracing_interceptors() -> list[ClientInterceptor | WorkerInterceptor]:
+    """The single place where tracing joins every client and worker (none yet).
+
+    Telemetry adds its OpenTelemetry interceptor here; SimplePlugin applies client interceptors
+    to clients and worker interceptors to workers and replayers.
+    """
+    return []
+
+
+def _with_passthrough(existing: WorkflowRunner | None) -> WorkflowRunner:
+    runner = existing if existing is not None else SandboxedWorkflowRunner()
+    if not isinstance(runner, SandboxedWorkflowRunner):
+        return runner  # an unsandboxed runner shares every module already
+    modules = (*SANDBOX_PASSTHROUGH, *_core_modules())
+    return dataclasses.replace(
+        runner, restrictions=runner.restrictions.with_passthrough_modules(*modules)
+    )
+
+
+def landed_plugin() -> SimplePlugin:
+    """The plugin: pydantic data converter, sandbox passthroughs, tracing interceptors."""
+    return SimplePlugin(
+        PLUGIN_NAME,
+        data_converter=pydantic_data_converter,
+        interceptors=tracing_interceptors(),
+        workflow_runner=_with_passthrough,
+    )
+
+
+def worker_identity(role: str) -> str:
+    """``role@host:pid``: who did what, as it appears in history and on receipts."""
+    return f"{role}@{socket.gethostname()}:{os.getpid()}"
+
+
+def connect_options(
+    *,
+    address: str | None = None,
+    namespace: str | None = None,
+    profile: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Connection settings from Temporal's own environment configuration.
+
+    TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*, TEMPORAL_PROFILE and
+    the TOML file named by TEMPORAL_CONFIG_FILE apply exactly as for the ``temporal`` CLI, so the
+    same worker reaches a dev server, a cluster or Temporal Cloud unchanged. Explicit arguments
+    win over the environment.
+    """
+    prof = ClientConfigProfile.load(profile=profile, override_env_vars=env)
+    opts: dict[str, Any] = dict(prof.to_client_connect_config())
+    opts.setdefault("target_host", "localhost:7233")
+    opts.setdefault("namespace", "default")
+    if address:
+        opts["target_host"] = address
+    if namespace:
+        opts["namespace"] = namespace
+    return opts
+
+
+async def connect(
+    *,
+    identity: str,
+    address: str | None = None,
+    namespace: str | None = None,
+    profile: str | None = None,
+    env: Mapping[str, str] | None = None,
+    extra_plugins: Sequence[SimplePlugin] = (),
+) -> Client:
+    """Client.connect through the landed plugin; workers built on this client inherit it."""
+    opts = connect_options(address=address, namespace=namespace, profile=profile, env=env)
+    return await Client.connect(
+        plugins=[landed_plugin(), *extra_plugins], identity=identity, **opts
+    )

@@ -1,0 +1,322 @@
+"""HTTP-read probes: ``http``, ``provider_object``, ``payment``, ``deployment``, the outbound logs,
+and a pull-request URL. Credentials go only to the source's own origin."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import httpx
+
+from landed._contract import (
+    CallLogProbe,
+    DeploymentProbe,
+    HttpProbe,
+    PaymentProbe,
+    ProviderObjectProbe,
+    SentLogProbe,
+)
+from landed._expect import strict_equal
+from landed._reading import NO_VALUE, Capture, Limits, ProbeError, Reading
+from landed._sources import SourceConfig, SourceRegistry
+
+__all__ = [
+    "Fetched",
+    "fetch",
+    "read_deployment",
+    "read_http",
+    "read_object",
+    "read_outbound",
+    "read_payment",
+]
+
+_MAX_REDIRECTS = 5
+
+
+@dataclass
+class Fetched:
+    status: int
+    url: str
+    capture: Capture
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+
+
+def _is_absolute(url: str) -> bool:
+    parts = urlsplit(url)
+    return bool(parts.scheme and parts.netloc)
+
+
+def _target(name: str | None, cfg: SourceConfig | None, url: str) -> str:
+    """The absolute URL to GET, refusing what the source does not allow."""
+    if _is_absolute(url):
+        if urlsplit(url).scheme.lower() not in ("http", "https"):
+            raise ProbeError(f"only http and https URLs can be read, not {url!r}")
+        if cfg is None or cfg.allow_absolute_urls:
+            return url
+        base = cfg.url or ""
+        if base and _origin(url) == _origin(base) and url.startswith(base.rstrip("/")):
+            return url
+        raise ProbeError(
+            f"source {name!r} does not allow absolute URLs; give a path relative to its base, "
+            f"or set {name}'s allow_absolute_urls = true in the verifier's configuration"
+        )
+    if cfg is None or not cfg.url:
+        raise ProbeError(
+            f"{url!r} is relative, so the probe must name an http source whose url is the base"
+        )
+    segments = urlsplit(url).path.split("/")
+    if ".." in segments or url.startswith("//"):
+        raise ProbeError(f"{url!r} climbs out of the source's base; '..' is not allowed")
+    return cfg.url.rstrip("/") + "/" + url.lstrip("/")
+
+
+async def fetch(
+    registry: SourceRegistry, name: str | None, cfg: SourceConfig | None, url: str, limits: Limits
+) -> Fetched:
+    """GET ``url`` (relative to the source's base), reading at most ``limits.read_limit`` bytes
+    and waiting at most ``limits.timeout_s`` for all of it."""
+    target = _target(name, cfg, url)
+    try:
+        async with asyncio.timeout(limits.timeout_s):
+            return await _fetch(registry, name, cfg, target, limits)
+    except TimeoutError:
+        raise ProbeError(
+            f"GET {_display(target)} did not finish within {limits.timeout_s}s; "
+            "nothing was observed"
+        ) from None
+
+
+async def _fetch(
+    registry: SourceRegistry,
+    name: str | None,
+    cfg: SourceConfig | None,
+    target: str,
+    limits: Limits,
+) -> Fetched:
+    async with registry.http_client(name, cfg) as client:
+        return await _fetch_with(client, name, cfg, target, limits)
+
+
+async def _fetch_with(
+    client: httpx.AsyncClient,
+    name: str | None,
+    cfg: SourceConfig | None,
+    target: str,
+    limits: Limits,
+) -> Fetched:
+    url = target
+    creds = cfg.auth_headers() if cfg is not None else {}
+    home = _origin(cfg.url) if cfg is not None and cfg.url else None
+    for _ in range(_MAX_REDIRECTS + 1):
+        # Credentials only travel to the source's own origin, never to an absolute URL
+        # elsewhere or to wherever a redirect points.
+        headers = creds if home is not None and _origin(target) == home else {}
+        capture = Capture(keep=limits.read_cap, limit=limits.read_limit)
+        try:
+            async with client.stream("GET", _parsed(target), headers=headers) as resp:
+                location = resp.headers.get("location")
+                if resp.is_redirect and location and cfg is not None and cfg.follow_redirects:
+                    target = str(resp.url.join(location))
+                    continue
+                async for chunk in resp.aiter_bytes():
+                    if not capture.feed(chunk):
+                        raise ProbeError(
+                            f"the response passed the read limit of {capture.limit} bytes; "
+                            "nothing whole was read",
+                            capture,
+                        )
+                return Fetched(resp.status_code, str(resp.url), capture)
+        except httpx.HTTPError as exc:
+            detail = str(exc) or type(exc).__name__
+            raise ProbeError(f"GET {_display(target)} failed: {detail}") from None
+    raise ProbeError(f"GET {_display(url)} redirected more than {_MAX_REDIRECTS} times")
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(url: str) -> httpx.URL:
+    """httpx parses URLs in Python; a verifier reads the same few URLs again and again."""
+    return httpx.URL(url)
+
+
+def _display(url: str) -> str:
+    parts = urlsplit(url)
+    return parts._replace(query="", fragment="").geturl() if parts.query else url
+
+
+def _unavailable(status: int) -> str | None:
+    """Statuses that mean nothing was observed (worth a later re-read), not an answer."""
+    if status in (401, 403, 407):
+        return (
+            f"the source refused the verifier's credentials ({status}); "
+            "fix them in its configuration"
+        )
+    if status in (408, 425, 429) or status >= 500:
+        return f"the source could not answer ({status})"
+    return None
+
+
+async def read_http(
+    probe: HttpProbe, cfg: SourceConfig | None, registry: SourceRegistry, limits: Limits
+) -> Reading:
+    got = await fetch(registry, probe.source, cfg, probe.url, limits)
+    reading = Reading(capture=got.capture)
+    if probe.status is not None and got.status != probe.status:
+        problem = _unavailable(got.status)
+        if problem is not None:
+            raise ProbeError(f"GET {_display(got.url)}: {problem}", got.capture)
+        reading.failed_claims.append(
+            f"the probe returned HTTP {got.status} from {_display(got.url)}; "
+            f"expected {probe.status}"
+        )
+    return reading
+
+
+async def _read_json_object(
+    name: str, cfg: SourceConfig | None, path: str, registry: SourceRegistry, limits: Limits
+) -> Reading:
+    got = await fetch(registry, name, cfg, path, limits)
+    reading = Reading(capture=got.capture)
+    if got.status in (404, 410):
+        reading.missing = True
+        reading.note = f"HTTP {got.status}: no such object at {_display(got.url)}"
+        return reading
+    problem = _unavailable(got.status)
+    if problem is not None:
+        raise ProbeError(f"GET {_display(got.url)}: {problem}", got.capture)
+    if not 200 <= got.status < 300:
+        reading.failed_claims.append(
+            f"the probe returned HTTP {got.status} from {_display(got.url)}"
+        )
+        return reading
+    if not got.capture.complete:
+        reading.failed_claims.append(f"the object is {got.capture.total} bytes, too large to read")
+        return reading
+    try:
+        reading.document = json.loads(got.capture.data)
+    except (ValueError, RecursionError):
+        reading.failed_claims.append(f"the probe returned non-JSON from {_display(got.url)}")
+    return reading
+
+
+def _path(template: str, ident: str) -> str:
+    return template.replace("{id}", quote(ident, safe=""))
+
+
+async def read_object(
+    probe: ProviderObjectProbe, cfg: SourceConfig, registry: SourceRegistry, limits: Limits
+) -> Reading:
+    return await _read_json_object(
+        probe.source, cfg, _path(probe.path, probe.object_id), registry, limits
+    )
+
+
+def _field(document: Any, name: str) -> Any:
+    return document.get(name, NO_VALUE) if isinstance(document, dict) else NO_VALUE
+
+
+async def read_payment(
+    probe: PaymentProbe, cfg: SourceConfig, registry: SourceRegistry, limits: Limits
+) -> Reading:
+    reading = await _read_json_object(
+        probe.source, cfg, _path(probe.path, probe.payment_id), registry, limits
+    )
+    if reading.missing or reading.failed_claims:
+        return reading
+    doc = reading.document
+    for name in ("amount", "currency", "status"):
+        claimed = getattr(probe, name)
+        if claimed is None:
+            continue
+        actual = _field(doc, name)
+        if actual is NO_VALUE:
+            reading.failed_claims.append(f"the payment object has no {name!r} field")
+            continue
+        if name == "amount":
+            ok = strict_equal(actual, claimed)
+        else:  # currency and status codes compare case-insensitively ("USD" is "usd")
+            ok = isinstance(actual, str) and actual.lower() == str(claimed).lower()
+        said = f"{name} {json.dumps(actual)}"
+        if ok:
+            reading.checked_claims.append(said)
+        else:
+            reading.failed_claims.append(f"the payment shows {said}; claimed {json.dumps(claimed)}")
+    status = _field(doc, "status")
+    reading.value = status if isinstance(status, str) else NO_VALUE
+    return reading
+
+
+async def read_deployment(
+    probe: DeploymentProbe, cfg: SourceConfig, registry: SourceRegistry, limits: Limits
+) -> Reading:
+    got = await fetch(registry, probe.source, cfg, probe.path, limits)
+    reading = Reading(capture=got.capture)
+    problem = _unavailable(got.status)
+    if problem is not None:
+        raise ProbeError(f"GET {_display(got.url)}: {problem}", got.capture)
+    if got.status in (404, 410):
+        reading.missing = True
+        reading.note = f"HTTP {got.status}: nothing is served at {_display(got.url)}"
+        return reading
+    if not 200 <= got.status < 300:
+        reading.failed_claims.append(
+            f"the probe returned HTTP {got.status} from {_display(got.url)}"
+        )
+        return reading
+    if probe.version is not None:
+        served = _served_version(got.capture)
+        if served == probe.version:
+            reading.checked_claims.append(f"version {json.dumps(served)}")
+        else:
+            shown = "no version" if served is None else f"version {json.dumps(served)}"
+            reading.failed_claims.append(
+                f"the deployment serves {shown}; claimed {json.dumps(probe.version)}"
+            )
+        reading.value = served if served is not None else NO_VALUE
+    if probe.sha256 is not None:
+        if got.capture.over_limit:
+            reading.failed_claims.append("the served content is too large to hash")
+        elif got.capture.sha256 == probe.sha256.lower():
+            reading.checked_claims.append(f"sha256 {got.capture.sha256}")
+        else:
+            reading.failed_claims.append(
+                f"the served content has sha256 {got.capture.sha256}; "
+                f"claimed {probe.sha256.lower()}"
+            )
+    return reading
+
+
+def _served_version(capture: Capture) -> str | None:
+    """``{"version": ...}`` in a JSON body, else the whole body when it is one short line."""
+    if not capture.complete:
+        return None
+    text = capture.data.decode("utf-8", errors="replace").strip()
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return text if text and "\n" not in text and len(text) <= 200 else None
+    version = doc.get("version") if isinstance(doc, dict) else None
+    return str(version) if isinstance(version, (str, int, float)) else None
+
+
+async def read_outbound(
+    probe: SentLogProbe | CallLogProbe, cfg: SourceConfig, registry: SourceRegistry, limits: Limits
+) -> Reading:
+    ident = probe.message_id if isinstance(probe, SentLogProbe) else probe.call_id
+    reading = await _read_json_object(probe.source, cfg, _path(probe.path, ident), registry, limits)
+    if reading.missing or reading.failed_claims:
+        return reading
+    status = _field(reading.document, probe.status_field)
+    if not isinstance(status, str):
+        what = "message" if isinstance(probe, SentLogProbe) else "call"
+        reading.failed_claims.append(f"the {what} has no {probe.status_field!r} text field")
+        return reading
+    reading.value = status.strip().lower()
+    return reading

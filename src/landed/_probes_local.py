@@ -1,0 +1,168 @@
+"""Probes on this machine: ``command`` (a real subprocess), ``file`` and ``git``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from landed._contract import CommandProbe, FileProbe, GitProbe
+from landed._probes_http import _unavailable, fetch
+from landed._process import ProcessResult, run_process
+from landed._reading import Capture, Limits, ProbeError, Reading
+from landed._sources import SourceConfig, SourceRegistry
+
+__all__ = [
+    "PASSED_ENV",
+    "ProcessResult",
+    "read_command",
+    "read_file",
+    "read_git",
+    "run_process",
+    "scrubbed_env",
+]
+
+#: The only variables a probe process inherits from the verifier's environment; everything
+#: else (tokens, DSNs, cloud credentials) stays out unless a source or the probe sets it.
+PASSED_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+
+
+def scrubbed_env(probe_env: dict[str, str], cfg: SourceConfig | None) -> dict[str, str]:
+    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+    env.setdefault("PATH", os.defpath)
+    env.update(probe_env)
+    if cfg is not None:  # the verifier's own settings win over what a probe asks for
+        env.update({k: v.get_secret_value() for k, v in cfg.env.items()})
+    return env
+
+
+async def read_command(
+    probe: CommandProbe, cfg: SourceConfig | None, registry: SourceRegistry, limits: Limits
+) -> Reading:
+    argv = ["/bin/sh", "-c", probe.argv[0]] if probe.shell else list(probe.argv)
+    cwd = probe.cwd
+    if cfg is not None and cfg.path:
+        cwd = str(Path(cfg.path) / probe.cwd) if probe.cwd else cfg.path
+    result = await run_process(argv, env=scrubbed_env(probe.env, cfg), cwd=cwd, limits=limits)
+    if result.returncode not in probe.ok_exit_codes:
+        tail = result.stderr_tail()
+        raise ProbeError(
+            f"the command exited with code {result.returncode}"
+            + (f"; stderr: {tail}" if tail else "; it printed nothing on stderr"),
+            result.stdout,
+        )
+    return Reading(capture=result.stdout)
+
+
+def _read_file_sync(path: Path, keep: int, limits: Limits, deadline: float) -> Reading | str:
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return f"no file at {path}"
+    except OSError as exc:
+        raise ProbeError(f"could not stat {path}: {exc.strerror or exc}") from None
+    if not path.is_file():
+        raise ProbeError(f"{path} is not a regular file")
+    capture = Capture(keep=keep, limit=limits.read_limit)
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1024 * 1024):
+                if not capture.feed(chunk):
+                    break
+                if time.monotonic() > deadline:
+                    raise ProbeError(
+                        f"reading {path} did not finish within {limits.timeout_s}s", capture
+                    )
+    except OSError as exc:
+        raise ProbeError(f"could not read {path}: {exc.strerror or exc}") from None
+    return Reading(capture=capture)
+
+
+async def read_file(
+    probe: FileProbe, cfg: SourceConfig | None, registry: SourceRegistry, limits: Limits
+) -> Reading:
+    if cfg is not None:
+        if not cfg.path:
+            raise ProbeError(f"file source {probe.source!r} has no path (its root directory)")
+        root = Path(cfg.path).resolve()
+        relative = Path(probe.path)
+        if relative.is_absolute():
+            raise ProbeError(f"{probe.path!r} is absolute; give a path under the source's root")
+        path = (root / relative).resolve()
+        if not path.is_relative_to(root):
+            raise ProbeError(f"{probe.path!r} leads outside the source's root")
+    else:
+        path = Path(probe.path)
+    keep = min(probe.max_bytes or limits.read_cap, limits.read_cap)
+    deadline = time.monotonic() + limits.timeout_s
+    got = await asyncio.to_thread(_read_file_sync, path, keep, limits, deadline)
+    if isinstance(got, str):
+        return Reading(capture=Capture(), missing=True, note=got)
+    reading = got
+    size = reading.capture.total
+    if probe.size is not None:
+        if size == probe.size:
+            reading.checked_claims.append(f"size {size}")
+        else:
+            reading.failed_claims.append(f"the file is {size} bytes; claimed {probe.size}")
+    if probe.sha256 is not None:
+        digest = reading.capture.sha256
+        if reading.capture.over_limit:
+            reading.failed_claims.append(
+                f"the file is larger than {limits.read_limit} bytes; not hashed"
+            )
+        elif digest == probe.sha256.lower():
+            reading.checked_claims.append(f"sha256 {digest}")
+        else:
+            reading.failed_claims.append(
+                f"the file has sha256 {digest}; claimed {probe.sha256.lower()}"
+            )
+    return reading
+
+
+async def read_git(
+    probe: GitProbe, cfg: SourceConfig | None, registry: SourceRegistry, limits: Limits
+) -> Reading:
+    if probe.pull_request_url is not None:
+        http_cfg = cfg if cfg is not None and cfg.kind == "http" else None
+        got = await fetch(
+            registry, probe.source if http_cfg else None, http_cfg, probe.pull_request_url, limits
+        )
+        if got.status in (404, 410):
+            return Reading(
+                capture=got.capture, missing=True, note=f"HTTP {got.status}: no pull request there"
+            )
+        problem = _unavailable(got.status)
+        if problem is not None:
+            raise ProbeError(f"GET {probe.pull_request_url}: {problem}", got.capture)
+        reading = Reading(capture=got.capture)
+        if not 200 <= got.status < 300:
+            reading.failed_claims.append(f"the pull request URL answered HTTP {got.status}")
+        return reading
+    assert probe.ref is not None
+    if cfg is not None and cfg.kind != "git":
+        raise ProbeError(f"source {probe.source!r} is not a git repository source")
+    repo = cfg.path if cfg is not None and cfg.path else os.getcwd()
+    env = scrubbed_env({"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"}, cfg)
+    argv = [
+        "git",
+        "-C",
+        repo,
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "--end-of-options",
+        f"{probe.ref}^{{commit}}",
+    ]
+    result = await run_process(argv, env=env, cwd=None, limits=limits)
+    if result.returncode == 1:
+        return Reading(
+            capture=result.stdout, missing=True, note=f"no commit or ref {probe.ref!r} in {repo}"
+        )
+    if result.returncode != 0:
+        raise ProbeError(
+            f"git could not read {repo} (exit {result.returncode}): {result.stderr_tail()}"
+        )
+    sha = result.stdout.data.decode("ascii", errors="replace").strip()
+    return Reading(capture=result.stdout, value=sha)

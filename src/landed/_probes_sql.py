@@ -1,0 +1,173 @@
+"""``record`` probes: one SQL statement on SQLite or PostgreSQL, in a read-only transaction."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import sqlite3
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+from uuid import UUID
+
+from landed._contract import RecordProbe
+from landed._reading import Limits, ProbeError, Reading
+from landed._sources import SourceConfig, SourceRegistry
+
+__all__ = ["MAX_ROWS", "jsonable", "read_record"]
+
+#: Rows a record probe reads at most; count in SQL (select count(*)) rather than fetching rows.
+MAX_ROWS = 10_000
+
+
+def jsonable(value: Any) -> Any:
+    """A database value as plain JSON: Decimal 45 is 45, timestamps are ISO text."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else str(value)
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            return str(value)
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "\\x" + bytes(value).hex()
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return str(value)
+
+
+def _rows(columns: list[str], raw: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    names: list[str] = []
+    for col in columns:
+        name, n = col, 2
+        while name in names:  # "select 1, 1" has two columns of the same name
+            name, n = f"{col}_{n}", n + 1
+        names.append(name)
+    return [{n: jsonable(v) for n, v in zip(names, row, strict=True)} for row in raw]
+
+
+def _reading(probe: RecordProbe, rows: list[dict[str, Any]]) -> Reading:
+    one_cell = len(rows) == 1 and len(rows[0]) == 1
+    cell = next(iter(rows[0].values())) if one_cell else None
+    numeric = isinstance(cell, (int, float)) and not isinstance(cell, bool)
+    reading = Reading.of_json(rows)
+    if probe.measure != "rows" and one_cell and cell is None:
+        reading.number = None  # select max(x) over no rows: a NULL is nothing, never a count
+    elif probe.measure == "rows" or (probe.measure == "auto" and not (one_cell and numeric)):
+        reading.number = len(rows)
+    elif one_cell:
+        reading.number = cell
+    else:
+        reading.failed_claims.append(
+            f"measure 'value' needs a one-row, one-column result; the query returned "
+            f"{len(rows)} row(s) of {len(rows[0]) if rows else 0} column(s)"
+        )
+    reading.value = cell if one_cell else rows
+    return reading
+
+
+def _sqlite_path(cfg: SourceConfig) -> Path:
+    if cfg.url:
+        parts = urlsplit(cfg.url)
+        if parts.scheme.lower() != "sqlite":
+            raise ProbeError(f"unsupported database URL scheme {parts.scheme!r}")
+        # sqlite:///relative.db and sqlite:////absolute.db, as most tools write them.
+        return Path(cfg.url.split(":///", 1)[1]) if ":///" in cfg.url else Path(parts.path)
+    assert cfg.path is not None
+    return Path(cfg.path)
+
+
+def _sqlite_read(path: Path, query: str, params: Any, deadline: float) -> list[dict[str, Any]]:
+    if not path.is_file():
+        raise ProbeError(f"the SQLite file {path} does not exist")
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=max(0.0, deadline - time.monotonic()))
+    except sqlite3.Error as exc:
+        raise ProbeError(f"could not open {path} read-only: {exc}") from None
+    try:
+        conn.execute("PRAGMA query_only = ON")
+        # Checked every few thousand VM steps: a runaway query is interrupted at the deadline.
+        conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 5_000)
+        cur = conn.execute(query, params)
+        raw = cur.fetchmany(MAX_ROWS + 1)
+        columns = [d[0] for d in cur.description or ()]
+    except sqlite3.Error as exc:
+        if time.monotonic() > deadline:
+            raise ProbeError(
+                "the query did not finish before the timeout; it was interrupted"
+            ) from None
+        raise ProbeError(f"the query failed: {exc}") from None
+    finally:
+        conn.close()
+    if len(raw) > MAX_ROWS:
+        raise ProbeError(f"the query returned more than {MAX_ROWS} rows; count them in SQL instead")
+    return _rows(columns, raw)
+
+
+async def _postgres_read(
+    name: str, cfg: SourceConfig, probe: RecordProbe, registry: SourceRegistry, limits: Limits
+) -> list[dict[str, Any]]:
+    try:
+        async with asyncio.timeout(limits.timeout_s):
+            return await _postgres_rows(name, cfg, probe, registry, limits)
+    except TimeoutError:
+        raise ProbeError(
+            f"the query did not finish within {limits.timeout_s}s; it was cancelled"
+        ) from None
+
+
+async def _postgres_rows(
+    name: str, cfg: SourceConfig, probe: RecordProbe, registry: SourceRegistry, limits: Limits
+) -> list[dict[str, Any]]:
+    import psycopg
+
+    pool = await registry.pg_pool(name, cfg, limits.timeout_s)
+    async with pool.connection(timeout=limits.timeout_s) as conn:
+        try:
+            # stream() sends one statement through the extended protocol: "select 1; delete
+            # ..." is refused by the server, and rows arrive one by one, so a huge result
+            # is cut at MAX_ROWS without being held in memory.
+            cur = conn.cursor()
+            raw: list[tuple[Any, ...]] = []
+            async for row in cur.stream(probe.query, probe.params or None):
+                raw.append(row)
+                if len(raw) > MAX_ROWS:
+                    break
+            columns = [d.name for d in cur.description or ()]
+        except psycopg.Error as exc:
+            raise ProbeError(f"the query failed: {exc}".strip()) from None
+        finally:
+            await conn.rollback()
+    if len(raw) > MAX_ROWS:
+        raise ProbeError(f"the query returned more than {MAX_ROWS} rows; count them in SQL instead")
+    return _rows(columns, raw)
+
+
+async def read_record(
+    probe: RecordProbe, cfg: SourceConfig, registry: SourceRegistry, limits: Limits
+) -> Reading:
+    scheme = urlsplit(cfg.url).scheme.lower() if cfg.url else "sqlite"
+    if scheme == "sqlite":
+        deadline = time.monotonic() + limits.timeout_s
+        params = probe.params if probe.params else ()
+        rows = await asyncio.to_thread(
+            _sqlite_read, _sqlite_path(cfg), probe.query, params, deadline
+        )
+    elif scheme in ("postgres", "postgresql"):
+        rows = await _postgres_read(probe.source, cfg, probe, registry, limits)
+    else:
+        raise ProbeError(
+            f"source {probe.source!r} has URL scheme {scheme!r}; record probes read "
+            "postgresql:// and sqlite:/// sources"
+        )
+    return _reading(probe, rows)

@@ -1,0 +1,80 @@
+"""Keep credentials out of evidence, messages and logs; make hostile bytes safe to show."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from urllib.parse import quote
+
+__all__ = ["REDACTED", "Redactor", "escape_for_humans"]
+
+REDACTED = "[redacted]"
+
+# Shortest configured value treated as a secret: shorter ones ("1", "on") would redact
+# ordinary output everywhere and protect nothing.
+_MIN_SECRET = 4
+
+# Authorization-style header lines and bearer tokens, wherever they appear in text.
+_HEADER_LINE = re.compile(
+    r"(?im)^(\s*(?:proxy-)?(?:authorization|x-api-key|api-key|x-auth-token|cookie|set-cookie)"
+    r"\s*[:=]\s*).+$"
+)
+_JSON_HEADER = re.compile(
+    r"""(?i)(["'](?:proxy-)?(?:authorization|x-api-key|api-key|x-auth-token|cookie)["']\s*:\s*)"""
+    r"""(["'])(?:(?!\2).)*\2"""
+)
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{6,}")
+# user:password@ in a URL or DSN.
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]*:)[^\s@/]+@")
+# password=... in a libpq key/value DSN or a query string.
+_KV_PASSWORD = re.compile(r"(?i)\b(password|passwd|pwd|secret|token|api_key)=([^\s&;]+)")
+
+# Cheap first look: text without any of these has nothing credential-shaped to redact.
+_HINTS = re.compile(r"(?i)auth|api.?key|cookie|bearer|basic|://|pass|pwd|secret|token")
+
+# C0 controls (except tab and newline), DEL and C1 controls: ESC starts ANSI sequences that can
+# rewrite a terminal, so evidence shown to a person carries them escaped, never raw.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+class Redactor:
+    """Replaces configured secret values and credential-shaped text with ``[redacted]``."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        variants: set[str] = set()
+        for secret in secrets:
+            if len(secret) < _MIN_SECRET:
+                continue
+            variants.add(secret)
+            variants.add(quote(secret, safe=""))
+            variants.add(json.dumps(secret)[1:-1])
+        # Longest first, so a secret containing another is replaced whole.
+        self._secrets = tuple(sorted(variants, key=len, reverse=True))
+        self._pattern = (
+            re.compile("|".join(re.escape(s) for s in self._secrets)) if self._secrets else None
+        )
+
+    @property
+    def longest(self) -> int:
+        """Length of the longest secret variant (how far a cut may reach into one)."""
+        return len(self._secrets[0]) if self._secrets else 0
+
+    def with_secrets(self, secrets: Iterable[str]) -> Redactor:
+        return Redactor([*self._secrets, *secrets])
+
+    def __call__(self, text: str) -> str:
+        if self._pattern is not None:
+            text = self._pattern.sub(REDACTED, text)
+        if not _HINTS.search(text):
+            return text
+        text = _HEADER_LINE.sub(lambda m: m.group(1) + REDACTED, text)
+        text = _JSON_HEADER.sub(lambda m: m.group(1) + m.group(2) + REDACTED + m.group(2), text)
+        text = _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
+        text = _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED + "@", text)
+        return _KV_PASSWORD.sub(lambda m: m.group(1) + "=" + REDACTED, text)
+
+
+def escape_for_humans(text: str) -> str:
+    """Show control characters (ANSI escapes included) as ``\\xNN`` instead of sending them."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)

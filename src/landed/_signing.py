@@ -1,0 +1,262 @@
+"""Ed25519 signatures over what a verifier observed, bound to the claim the proof supports."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from pydantic import ValidationError
+
+from landed._contract import Observation, Outcome
+from landed._receipt import ProofItem, Receipt, SignedObservation
+
+__all__ = [
+    "ALGORITHM",
+    "KeyPair",
+    "SigningError",
+    "TrustStore",
+    "check_proof",
+    "key_id_of",
+    "load_public_key",
+    "observation_payload",
+    "sign_proof",
+    "verify_proof",
+]
+
+ALGORITHM = "ed25519"
+# Domain separation: these bytes can never be mistaken for another landed signature.
+_PURPOSE = "landed.observation.v1"
+
+
+class SigningError(Exception):
+    """A key could not be made, read or trusted; the message names the file and the fix."""
+
+
+def key_id_of(public_key: Ed25519PublicKey) -> str:
+    """First 16 hex digits of sha256 over the raw 32-byte public key."""
+    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def _public_pem(public_key: Ed25519PublicKey) -> bytes:
+    return public_key.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    """The verifier's signing key. Only the verifier process should ever load it."""
+
+    private_key: Ed25519PrivateKey
+
+    @classmethod
+    def generate(cls) -> KeyPair:
+        return cls(Ed25519PrivateKey.generate())
+
+    @property
+    def public_key(self) -> Ed25519PublicKey:
+        return self.private_key.public_key()
+
+    @property
+    def key_id(self) -> str:
+        return key_id_of(self.public_key)
+
+    def public_pem(self) -> bytes:
+        return _public_pem(self.public_key)
+
+    def private_pem(self) -> bytes:
+        return self.private_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+
+    def sign(self, data: bytes) -> bytes:
+        return self.private_key.sign(data)
+
+    def save(self, directory: Path | str) -> tuple[Path, Path]:
+        """Write ``landed-<key_id>.key`` (mode 0600) and ``.pub``; never overwrites a file."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private = directory / f"landed-{self.key_id}.key"
+        public = private.with_suffix(".pub")
+        for path in (private, public):
+            if path.exists():
+                raise SigningError(f"{path} already exists; choose another --out directory")
+        # O_EXCL: never follow or reuse a file someone else created; 0600 from the first byte.
+        fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(self.private_pem())
+        os.chmod(private, 0o600)
+        public.write_bytes(self.public_pem())
+        return private, public
+
+    @classmethod
+    def load(cls, path: Path | str) -> KeyPair:
+        data = _read(path, "private key")
+        try:
+            key = serialization.load_pem_private_key(data, password=None)
+        except (ValueError, TypeError) as exc:
+            raise SigningError(
+                f"{path} is not an unencrypted PEM private key ({exc}); "
+                "make one with `landed keys new`"
+            ) from exc
+        if not isinstance(key, Ed25519PrivateKey):
+            raise SigningError(f"{path} holds a {type(key).__name__}; landed signs with Ed25519")
+        return cls(key)
+
+
+def _read(path: Path | str, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise SigningError(f"cannot read the {what} {path}: {exc.strerror or exc}") from exc
+
+
+def load_public_key(path: Path | str) -> Ed25519PublicKey:
+    data = _read(path, "public key")
+    if b"PRIVATE KEY" in data:
+        raise SigningError(
+            f"{path} is a private key; trust the public half (the .pub file) and keep the "
+            "private key on the verifier only"
+        )
+    try:
+        key = serialization.load_pem_public_key(data)
+    except (ValueError, TypeError) as exc:
+        raise SigningError(
+            f"{path} is not a PEM public key ({exc}); pass the .pub file `landed keys new` wrote"
+        ) from exc
+    if not isinstance(key, Ed25519PublicKey):
+        raise SigningError(f"{path} holds a {type(key).__name__}; landed verifies Ed25519 only")
+    return key
+
+
+class TrustStore(Mapping[str, Ed25519PublicKey]):
+    """The public keys whose signatures are trusted, by key id."""
+
+    def __init__(self, keys: Iterable[Ed25519PublicKey] = ()) -> None:
+        self._keys = {key_id_of(k): k for k in keys}
+
+    @classmethod
+    def load(cls, paths: Iterable[Path | str]) -> TrustStore:
+        """Read PEM public keys; a directory contributes every ``*.pub`` file in it."""
+        keys: list[Ed25519PublicKey] = []
+        for path in map(Path, paths):
+            if path.is_dir():
+                found = sorted(path.glob("*.pub"))
+                if not found:
+                    raise SigningError(f"{path} holds no .pub files; pass a public key file")
+                keys.extend(load_public_key(p) for p in found)
+            else:
+                keys.append(load_public_key(path))
+        return cls(keys)
+
+    def __getitem__(self, key_id: str) -> Ed25519PublicKey:
+        return self._keys[key_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def signature_ok(self, receipt: Receipt, proof: ProofItem) -> bool:
+        """The hook the grader takes: True only for a valid signature by a trusted key."""
+        return verify_proof(receipt, proof, self)
+
+
+def observation_payload(
+    *, task_id: str, attempt: int, proof: ProofItem, observation: Mapping[str, Any] | Observation
+) -> bytes:
+    """The exact bytes signed: the claim (task, attempt, proof fields) and what was observed.
+
+    Values pass through their models first, so a receipt that went through JSON and back
+    (ledger, export) yields the same bytes; any edit to a bound field yields different ones.
+    """
+    obs = (
+        observation
+        if isinstance(observation, Observation)
+        else Observation.model_validate(observation)
+    )
+    item = proof.model_dump(mode="json", include={"kind", "ref", "expect", "result", "checked_by"})
+    item["checked_at"] = proof.model_dump(mode="json")["checked_at"]
+    payload = {
+        "purpose": _PURPOSE,
+        "task_id": task_id,
+        "attempt": attempt,
+        **item,
+        "observation": obs.model_dump(mode="json"),
+    }
+    return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+
+
+def sign_proof(
+    key: KeyPair, *, task_id: str, attempt: int, proof: ProofItem, observation: Observation
+) -> ProofItem:
+    """A copy of ``proof`` carrying ``landed.observation`` and ``landed.signature``.
+
+    Set every other proof field (result, checked_by, checked_at, ...) before signing: the
+    signature covers them, and changing one afterwards makes it fail.
+    """
+    payload = observation_payload(
+        task_id=task_id, attempt=attempt, proof=proof, observation=observation
+    )
+    signed = SignedObservation(
+        key_id=key.key_id,
+        algorithm=ALGORITHM,
+        payload_sha256=hashlib.sha256(payload).hexdigest(),
+        signature=base64.b64encode(key.sign(payload)).decode(),
+    )
+    extra = {"observation": observation.model_dump(mode="json"), "signature": signed.model_dump()}
+    return proof.model_copy(update={"landed": {**(proof.landed or {}), **extra}})
+
+
+def check_proof(
+    receipt: Receipt, proof: ProofItem, trusted: Mapping[str, Ed25519PublicKey]
+) -> str | None:
+    """None when the proof's signature is valid and trusted, else the reason it is not."""
+    landed = proof.landed or {}
+    if "signature" not in landed:
+        return "the proof carries no signature (landed.signature)"
+    try:
+        signed = SignedObservation.model_validate(landed["signature"])
+        observation = Observation.model_validate(landed.get("observation"))
+        signature = base64.b64decode(signed.signature, validate=True)
+    except (ValidationError, binascii.Error) as exc:
+        return f"the signature or observation is malformed: {str(exc).splitlines()[0]}"
+    if signed.algorithm != ALGORITHM:
+        return f"signature algorithm {signed.algorithm!r} is not supported (only {ALGORITHM})"
+    public_key = trusted.get(signed.key_id)
+    if public_key is None:
+        return f"key {signed.key_id} is not trusted; pass its public key with --trust"
+    attempt = receipt.landed.attempt if receipt.landed is not None else 1
+    payload = observation_payload(
+        task_id=receipt.task_id, attempt=attempt, proof=proof, observation=observation
+    )
+    if hashlib.sha256(payload).hexdigest() != signed.payload_sha256:
+        return "the signed claim differs from this receipt: it was changed after signing"
+    try:
+        public_key.verify(signature, payload)
+    except InvalidSignature:
+        return f"the signature does not verify with key {signed.key_id}"
+    if proof.result == Outcome.PASS and observation.outcome != Outcome.PASS:
+        return f"the proof says pass but the signed observation says {observation.outcome}"
+    return None
+
+
+def verify_proof(
+    receipt: Receipt, proof: ProofItem, trusted: Mapping[str, Ed25519PublicKey]
+) -> bool:
+    """True only when ``proof`` carries a valid signature by a trusted key over this claim."""
+    return check_proof(receipt, proof, trusted) is None

@@ -1,0 +1,436 @@
+"""Named sources: the verifier's own connections and credentials, never carried by a probe."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import os
+import re
+import socket
+import tomllib
+from collections.abc import AsyncIterator, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from landed._reading import ProbeError
+from landed._redact import Redactor
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = [
+    "ConfigError",
+    "LandedSettings",
+    "SourceConfig",
+    "SourceKind",
+    "SourceRegistry",
+    "canonical_name",
+    "config_key",
+    "default_observer",
+    "load_registry",
+]
+
+SourceKind = Literal["sql", "http", "file", "git", "command"]
+
+_SCHEME_KIND: dict[str, SourceKind] = {
+    "postgres": "sql",
+    "postgresql": "sql",
+    "sqlite": "sql",
+    "http": "http",
+    "https": "http",
+}
+
+
+def canonical_name(name: str) -> str:
+    """Source names compare case-insensitively with ``-`` and ``_`` alike, because environment
+    variable names cannot hold ``-``: ``orders-db`` is ``LANDED_SOURCES__ORDERS_DB__*``."""
+    return name.strip().lower().replace("-", "_")
+
+
+def config_key(name: str) -> str:
+    """The environment variable prefix that configures source ``name``."""
+    return f"LANDED_SOURCES__{canonical_name(name).upper()}__"
+
+
+class SourceConfig(BaseModel):
+    """One system of record as the verifier reaches it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: SourceKind | None = Field(
+        default=None, description="sql, http, file, git or command; inferred from url's scheme."
+    )
+    url: str | None = Field(
+        default=None,
+        description="sql: postgresql://... or sqlite:///relative.db / sqlite:////abs.db; "
+        "http: the base URL probes are relative to.",
+    )
+    path: str | None = Field(
+        default=None,
+        description="file: the root; git: the repository; command: working dir; "
+        "sql: a SQLite file.",
+    )
+    token: SecretStr | None = Field(default=None, description="http: sent as a Bearer token.")
+    headers: dict[str, SecretStr] = Field(default_factory=dict, description="http headers.")
+    env: dict[str, SecretStr] = Field(
+        default_factory=dict, description="command and git: environment given to the process."
+    )
+    allow_absolute_urls: bool = Field(
+        default=False,
+        description="http: accept absolute URLs in probes (no credentials sent to another origin).",
+    )
+    follow_redirects: bool = False
+    verify_tls: bool = True
+    max_timeout_s: float = Field(default=120.0, gt=0, description="Caps a probe's timeout_s.")
+    pool_size: int = Field(default=10, ge=1, description="sql (PostgreSQL): pool max size.")
+
+    @model_validator(mode="after")
+    def _infer_kind(self) -> SourceConfig:
+        if self.kind is None:
+            scheme = urlsplit(self.url).scheme.lower() if self.url else ""
+            kind = _SCHEME_KIND.get(scheme)
+            if kind is None:
+                raise ValueError(
+                    "a source needs a kind (sql, http, file, git or command) or a url whose "
+                    "scheme names one (postgresql://, sqlite:///, http(s)://)"
+                )
+            object.__setattr__(self, "kind", kind)
+        return self
+
+    def secrets(self) -> list[str]:
+        """Every credential value this source holds, for redaction."""
+        found: list[str] = []
+        if self.token is not None:
+            found.append(self.token.get_secret_value())
+        found.extend(v.get_secret_value() for v in self.headers.values())
+        found.extend(v.get_secret_value() for v in self.env.values())
+        if self.url:
+            parts = urlsplit(self.url)
+            if parts.password:
+                found.append(parts.password)
+            found.extend(m.group(1) for m in re.finditer(r"(?i)password=([^\s&;]+)", self.url))
+        return found
+
+    def auth_headers(self) -> dict[str, str]:
+        headers = {k: v.get_secret_value() for k, v in self.headers.items()}
+        if self.token is not None:
+            headers.setdefault("Authorization", f"Bearer {self.token.get_secret_value()}")
+        return headers
+
+
+def _normalise(data: dict[str, Any]) -> dict[str, Any]:
+    sources = data.get("sources")
+    if isinstance(sources, Mapping):
+        data = {**data, "sources": {canonical_name(str(k)): v for k, v in sources.items()}}
+    return data
+
+
+class _Normalised(PydanticBaseSettingsSource):
+    """Wraps a settings source so source names from every origin merge under one spelling."""
+
+    def __init__(self, settings_cls: type[BaseSettings], inner: PydanticBaseSettingsSource):
+        super().__init__(settings_cls)
+        self._inner = inner
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return _normalise(self._inner())
+
+
+class _TomlFile(PydanticBaseSettingsSource):
+    """``landed.toml`` (or LANDED_CONFIG_FILE / config_file=...), read with tomllib."""
+
+    def __init__(self, settings_cls: type[BaseSettings], explicit: str | None):
+        super().__init__(settings_cls)
+        self._explicit = explicit or os.environ.get("LANDED_CONFIG_FILE")
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = Path(self._explicit) if self._explicit else Path("landed.toml")
+        if not path.is_file():
+            if self._explicit:
+                raise ValueError(
+                    f"the config file {path} does not exist; create it or fix the path"
+                )
+            return {}
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+        data = data.get("landed", data) if isinstance(data.get("landed"), dict) else data
+        return _normalise({k: v for k, v in data.items() if k != "config_file"})
+
+
+class LandedSettings(BaseSettings):
+    """The verifier's configuration: ``LANDED_*`` environment, then ``landed.toml``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="LANDED_", env_nested_delimiter="__", extra="ignore", frozen=True
+    )
+
+    sources: dict[str, SourceConfig] = Field(default_factory=dict)
+    observer: str | None = Field(default=None, description="Who observes (the verifier's name).")
+    allow_unsourced: bool = Field(
+        default=True,
+        description="Allow probes without a source (absolute URLs, local files and commands); "
+        "a verifier that only trusts its configured sources sets this to false.",
+    )
+    config_file: str | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        explicit = getattr(init_settings, "init_kwargs", {}).get("config_file")
+        return (
+            _Normalised(settings_cls, init_settings),
+            _Normalised(settings_cls, env_settings),
+            _TomlFile(settings_cls, explicit),
+        )
+
+
+def default_observer(role: str = "landed") -> str:
+    try:
+        user = getpass.getuser()
+    except Exception:  # no user name in a minimal container: the uid still identifies
+        user = str(os.getuid())
+    return f"{role}:{user}@{socket.gethostname()}"
+
+
+_UNSOURCED_LANES = 16
+
+
+class _Lanes:
+    """Up to ``size`` single-connection HTTP clients, created on demand, lent one at a time."""
+
+    def __init__(self, size: int, cfg: SourceConfig | None) -> None:
+        self._size = size
+        self._cfg = cfg
+        self._idle: list[httpx.AsyncClient] = []
+        self._all: list[httpx.AsyncClient] = []
+        self._free = asyncio.Semaphore(size)
+
+    async def take(self) -> httpx.AsyncClient:
+        import httpx
+
+        await self._free.acquire()
+        if self._idle:
+            return self._idle.pop()
+        client = httpx.AsyncClient(
+            verify=self._cfg.verify_tls if self._cfg else True,
+            follow_redirects=False,
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            timeout=None,  # each probe's own timeout bounds it
+            trust_env=False,  # a proxy from the environment would sit between us and the source
+        )
+        self._all.append(client)
+        return client
+
+    def give(self, client: httpx.AsyncClient) -> None:
+        self._idle.append(client)
+        self._free.release()
+
+    async def aclose(self) -> None:
+        for client in self._all:
+            await client.aclose()
+
+
+class SourceRegistry:
+    """Resolves source names to configuration and holds one pool or client per source.
+
+    Construct from a mapping (tests, embedding) or with :meth:`from_settings` (environment and
+    ``landed.toml``). Use ``async with`` or call :meth:`aclose` to release pools and clients.
+    """
+
+    def __init__(
+        self,
+        sources: Mapping[str, SourceConfig | Mapping[str, Any]] | None = None,
+        *,
+        allow_unsourced: bool = True,
+        observer: str | None = None,
+        extra_secrets: Iterable[str] = (),
+    ) -> None:
+        self._sources: dict[str, tuple[str, SourceConfig]] = {}
+        for name, cfg in (sources or {}).items():
+            model = cfg if isinstance(cfg, SourceConfig) else SourceConfig.model_validate(cfg)
+            self._sources[canonical_name(name)] = (name, model)
+        self.allow_unsourced = allow_unsourced
+        self.observer = observer or default_observer()
+        secrets = [s for _, cfg in self._sources.values() for s in cfg.secrets()]
+        self.redactor = Redactor([*secrets, *extra_secrets])
+        self._pg_pools: dict[str, AsyncConnectionPool[Any]] = {}
+        self._pool_lock = asyncio.Lock()
+        self._http: dict[str, _Lanes] = {}
+
+    @classmethod
+    def from_settings(
+        cls, settings: LandedSettings | None = None, *, config_file: str | None = None
+    ) -> SourceRegistry:
+        if settings is None:
+            settings = LandedSettings(config_file=config_file) if config_file else LandedSettings()
+        return cls(
+            settings.sources, allow_unsourced=settings.allow_unsourced, observer=settings.observer
+        )
+
+    def names(self) -> list[str]:
+        return sorted(name for name, _ in self._sources.values())
+
+    def get(self, name: str) -> SourceConfig:
+        """The configuration of ``name``; an unknown name says which config key to add."""
+        entry = self._sources.get(canonical_name(name))
+        if entry is None:
+            known = ", ".join(self.names()) or "none"
+            raise ProbeError(
+                f"no source named {name!r} in the verifier's configuration (configured: {known}); "
+                f"add it with {config_key(name)}URL=... (and {config_key(name)}KIND=...) or a "
+                f"[sources.{name}] table in landed.toml"
+            )
+        return entry[1]
+
+    def resolve(
+        self, name: str | None, probe_kind: str, kinds: tuple[SourceKind, ...]
+    ) -> SourceConfig | None:
+        """The source a probe names, checked against the kinds that probe can read."""
+        if name is None:
+            if not self.allow_unsourced:
+                raise ProbeError(
+                    f"this {probe_kind} probe names no source, and this verifier only reads "
+                    "configured sources (allow_unsourced is false); name a source"
+                )
+            return None
+        cfg = self.get(name)
+        if cfg.kind not in kinds:
+            raise ProbeError(
+                f"source {name!r} is a {cfg.kind} source; a {probe_kind} probe needs one of "
+                f"kind {' or '.join(kinds)}"
+            )
+        return cfg
+
+    # --- shared connections ------------------------------------------------------------------
+
+    async def pg_pool(
+        self, name: str, cfg: SourceConfig, timeout: float
+    ) -> AsyncConnectionPool[Any]:
+        """One PostgreSQL pool per source; every connection runs read-only transactions."""
+        key = canonical_name(name)
+        pool = self._pg_pools.get(key)
+        if pool is not None:
+            return pool
+        async with self._pool_lock:
+            pool = self._pg_pools.get(key)
+            if pool is None:
+                pool = await self._open_pool(name, key, cfg, timeout)
+                self._pg_pools[key] = pool
+            return pool
+
+    async def _open_pool(
+        self, name: str, key: str, cfg: SourceConfig, timeout: float
+    ) -> AsyncConnectionPool[Any]:
+        import psycopg
+        from psycopg_pool import AsyncConnectionPool
+
+        assert cfg.url is not None
+        statement_ms = int(cfg.max_timeout_s * 1000)
+
+        async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
+            # A server-side ceiling as well as the client's timeout: a cancelled client
+            # must not leave a query running on the system of record.
+            await conn.execute(
+                "select set_config('statement_timeout', %s, false)", [str(statement_ms)]
+            )
+            await conn.commit()
+            await conn.set_read_only(True)
+
+        # Connect once directly first: a pool hides why it could not connect.
+        try:
+            probe_conn = await psycopg.AsyncConnection.connect(
+                cfg.url, connect_timeout=max(1, int(timeout))
+            )
+        except psycopg.Error as exc:
+            raise ProbeError(f"could not connect to source {name!r}: {exc}") from None
+        await probe_conn.close()
+        pool = AsyncConnectionPool(
+            cfg.url,
+            min_size=1,
+            max_size=cfg.pool_size,
+            open=False,
+            configure=configure,
+            name=f"landed-{key}",
+            timeout=timeout,
+        )
+        await pool.open(wait=True, timeout=timeout)
+        return pool
+
+    @contextlib.asynccontextmanager
+    async def http_client(
+        self, name: str | None, cfg: SourceConfig | None
+    ) -> AsyncIterator[httpx.AsyncClient]:
+        """Lend one kept-alive HTTP client of the source's lanes (``pool_size`` of them).
+
+        Each lane is a client with a single connection, used by one probe at a time: that
+        bounds the concurrency per source, and keeps httpcore's shared-pool bookkeeping (which
+        grows with the number of waiting requests) out of the hot path.
+        """
+        key = canonical_name(name) if name else ""
+        lanes = self._http.get(key)
+        if lanes is None:
+            lanes = self._http[key] = _Lanes(cfg.pool_size if cfg else _UNSOURCED_LANES, cfg)
+        client = await lanes.take()
+        try:
+            yield client
+        finally:
+            lanes.give(client)
+
+    async def aclose(self) -> None:
+        pools, self._pg_pools = list(self._pg_pools.values()), {}
+        lanes, self._http = list(self._http.values()), {}
+        for pool in pools:
+            await pool.close()
+        for lane in lanes:
+            await lane.aclose()
+
+    async def __aenter__(self) -> SourceRegistry:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class ConfigError(Exception):
+    """The verifier's configuration cannot be loaded; the message names where and what."""
+
+
+def load_registry(
+    *, config_file: str | None = None, role: str = "landed", extra_secrets: Iterable[str] = ()
+) -> SourceRegistry:
+    """A registry from the environment and ``landed.toml``; a bad configuration becomes a
+    ConfigError whose message carries field names only, never the values (they may be secrets)."""
+    try:
+        settings = LandedSettings(config_file=config_file) if config_file else LandedSettings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}"
+            for err in exc.errors(include_url=False, include_input=False)
+        )
+        raise ConfigError(f"the verifier configuration is invalid: {problems}") from None
+    except (ValueError, OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"the verifier configuration could not be read: {exc}") from None
+    return SourceRegistry(
+        settings.sources,
+        allow_unsourced=settings.allow_unsourced,
+        observer=settings.observer or default_observer(role),
+        extra_secrets=extra_secrets,
+    )

@@ -1,0 +1,380 @@
+"""The agent task as data: what is submitted, what the act reports, and the step inputs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from landed._contract import Contract, Observation
+from landed._ladder import READ_BACK_KINDS
+from landed._receipt import Cost, ProofItem, Receipt
+
+__all__ = [
+    "ACT_ACTIVITY",
+    "AGENT_TASK_WORKFLOW",
+    "DEFAULT_TIME_CAP",
+    "PLAN_ACTIVITY",
+    "SEARCH_ATTRIBUTES",
+    "SETTLE_ACTIVITY",
+    "VERIFY_ACTIVITY",
+    "ActInput",
+    "ActReport",
+    "ActSpec",
+    "ApprovalGate",
+    "ConsentGate",
+    "PlanInput",
+    "Progress",
+    "ReceiptQuery",
+    "RetryBudget",
+    "Routing",
+    "SettleInput",
+    "SettleOutput",
+    "Step",
+    "StepTimeouts",
+    "SubmitCheck",
+    "TaskSpec",
+    "TaskSpecError",
+    "VerifyInput",
+    "VerifyOutput",
+    "VerifyReading",
+    "check_spec",
+    "dod_proof_kind",
+]
+
+#: Names by which the workflow reaches its steps; the workflow never imports activity code.
+AGENT_TASK_WORKFLOW = "AgentTask"
+ACT_ACTIVITY = "landed.act"
+VERIFY_ACTIVITY = "landed.verify"
+SETTLE_ACTIVITY = "landed.settle"
+PLAN_ACTIVITY = "landed.plan"
+
+#: Custom search attributes (all Keyword) the workflow upserts, so the Web UI and
+#: ``temporal workflow list --query 'LandedVerdict="verified"'`` can filter settled tasks.
+SEARCH_ATTRIBUTES = ("LandedVerdict", "LandedOwner", "LandedRung")
+
+#: GOV-4: every task has a time cap; thirty minutes unless the task names another.
+DEFAULT_TIME_CAP = timedelta(minutes=30)
+
+# Probe kind -> the DoD proof kind its read-back is filed under on the receipt. Kinds the DoD
+# lists as read-back (record, http_contains, ...) can carry P3; file and git land as artifacts
+# (P2 at most); a command probe is filed under its own name, which the DoD grades as an
+# assertion: an arbitrary command is not an authoritative system of record.
+_PROOF_KIND = {
+    "record": "record",
+    "http": "http_contains",
+    "provider_object": "provider_object",
+    "payment": "payment",
+    "deployment": "deployment",
+    "sent_log": "sent_log",
+    "call_log": "call_log",
+    "file": "file",
+    "git": "commit",
+    "command": "command",
+}
+
+
+def dod_proof_kind(probe_kind: str) -> str:
+    """The DoD proof kind a probe's reading is filed under (unknown kinds stay as given)."""
+    return _PROOF_KIND.get(probe_kind, probe_kind)
+
+
+class _Strict(BaseModel):
+    """Submitted data: an unknown or misspelt field is an error, never silently dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ActSpec(_Strict):
+    """Which act runs on the actor (a name registered with ``@landed.act``) and its input."""
+
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:-]+$")
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ApprovalGate(_Strict):
+    """GOV-5, carried as data: whether a person must approve before the act runs, and who did.
+
+    ``required`` marks an act that cannot be undone (send, publish, spend, provision, migrate);
+    ``approver`` names who may approve; ``approved_by``/``approved_at`` record the approval given.
+    Not enforced yet: AgentTask records these fields on the receipt as submitted and runs the
+    act either way; holding an unapproved task as ``held`` belongs to landed's governance gates.
+    """
+
+    required: bool = False
+    approver: str | None = None
+    approved_by: str | None = None
+    approved_at: datetime | None = None
+
+
+class ConsentGate(_Strict):
+    """GOV-6, carried as data: whom the act contacts and on what consent basis.
+
+    ``contact`` is the person or address reached (None when the act contacts nobody);
+    ``do_not_contact_source`` names the list checked before contact; ``basis`` records the consent
+    (opt-in id, contract reference). Not enforced yet: the check before contact belongs to
+    landed's governance gates; this model only declares what that check needs.
+    """
+
+    contact: str | None = None
+    do_not_contact_source: str | None = None
+    basis: str | None = None
+
+
+class RetryBudget(_Strict):
+    """Bounds on the only two retries the workflow makes (everything else settles)."""
+
+    verify_attempts: int = Field(
+        default=3, ge=1, le=20, description="Reads of a probe that keeps erroring (probe-error)."
+    )
+    verify_backoff: timedelta = Field(
+        default=timedelta(seconds=1), description="First wait before re-reading; doubles."
+    )
+    act_attempts: int = Field(
+        default=2,
+        ge=1,
+        le=10,
+        description="Act runs when a write is unknown and the read-back shows it did not land.",
+    )
+
+
+class StepTimeouts(_Strict):
+    """How long a step may go silent before Temporal declares its worker lost."""
+
+    act_heartbeat: timedelta = Field(default=timedelta(seconds=30))
+    verify: timedelta = Field(default=timedelta(minutes=2))
+    verify_heartbeat: timedelta = Field(default=timedelta(seconds=30))
+    settle: timedelta = Field(default=timedelta(seconds=60))
+
+
+class TaskSpec(_Strict):
+    """One agent task, named before work starts (DOD-1). ``task_id`` is the workflow id.
+
+    The proof plan lists read-back contracts (probe + expectation) the verifier will run; a task
+    whose plan has no read-back probe can run, but can never reach ``verified``.
+    Probes name sources ("orders-db"), never DSNs or tokens: the verifier resolves them.
+    """
+
+    task_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@/-]*$")
+    owner: str = Field(min_length=1, max_length=200, description="GOV-1: the one agent owning it.")
+    outcome: str = Field(min_length=1, description="The observable after-state (DOD-1).")
+    target: str | None = Field(default=None, description="Where the outcome lives.")
+    proof_plan: list[Contract] = Field(default_factory=list)
+    act: ActSpec
+    idempotency_key: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Passed to every act attempt; defaults to the task id (DOD-10).",
+    )
+    time_cap: timedelta = Field(default=DEFAULT_TIME_CAP, description="GOV-4 time cap.")
+    approval: ApprovalGate = Field(default_factory=ApprovalGate)
+    consent: ConsentGate = Field(default_factory=ConsentGate)
+    business_outcome_class: str | None = Field(
+        default=None, description="P4 class (payment, customer_reached, visible_content, ...)."
+    )
+    loop: str | None = Field(default=None, description="The loop this task belongs to (GOV-9).")
+    pre_read: bool = Field(
+        default=True,
+        description="Read the before-state so a proof can't be vacuous. Turn off only when the "
+        "outcome cannot hold before the act (e.g. a row keyed by this task's idempotency key).",
+    )
+    retry: RetryBudget = Field(default_factory=RetryBudget)
+    timeouts: StepTimeouts = Field(default_factory=StepTimeouts)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> TaskSpec:
+        if self.idempotency_key is None:
+            self.idempotency_key = self.task_id
+        if not timedelta(seconds=1) <= self.time_cap <= timedelta(days=7):
+            raise ValueError("time_cap must be between 1 second and 7 days (GOV-4)")
+        return self
+
+    @property
+    def read_back_steps(self) -> list[int]:
+        """Indexes of plan steps whose proof kind can carry P3."""
+        return [
+            i
+            for i, c in enumerate(self.proof_plan)
+            if dod_proof_kind(c.probe.kind) in READ_BACK_KINDS
+        ]
+
+    @property
+    def can_reach_verified(self) -> bool:
+        return bool(self.read_back_steps)
+
+
+class TaskSpecError(ValueError):
+    """A submitted task was rejected; ``problems`` lists (field, reason) pairs."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        lines = "\n".join(f"  {field}: {reason}" for field, reason in problems)
+        super().__init__(f"invalid task spec; fix these fields and submit again:\n{lines}")
+
+
+class SubmitCheck(BaseModel):
+    """A validated spec plus what the submitter must know before it runs."""
+
+    spec: TaskSpec
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def can_reach_verified(self) -> bool:
+        return self.spec.can_reach_verified
+
+
+def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
+    """Validate a task at submit; raise TaskSpecError naming each bad field and why."""
+    if isinstance(data, TaskSpec):
+        spec = data
+    else:
+        try:
+            raw = json.loads(data) if isinstance(data, str | bytes) else dict(data)
+        except json.JSONDecodeError as exc:
+            raise TaskSpecError([("(document)", f"not JSON: {exc}")]) from None
+        if not isinstance(raw, dict):
+            raise TaskSpecError([("(document)", "a task spec is a JSON object")])
+        try:
+            spec = TaskSpec.model_validate(raw)
+        except ValidationError as exc:
+            raise TaskSpecError(
+                [
+                    (".".join(str(p) for p in err["loc"]) or "(document)", err["msg"])
+                    for err in exc.errors()
+                ]
+            ) from None
+    warnings: list[str] = []
+    if not spec.proof_plan:
+        warnings.append(
+            "proof_plan is empty: this task can never reach verified; add a read-back "
+            "contract (probe + expect) naming where the outcome lives"
+        )
+    elif not spec.can_reach_verified:
+        kinds = sorted({c.probe.kind for c in spec.proof_plan})
+        warnings.append(
+            f"no read-back probe in proof_plan (only {', '.join(kinds)}): this task can never "
+            f"reach verified; add a record, http, provider_object, payment, deployment, "
+            f"sent_log or call_log probe"
+        )
+    if spec.proof_plan and not spec.pre_read:
+        warnings.append(
+            "pre_read is off: a read-back cannot tell an outcome that already held from one "
+            "the act produced (vacuous); keep it on unless the probe is keyed to this task"
+        )
+    for i, c in enumerate(spec.proof_plan):
+        if c.expect.type == "non_empty":
+            warnings.append(
+                f"proof_plan.{i}.expect is non_empty, the weak default: any output passes it"
+            )
+    return SubmitCheck(spec=spec, warnings=warnings)
+
+
+# --- what the act returns -----------------------------------------------------------------------
+
+
+class ActReport(BaseModel):
+    """What an act (the agent's side) says it did. Evidence for the verdict, never the verdict."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    claimed_status: str = Field(min_length=1, description="The agent's word: done, blocked, ...")
+    report: str = ""
+    artifacts: list[ProofItem] = Field(
+        default_factory=list, description="Cited artifacts (commit, file, log...); P2 at most."
+    )
+    exit_code: int | None = None
+    cost: Cost = Field(default_factory=Cost)
+    actor: str | None = Field(default=None, description="Worker identity that ran the act.")
+
+
+# --- step inputs and outputs (one model each) ---------------------------------------------------
+
+
+class Routing(BaseModel):
+    """Where the steps run, as the runner is configured (read once, recorded in history)."""
+
+    actor_task_queue: str
+    verifier_task_queue: str
+    runner: str = Field(description="Runner worker identity; the receipt's verdict_by.")
+    trusted_keys: list[str] = Field(
+        default_factory=list,
+        description="PEM public keys of the verifiers whose signatures the runner accepts.",
+    )
+
+
+class PlanInput(BaseModel):
+    task_id: str
+
+
+class ActInput(BaseModel):
+    task_id: str
+    attempt: int
+    idempotency_key: str
+    act: ActSpec
+
+
+class VerifyInput(BaseModel):
+    """Read these plan steps; ``before`` holds the pre-read per step (None: not read)."""
+
+    task_id: str
+    attempt: int = Field(description="The act attempt the read belongs to (signed with it).")
+    phase: Literal["before", "after"]
+    contracts: list[Contract]
+    indexes: list[int]
+    before: list[Observation | None] = Field(default_factory=list)
+    read: int = Field(default=1, description="Which read of this phase (probe-error re-reads).")
+
+
+class VerifyReading(BaseModel):
+    """One plan step as the verifier read it: the observation and the signed receipt entry."""
+
+    index: int
+    observation: Observation
+    proof: ProofItem = Field(description="Receipt entry, signed by the verifier when it has a key.")
+
+
+class VerifyOutput(BaseModel):
+    verifier: str
+    key_id: str | None = None
+    readings: list[VerifyReading]
+
+
+class SettleInput(BaseModel):
+    receipt: Receipt
+
+
+class SettleOutput(BaseModel):
+    appended: bool = Field(description="False when (task_id, attempt) was already in the ledger.")
+    ledger: str = ""
+
+
+class Step(StrEnum):
+    PLANNED = "planned"
+    PRE_READ = "pre-read"
+    ACT = "act"
+    RECONCILE = "reconcile"
+    VERIFY = "verify"
+    SETTLE = "settle"
+    SETTLED = "settled"
+
+
+class Progress(BaseModel):
+    """Query result: where the task is now."""
+
+    task_id: str
+    step: Step
+    rung: str = Field(description="Highest rung proven so far (planned until graded).")
+    act_attempt: int = 0
+    verdict: str | None = None
+    proof_level: str | None = None
+
+
+class ReceiptQuery(BaseModel):
+    """Query result: the receipt so far (verdict empty until the task is graded)."""
+
+    receipt: Receipt
+    settled: bool = False

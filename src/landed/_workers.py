@@ -1,0 +1,206 @@
+"""The three worker roles, each built from its own settings over its own Temporal connection."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from landed._plugin import connect
+from landed._settings import ActorSettings, RoleSettings, RunnerSettings, VerifierSettings
+from landed._sources import SourceRegistry
+from landed._task import SEARCH_ATTRIBUTES, Routing
+
+__all__ = ["ROLES", "RoleError", "build_worker", "ensure_search_attributes", "run_role"]
+
+ROLES = ("actor", "verifier", "runner")
+
+
+class RoleError(RuntimeError):
+    """A role cannot start as configured; the message names the setting to fix."""
+
+
+async def ensure_search_attributes(client: Client) -> None:
+    """Register landed's Keyword search attributes on the namespace if they are missing.
+
+    A cluster that refuses (no operator permission, Temporal Cloud) gets a message with the
+    command to run once, instead of workflows that fail on their first upsert.
+    """
+    namespace = client.namespace
+    try:
+        listed = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=namespace)
+        )
+        missing = [n for n in SEARCH_ATTRIBUTES if n not in listed.custom_attributes]
+        if missing:
+            await client.operator_service.add_search_attributes(
+                AddSearchAttributesRequest(
+                    namespace=namespace,
+                    search_attributes={
+                        n: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for n in missing
+                    },
+                )
+            )
+    except Exception as exc:
+        cmd = " ".join(f"--name {n} --type Keyword" for n in SEARCH_ATTRIBUTES)
+        raise RoleError(
+            f"search attributes {', '.join(SEARCH_ATTRIBUTES)} are not registered on namespace "
+            f"{namespace!r} and could not be added ({exc}); run once: "
+            f"temporal operator search-attribute create --namespace {namespace} {cmd}"
+        ) from exc
+
+
+def _load(module: str, name: str) -> Any:
+    # Activities and workflows live outside the core (installed as landed.activities and
+    # landed.workflows); the core reaches them only at run time, by name.
+    return getattr(importlib.import_module(module), name)
+
+
+def _read_pems(paths: list[Path]) -> list[str]:
+    from landed._signing import TrustStore
+
+    TrustStore.load(paths)  # validates every file, naming the bad one
+    pems: list[str] = []
+    for path in paths:
+        files = sorted(path.glob("*.pub")) if path.is_dir() else [path]
+        pems.extend(f.read_text() for f in files)
+    return pems
+
+
+async def build_worker(
+    settings: RoleSettings,
+    client: Client,
+    identity: str,
+    *,
+    registry: SourceRegistry | None = None,
+) -> tuple[Worker, dict[str, Any], Callable[[], Awaitable[None]] | None]:
+    """The Worker for a role, the facts it prints when ready, and an async cleanup (or None).
+
+    The verifier's sources come from its own settings (LANDED_SOURCES__*, landed.toml) unless
+    ``registry`` is given (embedding, tests).
+    """
+    view = {**settings.public_view(), "identity": identity}
+    if isinstance(settings, ActorSettings):
+        from landed._acts import collect_acts
+
+        ActActivities = _load("landed.activities.act", "ActActivities")
+        acts = collect_acts(settings.acts)
+        view["acts"] = sorted(acts)
+        act = ActActivities(acts, settings.credentials, identity)
+        worker = Worker(
+            client,
+            task_queue=settings.task_queue,
+            activities=[act.act],
+            identity=identity,
+            max_concurrent_activities=settings.max_concurrent_activities,
+        )
+        return worker, view, None
+    if isinstance(settings, VerifierSettings):
+        settings.check_separation()
+        from landed._signing import KeyPair
+
+        VerifyActivities = _load("landed.activities.verify", "VerifyActivities")
+
+        if settings.signing_key is None:
+            raise RoleError(
+                "the verifier has no signing key, so nothing it reads could be proven "
+                "offline; make one with `landed keys new` and set "
+                "LANDED_VERIFIER_SIGNING_KEY to its .key file"
+            )
+        key = KeyPair.load(settings.signing_key)
+        if registry is None:
+            registry = SourceRegistry.from_settings()
+        view["key_id"] = key.key_id
+        view["sources"] = sorted(registry.names())
+        verify = VerifyActivities(registry, identity, key)
+        worker = Worker(
+            client,
+            task_queue=settings.task_queue,
+            activities=[verify.verify],
+            identity=identity,
+            max_concurrent_activities=settings.max_concurrent_activities,
+        )
+        return worker, view, registry.aclose
+    if isinstance(settings, RunnerSettings):
+        from landed._ledger import open_ledger
+
+        RunnerActivities = _load("landed.activities.runner", "RunnerActivities")
+        AgentTask = _load("landed.workflows.agent_task", "AgentTask")
+
+        if not settings.trust:
+            raise RoleError(
+                "the runner trusts no verifier key, so no task could ever be verified; set "
+                "LANDED_RUNNER_TRUST to the verifier's .pub file (from `landed keys new`)"
+            )
+        if settings.verifier_task_queue == settings.actor_task_queue:
+            raise RoleError(
+                "LANDED_RUNNER_VERIFIER_TASK_QUEUE equals LANDED_RUNNER_ACTOR_TASK_QUEUE; the "
+                "verify step must run on the verifier's own queue"
+            )
+        pems = _read_pems(settings.trust)
+        await ensure_search_attributes(client)
+        ledger = await open_ledger(settings.ledger_url)
+        routing = Routing(
+            actor_task_queue=settings.actor_task_queue,
+            verifier_task_queue=settings.verifier_task_queue,
+            runner=identity,
+            trusted_keys=pems,
+        )
+        runner = RunnerActivities(ledger, routing)
+        view["ledger"] = ledger.url
+        worker = Worker(
+            client,
+            task_queue=settings.task_queue,
+            workflows=[AgentTask],
+            activities=[runner.plan, runner.settle],
+            identity=identity,
+            max_cached_workflows=settings.max_cached_workflows,
+            max_concurrent_activities=settings.max_concurrent_activities,
+            max_concurrent_local_activities=settings.max_concurrent_activities,
+        )
+        return worker, view, ledger.close
+    raise RoleError(f"unknown role settings {type(settings).__name__}")
+
+
+def settings_for(role: str) -> RoleSettings:
+    if role == "actor":
+        return ActorSettings()
+    if role == "verifier":
+        return VerifierSettings()
+    if role == "runner":
+        return RunnerSettings()
+    raise RoleError(f"unknown role {role!r}; use one of {', '.join(ROLES)}")
+
+
+async def run_role(
+    role: str,
+    *,
+    stop: asyncio.Event,
+    on_ready: Callable[[dict[str, Any]], None],
+    address: str | None = None,
+    namespace: str | None = None,
+) -> None:
+    """Connect as the role, run its worker until ``stop`` is set, then shut down cleanly."""
+    settings = settings_for(role)
+    identity = settings.resolved_identity()
+    if isinstance(settings, VerifierSettings):
+        settings.check_separation()  # before any connection: refuse early
+    client = await connect(identity=identity, address=address, namespace=namespace)
+    worker, view, cleanup = await build_worker(settings, client, identity)
+    view["address"] = client.service_client.config.target_host
+    view["namespace"] = client.namespace
+    async with worker:
+        on_ready(view)
+        await stop.wait()
+    if cleanup is not None:
+        await cleanup()

@@ -1,0 +1,95 @@
+"""Run the three roles in-process against a real dev server: each its own Client.connect,
+identity and fresh task queue; the runner caches no workflows (every task replays)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client as TemporalClient
+
+import landed
+from landed._ledger import Ledger, open_ledger
+from landed._plugin import connect
+from landed._settings import ActorSettings, RunnerSettings, VerifierSettings
+from landed._signing import KeyPair
+from landed._sources import SourceRegistry
+from landed._workers import build_worker
+
+__all__ = ["Roles", "run_roles"]
+
+
+@dataclass
+class Roles:
+    client: landed.Client
+    temporal: TemporalClient
+    ledger_url: str
+    public_key: Path
+    queues: dict[str, str]
+    identities: dict[str, str]
+
+    async def ledger(self) -> Ledger:
+        return await open_ledger(self.ledger_url, create=False)
+
+
+@asynccontextmanager
+async def run_roles(
+    address: str,
+    tmp_path: Path,
+    *,
+    credentials: Mapping[str, str] | None = None,
+    sources: Mapping[str, Any] | None = None,
+    acts: tuple[str, ...] = ("landed_test_acts",),
+    max_cached_workflows: int = 0,
+) -> AsyncIterator[Roles]:
+    tag = uuid.uuid4().hex[:10]
+    queues = {r: f"{r}-{tag}" for r in ("actor", "verifier", "runner")}
+    identities = {r: f"{r}@test-{tag}" for r in queues}
+    private, public = KeyPair.generate().save(tmp_path / f"keys-{tag}")
+    ledger_url = f"sqlite:///{tmp_path / f'ledger-{tag}.db'}"
+    settings = {
+        "actor": ActorSettings(
+            task_queue=queues["actor"],
+            identity=identities["actor"],
+            acts=list(acts),
+            credentials=dict(credentials or {}),
+        ),
+        "verifier": VerifierSettings(
+            task_queue=queues["verifier"],
+            identity=identities["verifier"],
+            signing_key=private,
+            actor_task_queue=queues["actor"],
+        ),
+        "runner": RunnerSettings(
+            task_queue=queues["runner"],
+            identity=identities["runner"],
+            ledger_url=ledger_url,
+            actor_task_queue=queues["actor"],
+            verifier_task_queue=queues["verifier"],
+            trust=[public],
+            max_cached_workflows=max_cached_workflows,
+        ),
+    }
+    registry = SourceRegistry(dict(sources or {}), observer=identities["verifier"])
+    async with AsyncExitStack() as stack:
+        for role, cfg in settings.items():
+            client = await connect(identity=identities[role], address=address)
+            worker, _view, cleanup = await build_worker(
+                cfg, client, identities[role], registry=registry if role == "verifier" else None
+            )
+            if cleanup is not None:
+                stack.push_async_callback(cleanup)
+            await stack.enter_async_context(worker)
+        temporal = await connect(identity=f"client@test-{tag}", address=address)
+        yield Roles(
+            client=landed.Client(temporal, task_queue=queues["runner"]),
+            temporal=temporal,
+            ledger_url=ledger_url,
+            public_key=public,
+            queues=queues,
+            identities=identities,
+        )

@@ -1,0 +1,282 @@
+"""``landed check`` end to end: exit codes from a real process, the JSON contract, and --live."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from landed._cli import app
+
+LANDED = [sys.executable, "-m", "landed"]
+TASK_KEYS = {"task_id", "claimed_status", "proof_level", "meets_bar", "findings"}
+CARD_KEYS = {
+    "done_claimed",
+    "done_proven",
+    "proof_rate",
+    "held",
+    "settled",
+    "hold_rate",
+    "cost_usd",
+    "cost_per_verified_task",
+    "verified_revenue_usd",
+}
+
+
+def receipt(task_id: str, **changes: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "task_id": task_id,
+        "owner": "worker-a",
+        "outcome": "The page shows the new plan",
+        "target": "https://example.com/pricing",
+        "claimed_status": "done",
+        "report": "Merged and confirmed.",
+        "proof": [
+            {
+                "kind": "http_contains",
+                "ref": "https://example.com/pricing",
+                "expect": "Team plan",
+                "checked_by": "runner",
+                "result": "pass",
+            }
+        ],
+        "cost": {"usd": 0.5},
+    }
+    base.update(changes)
+    return base
+
+
+def jsonl(path: Path, *records: dict[str, Any] | bytes) -> Path:
+    lines = [r if isinstance(r, bytes) else orjson.dumps(r) for r in records]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [*LANDED, *args], input=stdin, capture_output=True, timeout=60, check=False
+    )
+
+
+# --- exit codes, from a real process -------------------------------------------------------------
+
+
+def test_exit_0_when_every_done_claim_meets_its_bar(tmp_path: Path) -> None:
+    path = jsonl(tmp_path / "ok.jsonl", receipt("a"), receipt("b", claimed_status="held", proof=[]))
+    proc = run("check", str(path))
+    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+    assert b"every done claim meets its bar" in proc.stdout
+    assert proc.stderr == b""
+
+
+def test_exit_1_when_a_done_claim_misses_its_bar(tmp_path: Path) -> None:
+    path = jsonl(tmp_path / "miss.jsonl", receipt("a"), {"status": "done"})
+    proc = run("check", str(path))
+    assert proc.returncode == 1
+    assert b"line-2" in proc.stdout and b"DOD-6" in proc.stdout
+
+
+def test_exit_3_on_invalid_lines_with_file_and_line_and_the_rest_scored(tmp_path: Path) -> None:
+    path = jsonl(tmp_path / "bad.jsonl", receipt("a"), b"{not json", receipt("c"))
+    proc = run("check", str(path))
+    assert proc.returncode == 3
+    out = proc.stdout.decode()
+    assert f"{path}:2: not valid JSON" in out
+    assert "Traceback" not in out + proc.stderr.decode()
+    data = orjson.loads(run("check", str(path), "--json").stdout)
+    assert [t["task_id"] for t in data["tasks"]] == ["a", "c"]
+    assert data["invalid"][0]["line"] == 2
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [(None, "no such file"), (b"", "no receipts"), (b"\x00\x01\x02\xff", "not valid JSON")],
+)
+def test_exit_3_on_unusable_input_never_a_traceback(
+    tmp_path: Path, content: bytes | None, expected: str
+) -> None:
+    path = tmp_path / "input.jsonl"
+    if content is not None:
+        path.write_bytes(content)
+    proc = run("check", str(path))
+    assert proc.returncode == 3
+    text = proc.stdout.decode() + proc.stderr.decode()
+    assert expected in text and "Traceback" not in text
+
+
+def test_an_unreadable_trust_key_exits_3_before_scoring(tmp_path: Path) -> None:
+    path = jsonl(tmp_path / "ok.jsonl", receipt("a"))
+    proc = run("check", str(path), "--trust", str(tmp_path / "missing.pub"))
+    assert proc.returncode == 3
+    assert b"--trust" in proc.stderr and b"Traceback" not in proc.stderr
+    assert proc.stdout == b""
+
+
+def test_stdin_is_read_with_a_dash() -> None:
+    proc = run("check", "-", "--json", stdin=orjson.dumps(receipt("piped")) + b"\n")
+    assert proc.returncode == 0
+    assert orjson.loads(proc.stdout)["tasks"][0]["task_id"] == "piped"
+
+
+def test_help_names_the_exit_codes() -> None:
+    proc = run("check", "--help")
+    assert proc.returncode == 0
+    text = b" ".join(proc.stdout.split())
+    assert b"Exit codes: 0" in text and b"1 at least one does not" in text and b"3 invalid" in text
+
+
+def test_the_sample_command_confirms_every_expected_verdict() -> None:
+    proc = run("sample", "--json")
+    assert proc.returncode == 0, proc.stdout.decode()
+    report = orjson.loads(proc.stdout)
+    assert report["expected_verdicts_match"] is True
+    assert report["check_exit_code"] == 1  # the sample's overclaims are found
+    assert report["scorecard"]["verified_revenue_usd"] == 1200.0
+
+
+# --- the JSON contract and the scorecard, in process ---------------------------------------------
+
+runner = CliRunner()
+
+
+def check_json(path: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    result = runner.invoke(app, ["check", str(path), "--json", *args])
+    return result.exit_code, orjson.loads(result.stdout)
+
+
+def test_json_keys_are_the_stable_contract(tmp_path: Path) -> None:
+    path = jsonl(tmp_path / "r.jsonl", receipt("a"), receipt("b", proof=[]), b"[]")
+    code, data = check_json(path)
+    assert code == 3
+    assert set(data) == {"tasks", "invalid", "scorecard"}
+    for task in data["tasks"]:
+        assert set(task) >= TASK_KEYS
+        assert all(set(f) == {"rule", "message"} for f in task["findings"])
+    assert data["tasks"][0]["proof_level"] == "P3" and data["tasks"][0]["meets_bar"] is True
+    assert data["tasks"][1]["proof_level"] == "P1" and data["tasks"][1]["meets_bar"] is False
+    assert {"line", "reason"} <= set(data["invalid"][0])
+    assert set(data["scorecard"]) >= CARD_KEYS
+
+
+def test_scorecard_figures(tmp_path: Path) -> None:
+    reconciled = receipt(
+        "r",
+        claimed_status="reconciled",
+        business_outcome={"class": "payment", "verified": True},
+        landed={"revenue_usd": 1200.0},
+        cost={"usd": 1.5},
+    )
+    unproven_revenue = receipt("u", proof=[], landed={"revenue_usd": 999.0})
+    path = jsonl(
+        tmp_path / "card.jsonl",
+        receipt("a"),
+        reconciled,
+        unproven_revenue,
+        receipt("h", claimed_status="held", proof=[], cost=None),
+    )
+    code, data = check_json(path)
+    card = data["scorecard"]
+    assert code == 1
+    assert (card["done_claimed"], card["done_proven"], card["proof_rate"]) == (3, 2, 2 / 3)
+    assert (card["held"], card["settled"], card["hold_rate"]) == (1, 4, 0.25)
+    assert card["cost_usd"] == 2.5 and card["cost_logged"] == 3
+    assert card["cost_per_verified_task"] == 1.25
+    assert card["verified_revenue_usd"] == 1200.0  # the unproven claim's revenue does not count
+
+
+def test_division_by_zero_is_null_in_json_and_na_in_text(tmp_path: Path) -> None:
+    path = jsonl(tmp_path / "none.jsonl", receipt("x", claimed_status="executed", cost=None))
+    code, data = check_json(path)
+    card = data["scorecard"]
+    assert code == 0
+    assert card["proof_rate"] is None and card["cost_per_verified_task"] is None
+    assert card["cost_usd"] is None  # nobody logged cost: unknown, not $0
+    text = runner.invoke(app, ["check", str(path)]).stdout
+    assert text.count("n/a") >= 3
+
+
+def test_the_text_table_caps_rows_but_not_the_verdict(tmp_path: Path) -> None:
+    records = [receipt(f"t{i}") for i in range(5)] + [receipt("last", proof=[])]
+    path = jsonl(tmp_path / "many.jsonl", *records)
+    result = runner.invoke(app, ["check", str(path), "--max-rows", "2"])
+    assert result.exit_code == 1
+    assert "4 more task(s) not shown, 1 of them missing the bar" in result.stdout
+
+
+# --- --live against a real server on loopback ----------------------------------------------------
+
+PAGES = {"/ok": b"<h1>Team plan</h1>", "/changed": b"<h1>Starter plan</h1>", "/slow": b"Team plan"}
+
+
+class _Pages(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        if self.path == "/slow":
+            threading.Event().wait(3)
+        body = PAGES.get(self.path)
+        self.send_response(200 if body is not None else 404)
+        self.send_header("content-type", "text/html; charset=utf-8")
+        self.send_header("content-length", str(len(body or b"")))
+        self.end_headers()
+        # The checker gives up on /slow first, as it should.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.wfile.write(body or b"")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def site() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def live_receipt(task_id: str, url: str, **proof: Any) -> dict[str, Any]:
+    # The outcome names the local server, so DOD-8 lets a loopback read-back count here.
+    item = {"kind": "http_contains", "ref": url, "expect": "Team plan", "checked_by": "runner"}
+    item.update({"result": "pass", **proof})
+    return receipt(task_id, outcome="The page on the local test server", target=url, proof=[item])
+
+
+def test_live_downgrades_proofs_that_no_longer_hold(tmp_path: Path, site: str) -> None:
+    path = jsonl(
+        tmp_path / "live.jsonl",
+        live_receipt("still-there", f"{site}/ok"),
+        live_receipt("changed", f"{site}/changed"),
+        live_receipt("gone", f"{site}/missing"),
+        live_receipt("refused", "http://127.0.0.1:9/ok"),
+        live_receipt("slow", f"{site}/slow"),
+        live_receipt("failed-then", f"{site}/ok", result="fail"),
+    )
+    offline_code, offline = check_json(path)
+    assert offline_code == 1  # only failed-then misses offline
+    assert [t["meets_bar"] for t in offline["tasks"]] == [True] * 5 + [False]
+
+    proc = run("check", str(path), "--json", "--live", "--timeout", "1", "--concurrency", "4")
+    data = orjson.loads(proc.stdout)
+    by_id = {t["task_id"]: t for t in data["tasks"]}
+    assert proc.returncode == 1
+    assert by_id["still-there"]["meets_bar"] and by_id["still-there"]["proof_level"] == "P3"
+    for task_id, rule in [("changed", "DOD-4"), ("gone", "DOD-5"), ("refused", "DOD-5")]:
+        assert not by_id[task_id]["meets_bar"], task_id
+        assert by_id[task_id]["findings"][0]["rule"] == rule, by_id[task_id]
+    assert "404" in by_id["gone"]["findings"][0]["message"]
+    assert "did not answer within 1s" in by_id["slow"]["findings"][0]["message"]
+    # A live pass never upgrades a proof the receipt itself recorded as failed.
+    assert not by_id["failed-then"]["meets_bar"]
+    assert b"re-reading" not in proc.stderr  # no progress bar when stderr is not a terminal

@@ -1,0 +1,503 @@
+"""Grading one receipt by the DoD v1.0: each rule with a case that passes and one that fails."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import itertools
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import landed._grading as grading_module
+from landed import Grade, ProofItem, ProofLevel, Receipt, Status, grade
+from landed._grading import NOT_DONE_PHRASES, NOT_DONE_WORDS, evaluate
+
+READ_BACK = {
+    "kind": "http_contains",
+    "ref": "https://example.com/pricing",
+    "expect": "Team plan",
+    "checked_by": "runner",
+    "checked_at": "2026-11-07T01:00:00Z",
+    "result": "pass",
+}
+ARTIFACT = {
+    "kind": "pull_request",
+    "ref": "https://github.com/example/site/pull/12",
+    "checked_by": "actor",
+    "result": "pass",
+}
+BASE: dict[str, Any] = {
+    "dod": "1.0",
+    "task_id": "publish-pricing-page",
+    "owner": "worker-a",
+    "outcome": "Pricing page is live at its URL and shows the new plan name",
+    "target": "https://example.com/pricing",
+    "claimed_status": "done",
+    "report": "Merged the change and confirmed the page.",
+    "exit_code": 0,
+    "proof": [ARTIFACT, READ_BACK],
+}
+
+
+def receipt(**changes: Any) -> Receipt:
+    data = copy.deepcopy(BASE)
+    data.update(changes)
+    return Receipt.model_validate(data)
+
+
+def proof(**changes: Any) -> dict[str, Any]:
+    return {**READ_BACK, **changes}
+
+
+def rules(result: Grade) -> list[str]:
+    return [finding.rule for finding in result.findings]
+
+
+# --- proof levels --------------------------------------------------------------------------------
+
+
+def test_p3_read_back_by_someone_else_meets_the_done_bar() -> None:
+    result = grade(receipt())
+    assert result.proof_level is ProofLevel.P3
+    assert result.claims_done and result.meets_bar
+    assert result.proven_status is Status.VERIFIED
+    assert result.findings == []
+
+
+@pytest.mark.parametrize("checker", ["actor", "ACTOR ", "worker-a", "Worker-A", "agent", None, ""])
+def test_p3_needs_a_checker_other_than_actor_and_owner(checker: str | None) -> None:
+    result = grade(receipt(proof=[ARTIFACT, proof(checked_by=checker)]))
+    assert result.proof_level is ProofLevel.P2  # the artifact still counts
+    assert not result.meets_bar
+    assert "DOD-2" in rules(result)
+
+
+def test_p3_needs_the_read_back_to_have_passed() -> None:
+    result = grade(receipt(proof=[proof(result="fail")]))
+    assert result.proof_level is ProofLevel.P1
+    assert not result.meets_bar
+    assert rules(result)[:1] == ["DOD-5"]
+
+
+def test_p3_needs_a_ref_that_can_resolve() -> None:
+    result = grade(receipt(proof=[proof(ref="  ")]))
+    assert result.proof_level is ProofLevel.P1
+    assert "DOD-5" in rules(result)
+
+
+def test_http_contains_without_expect_text_is_an_assertion() -> None:
+    passing = grade(receipt(proof=[proof(kind="record", expect=None)]))
+    assert passing.proof_level is ProofLevel.P3  # other kinds carry their expectation elsewhere
+    failing = grade(receipt(proof=[proof(expect=None)]))
+    assert failing.proof_level is ProofLevel.P1
+    assert "DOD-4" in rules(failing)
+
+
+@pytest.mark.parametrize(
+    "kind", ["commit", "pull_request", "file", "test_run", "screenshot", "log"]
+)
+def test_p2_is_an_artifact_that_passed(kind: str) -> None:
+    result = grade(receipt(proof=[{**ARTIFACT, "kind": kind}]))
+    assert result.proof_level is ProofLevel.P2
+    assert result.proven_status is Status.BUILT
+    failed = grade(receipt(proof=[{**ARTIFACT, "kind": kind, "result": "fail"}]))
+    assert failed.proof_level is ProofLevel.P1
+    assert "DOD-5" in rules(failed)
+
+
+def test_any_other_kind_is_an_assertion() -> None:
+    result = grade(receipt(proof=[{"kind": "vibes", "ref": "x", "result": "pass"}]))
+    assert result.proof_level is ProofLevel.P1
+    assert "DOD-4" in rules(result)
+
+
+def test_p0_is_a_status_alone_and_p1_a_description() -> None:
+    bare = grade(receipt(proof=[], report=None, exit_code=None))
+    assert bare.proof_level is ProofLevel.P0
+    told = grade(receipt(proof=[], report="I did it."))
+    assert told.proof_level is ProofLevel.P1
+    assert not bare.meets_bar and not told.meets_bar
+
+
+def test_p4_is_p3_plus_a_verified_business_outcome() -> None:
+    outcome = {"class": "visible_content", "ref": "https://example.com/pricing", "verified": True}
+    result = grade(receipt(claimed_status="reconciled", business_outcome=outcome))
+    assert result.proof_level is ProofLevel.P4
+    assert result.meets_bar and result.proven_status is Status.RECONCILED
+    unverified = grade(receipt(business_outcome={**outcome, "verified": False}))
+    assert unverified.proof_level is ProofLevel.P3
+    without_read_back = grade(receipt(proof=[ARTIFACT], business_outcome=outcome))
+    assert without_read_back.proof_level is ProofLevel.P2
+
+
+# --- DOD-2 ---------------------------------------------------------------------------------------
+
+
+def test_dod2_a_verdict_by_someone_else_stands() -> None:
+    result = grade(receipt(verdict="done", verdict_by="runner"))
+    assert "DOD-2" not in rules(result)
+    assert result.meets_bar
+
+
+@pytest.mark.parametrize("issuer", ["worker-a", "actor", None])
+def test_dod2_a_verdict_by_the_owner_or_actor_is_void(issuer: str | None) -> None:
+    result = grade(receipt(proof=[ARTIFACT], verdict="done", verdict_by=issuer))
+    assert "DOD-2" in rules(result)
+    assert not result.meets_bar  # landed grades the proof instead: P2 is not done
+    message = next(f.message for f in result.findings if f.rule == "DOD-2")
+    assert "void" in message
+
+
+def test_dod2_a_done_verdict_is_a_claim_even_when_the_status_is_lower() -> None:
+    result = grade(receipt(claimed_status="executed", proof=[ARTIFACT], verdict="done"))
+    assert result.claims_done and not result.meets_bar
+    assert "DOD-6" in rules(result)
+
+
+# --- DOD-3 ---------------------------------------------------------------------------------------
+
+
+def test_dod3_a_clean_exit_proves_nothing() -> None:
+    result = grade(receipt(proof=[], exit_code=0))
+    assert not result.meets_bar
+    assert "DOD-3" in rules(result)
+
+
+def test_dod3_is_silent_when_the_read_back_carries_the_claim() -> None:
+    result = grade(receipt(exit_code=0))
+    assert result.meets_bar
+    assert "DOD-3" not in rules(result)
+
+
+# --- DOD-5 (and DOD-4 from a live re-read) -------------------------------------------------------
+
+
+def test_dod5_a_live_failure_recorded_on_the_proof_downgrades_it() -> None:
+    live = {"live": {"ok": False, "rule": "DOD-4", "reason": "the page no longer says Team plan"}}
+    result = grade(receipt(proof=[ARTIFACT, proof(landed=live)]))
+    assert result.proof_level is ProofLevel.P2
+    assert not result.meets_bar
+    assert rules(result)[:1] == ["DOD-4"]
+    gone = {"live": {"ok": False, "rule": "DOD-5", "reason": "HTTP 404"}}
+    assert "DOD-5" in rules(grade(receipt(proof=[proof(landed=gone)])))
+
+
+def test_dod5_a_live_pass_never_upgrades_a_failed_proof() -> None:
+    live = {"live": {"ok": True, "reason": "contains it now"}}
+    result = grade(receipt(proof=[proof(result="fail", landed=live)]))
+    assert result.proof_level is ProofLevel.P1
+    assert not result.meets_bar
+
+
+def test_dod5_a_live_pass_keeps_a_passing_proof() -> None:
+    live = {"live": {"ok": True, "reason": "contains the expected text"}}
+    assert grade(receipt(proof=[proof(landed=live)])).meets_bar
+
+
+# --- DOD-6 ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("word", ["done", "verified", "Done.", "DONE", "completed", "success"])
+def test_dod6_done_words_need_p3(word: str) -> None:
+    assert grade(receipt(claimed_status=word)).meets_bar
+    result = grade(receipt(claimed_status=word, proof=[ARTIFACT]))
+    assert result.claims_done and not result.meets_bar
+    assert "DOD-6" in rules(result)
+    assert result.proven_status is Status.BUILT
+
+
+def test_dod6_reconciled_needs_p4() -> None:
+    result = grade(receipt(claimed_status="reconciled"))
+    assert result.proof_level is ProofLevel.P3
+    assert result.required_level is ProofLevel.P4
+    assert not result.meets_bar
+    assert "DOD-6" in rules(result)
+    assert result.proven_status is Status.VERIFIED
+
+
+@pytest.mark.parametrize("word", ["not done", "isn't done", "executed", "held", "blocked"])
+def test_dod6_words_that_claim_nothing_done_have_no_bar(word: str) -> None:
+    result = grade(receipt(claimed_status=word, proof=[]))
+    assert not result.claims_done and result.meets_bar
+    assert result.required_level is None
+
+
+def test_dod6_a_lower_rung_above_the_proof_is_flagged_but_not_a_done_claim() -> None:
+    result = grade(receipt(claimed_status="deployed", proof=[ARTIFACT]))
+    assert result.meets_bar  # nothing claimed done
+    assert "DOD-6" in rules(result)
+    assert result.proven_status is Status.BUILT
+    honest = grade(receipt(claimed_status="built", proof=[ARTIFACT]))
+    assert "DOD-6" not in rules(honest)
+
+
+def test_dod6_a_side_state_is_never_upgraded() -> None:
+    result = grade(receipt(claimed_status="held"))
+    assert result.proof_level is ProofLevel.P3
+    assert result.proven_status is Status.HELD
+
+
+# --- DOD-7 ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        "Published; the DNS change is still pending.",
+        "Blocked on the registrar.",
+        "waiting for approval",
+        "Incomplete: two pages left.",
+        "Partially migrated.",
+        "I could not reach the API.",
+        "I couldn't reach the API.",
+        "I couldn\u2019t reach the API.",
+        "Unable to log in.",
+        "Not yet live.",
+        "Work in progress.",
+        "no longer blocked",  # negation is not parsed: fail closed, documented
+        "status: pending_review",
+    ],
+)
+def test_dod7_the_reports_words_beat_a_done_status(report: str) -> None:
+    result = grade(receipt(report=report))
+    assert result.proof_level is ProofLevel.P3
+    assert not result.meets_bar
+    assert "DOD-7" in rules(result)
+    assert result.proven_status is Status.EXECUTED
+
+
+@pytest.mark.parametrize(
+    "report",
+    ["Merged the change and confirmed the page.", "Unblocked the deploy and shipped it.", ""],
+)
+def test_dod7_plain_reports_pass(report: str) -> None:
+    result = grade(receipt(report=report))
+    assert result.meets_bar
+    assert "DOD-7" not in rules(result)
+
+
+def test_dod7_the_status_text_itself_counts() -> None:
+    result = grade(receipt(claimed_status="done (partial)"))
+    assert result.claims_done and not result.meets_bar
+    assert "DOD-7" in rules(result)
+
+
+# --- DOD-8 ---------------------------------------------------------------------------------------
+
+
+def test_dod8_a_loopback_target_is_a_scaffold() -> None:
+    local = "http://localhost:3000/pricing"
+    result = grade(receipt(target=local, proof=[proof(ref=local)]))
+    assert result.proof_level is ProofLevel.P2
+    assert not result.meets_bar
+    assert "DOD-8" in rules(result)
+
+
+@pytest.mark.parametrize(
+    "ref",
+    ["http://127.0.0.1:8080/", "http://[::1]/x", "http://0.0.0.0:5000", "http://app.localhost/"],
+)
+def test_dod8_a_read_back_of_a_loopback_address_is_only_an_artifact(ref: str) -> None:
+    result = grade(receipt(proof=[proof(ref=ref)]))
+    assert result.proof_level is ProofLevel.P2
+    assert "DOD-8" in rules(result)
+
+
+def test_dod8_a_host_that_only_looks_local_is_live() -> None:
+    ref = "https://localhost.example.com/pricing"
+    assert grade(receipt(target=ref, proof=[proof(ref=ref)])).meets_bar
+
+
+@pytest.mark.parametrize(
+    "report", ["Shipped a mockup of the page.", "Stubbed the payment call.", "Placeholder copy."]
+)
+def test_dod8_a_scaffold_in_the_report_caps_the_claim(report: str) -> None:
+    result = grade(receipt(report=report))
+    assert result.proof_level is ProofLevel.P2
+    assert not result.meets_bar
+    assert "DOD-8" in rules(result)
+
+
+def test_dod8_a_named_deliverable_is_not_a_scaffold() -> None:
+    mockup = grade(
+        receipt(
+            outcome="A clickable mockup of the pricing page for review",
+            report="Built the mockup and confirmed it renders.",
+        )
+    )
+    assert mockup.meets_bar and "DOD-8" not in rules(mockup)
+    local = "http://127.0.0.1:8080/status"
+    dev = grade(
+        receipt(
+            outcome="The status page on the local test server",
+            target=local,
+            proof=[proof(ref=local)],
+        )
+    )
+    assert dev.meets_bar and dev.proof_level is ProofLevel.P3
+
+
+def test_dod8_an_outcome_that_replaces_the_scaffold_does_not_name_it() -> None:
+    result = grade(
+        receipt(outcome="Replace the mock with the live pricing API", report="Wired the mock in.")
+    )
+    assert not result.meets_bar
+    assert "DOD-8" in rules(result)
+
+
+# --- signatures ----------------------------------------------------------------------------------
+
+
+def test_a_signature_that_verifies_keeps_p3() -> None:
+    result = grade(receipt(), signature_ok=lambda _r, _p: True)
+    assert result.proof_level is ProofLevel.P3
+
+
+def test_a_signature_that_fails_makes_the_read_back_an_assertion() -> None:
+    seen: list[str] = []
+
+    def reject(r: Receipt, p: ProofItem) -> bool:
+        seen.append(p.kind)
+        return False
+
+    result = grade(receipt(), signature_ok=reject)
+    assert seen == ["http_contains"]  # asked about read-backs only
+    assert result.proof_level is ProofLevel.P2
+    assert not result.meets_bar
+    message = next(f.message for f in result.findings if f.rule == "DOD-2")
+    assert "signature" in message
+
+
+def test_a_signature_check_that_raises_fails_closed() -> None:
+    def broken(r: Receipt, p: ProofItem) -> bool:
+        raise RuntimeError("key store unreachable")
+
+    assert not grade(receipt(), signature_ok=broken).meets_bar
+
+
+# --- properties ----------------------------------------------------------------------------------
+
+
+def test_grading_is_deterministic_and_grade_is_frozen() -> None:
+    first, second = grade(receipt(report="blocked")), grade(receipt(report="blocked"))
+    assert first == second
+    with pytest.raises(ValueError):
+        first.meets_bar = True  # type: ignore[misc]
+
+
+def test_the_grading_module_imports_nothing_with_side_effects() -> None:
+    # The workflow sandbox imports this module: no I/O, clock, randomness or network.
+    tree = ast.parse(Path(grading_module.__file__).read_text())
+    names = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    } | {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+    }
+    assert names <= {
+        "__future__",
+        "itertools",
+        "re",
+        "collections",
+        "functools",
+        "typing",
+        "pydantic",
+        "landed",
+        "annotations",
+        "Callable",
+        "Sequence",
+        "lru_cache",
+        "Any",
+        "NamedTuple",
+        "Protocol",
+        "BaseModel",
+        "ConfigDict",
+        "Field",
+        "ARTIFACT_KINDS",
+        "READ_BACK_KINDS",
+        "ProofLevel",
+        "Status",
+        "ProofItem",
+        "Receipt",
+    }, names
+
+
+_text = st.text(
+    alphabet=st.sampled_from(list("abcdeilnoprstuy '\u2019_-.,\n0123456789\u00e9")), max_size=60
+)
+_phrases = st.sampled_from(
+    sorted(NOT_DONE_WORDS) + [" ".join(pair) for pair in sorted(NOT_DONE_PHRASES)] + ["can't"]
+)
+_reports = st.lists(st.one_of(_text, _phrases), max_size=6).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(report=_reports)
+def test_dod7_matches_exactly_the_phrases_it_lists(report: str) -> None:
+    # The fast path (one tokenization of target and report) must agree with a plain reading.
+    words = re.findall(r"[a-z]+", report.lower())
+    pairs = set(itertools.pairwise(words))
+    expected = bool(set(words) & NOT_DONE_WORDS or pairs & NOT_DONE_PHRASES)
+    result = grade(receipt(report=report))
+    assert ("DOD-7" in rules(result)) is expected
+    if expected:
+        assert not result.meets_bar
+
+
+_str = st.one_of(st.none(), st.text(max_size=30), st.sampled_from(["done", "actor", "pass", ""]))
+_proof_items = st.fixed_dictionaries(
+    {
+        "kind": st.one_of(
+            st.sampled_from(["http_contains", "record", "commit", "payment", "other", " LOG "]),
+            st.text(max_size=12),
+        ),
+        "ref": _str,
+        "expect": st.one_of(st.none(), st.text(max_size=12), st.integers()),
+        "checked_by": _str,
+        "result": st.one_of(st.sampled_from(["pass", "fail", " Pass "]), _str),
+        "landed": st.one_of(
+            st.none(),
+            st.fixed_dictionaries({"live": st.dictionaries(st.text(max_size=6), _str, max_size=3)}),
+        ),
+    }
+)
+_receipts = st.builds(
+    Receipt,
+    task_id=st.text(max_size=10),
+    claimed_status=st.one_of(
+        st.sampled_from(["done", "reconciled", "held", "executed", "not done", "Done!"]),
+        st.text(max_size=20),
+    ),
+    owner=_str,
+    outcome=_str,
+    target=st.one_of(_str, st.sampled_from(["http://localhost:1/", "https://x.example/"])),
+    report=st.one_of(_str, _reports),
+    exit_code=st.one_of(st.none(), st.integers()),
+    proof=st.lists(_proof_items.map(ProofItem.model_validate), max_size=4),
+    verdict=_str,
+    verdict_by=_str,
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(r=_receipts, sign=st.sampled_from([None, True, False]))
+def test_grading_never_raises_and_explains_every_miss(r: Receipt, sign: bool | None) -> None:
+    check = None if sign is None else (lambda _r, _p: sign)
+    result = grade(r, signature_ok=check)
+    assert isinstance(result, Grade)
+    assert all(re.fullmatch(r"DOD-\d+", f.rule) for f in result.findings)
+    if result.claims_done and not result.meets_bar:
+        assert result.findings, "a done claim that misses its bar must say why"
+    if result.meets_bar and result.claims_done:
+        assert result.required_level is not None
+        assert result.proof_level >= result.required_level
+    assert evaluate(r).to_grade() == grade(r)  # grade() adds nothing to the one logic

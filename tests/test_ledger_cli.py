@@ -1,0 +1,196 @@
+"""The ledger and key commands as real subprocesses: keys, board, receipts export, check --trust."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import stat
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from landed._contract import Evidence, Observation, Outcome
+from landed._ledger import open_ledger
+from landed._receipt import LandedExtension, ProofItem, Receipt
+from landed._signing import KeyPair, sign_proof
+
+AT = datetime(2026, 11, 7, 1, 0, tzinfo=UTC)
+
+
+def landed(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).with_name("landed")
+    return subprocess.run(
+        [str(exe), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+
+
+def settled(
+    key: KeyPair, task_id: str, outcome: Outcome, value: int, *, attempt: int = 1
+) -> Receipt:
+    """A receipt as settle writes it: the verifier's signed observation on a record read-back."""
+    obs = Observation(
+        outcome=outcome,
+        expectation="count(45)",
+        kind="record",
+        source="orders-db",
+        observer="verifier",
+        observed_at=AT,
+        duration_ms=4.0,
+        evidence=Evidence(text=str(value), total_bytes=2, sha256=hashlib.sha256(b"x").hexdigest()),
+        value=value,
+    )
+    proof = ProofItem(
+        kind="record",
+        ref="orders-db:select count(*) from orders where batch = 123",
+        expect="count(45)",
+        checked_by="verifier",
+        checked_at=AT,
+        result=str(outcome),
+    )
+    done = outcome is Outcome.PASS
+    return Receipt(
+        task_id=task_id,
+        owner="agent-a",
+        outcome="45 rows for batch 123 are in the orders table",
+        target="orders-db",
+        claimed_status="done",
+        report="Inserted 45 rows.",
+        exit_code=0,
+        proof=[sign_proof(key, task_id=task_id, attempt=attempt, proof=proof, observation=obs)],
+        verdict="verified" if done else "not done",
+        verdict_by="runner",
+        settled_at=AT,
+        landed=LandedExtension(attempt=attempt, rung="verified" if done else "executed"),
+    )
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> dict[str, Any]:
+    made = landed("keys", "new", "--out", tmp_path / "keys", "--json", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    info: dict[str, Any] = json.loads(made.stdout)
+    return info
+
+
+def test_keys_new_writes_a_0600_private_key_and_prints_its_id(
+    tmp_path: Path, keys: dict[str, Any]
+) -> None:
+    private, public = Path(keys["private_key"]), Path(keys["public_key"])
+    assert stat.S_IMODE((tmp_path / private).stat().st_mode) == 0o600
+    assert KeyPair.load(tmp_path / private).key_id == keys["key_id"]
+    shown = landed("keys", "id", public, cwd=tmp_path)
+    assert shown.returncode == 0 and shown.stdout.strip() == keys["key_id"]
+    plain = landed("keys", "new", "--out", "more", cwd=tmp_path)
+    assert plain.returncode == 0 and len(plain.stdout.strip()) == 16
+
+
+async def test_board_export_and_check_trust_over_a_real_ledger(
+    tmp_path: Path, keys: dict[str, Any]
+) -> None:
+    key = KeyPair.load(tmp_path / keys["private_key"])
+    public = tmp_path / keys["public_key"]
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    first = settled(key, "insert-rows", Outcome.MISMATCH, 22).model_copy(
+        update={"claimed_status": "executed"}
+    )
+    async with await open_ledger(ledger_url) as ledger:
+        await ledger.append(first)
+        await ledger.append(settled(key, "insert-rows", Outcome.PASS, 45, attempt=2))
+        await ledger.append(settled(key, "publish-page", Outcome.PASS, 45))
+
+    board = landed("board", "--ledger", ledger_url, "--json", cwd=tmp_path)
+    assert board.returncode == 0, board.stderr
+    rows = {t["task_id"]: t for t in json.loads(board.stdout)["tasks"]}
+    assert rows["insert-rows"]["attempt"] == 2 and rows["insert-rows"]["verdict"] == "verified"
+    assert rows["publish-page"]["signed_proofs"] == 1
+    table = landed("board", "--ledger", ledger_url, cwd=tmp_path)
+    assert table.returncode == 0 and "insert-rows" in table.stdout
+
+    exported = landed("receipts", "export", "--ledger", ledger_url, "-o", "r.jsonl", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    lines = (tmp_path / "r.jsonl").read_bytes().splitlines()
+    assert len(lines) == 3
+    to_stdout = landed("receipts", "export", "--ledger", ledger_url, cwd=tmp_path)
+    assert to_stdout.stdout.encode().splitlines() == lines
+
+    checked = landed("check", "r.jsonl", "--trust", public, "--json", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    report = json.loads(checked.stdout)
+    # Attempt 1 observed a mismatch and claimed only "executed": P1 and no done claim to miss.
+    assert [(t["task_id"], t["proof_level"]) for t in report["tasks"]] == [
+        ("insert-rows", "P1"),
+        ("insert-rows", "P3"),
+        ("publish-page", "P3"),
+    ]
+
+
+def _tampered(key: KeyPair) -> list[dict[str, Any]]:
+    """Four forgeries of a done claim; each passes `landed check` unless signatures are checked."""
+    good = settled(key, "publish-page", Outcome.PASS, 45).model_dump(
+        mode="json", by_alias=True, exclude_none=True
+    )
+    half = settled(key, "half-migration", Outcome.MISMATCH, 22).model_dump(
+        mode="json", by_alias=True, exclude_none=True
+    )
+
+    flipped = json.loads(json.dumps(half))  # the verifier saw 22 rows; the result says pass
+    flipped["task_id"] = "result-flipped"
+    flipped["proof"][0]["result"] = "pass"
+
+    edited = json.loads(json.dumps(half))  # ... and the observation is edited to match
+    edited["task_id"] = "observation-edited"
+    edited["proof"][0]["result"] = "pass"
+    edited["proof"][0]["landed"]["observation"].update(outcome="pass", value=45)
+
+    moved = json.loads(json.dumps(good))  # a good signed proof copied onto another task
+    moved["task_id"] = "signature-moved"
+
+    stranger = settled(KeyPair.generate(), "unknown-key", Outcome.PASS, 45)
+    return [flipped, edited, moved, stranger.model_dump(mode="json", by_alias=True)]
+
+
+def test_check_trust_downgrades_tampered_receipts_to_assertions(
+    tmp_path: Path, keys: dict[str, Any]
+) -> None:
+    key = KeyPair.load(tmp_path / keys["private_key"])
+    path = tmp_path / "forged.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _tampered(key)))
+    names = {"result-flipped", "observation-edited", "signature-moved", "unknown-key"}
+
+    # Without --trust each forgery reads as a P3 done claim: the check has nothing to go on.
+    blind = landed("check", path, "--json", cwd=tmp_path)
+    assert blind.returncode == 0, blind.stdout + blind.stderr
+    assert {
+        t["task_id"]: t["proof_level"] for t in json.loads(blind.stdout)["tasks"]
+    } == dict.fromkeys(names, "P3")
+
+    trusted = landed("check", path, "--trust", keys["public_key"], "--json", cwd=tmp_path)
+    assert trusted.returncode == 1, trusted.stdout + trusted.stderr
+    tasks = {t["task_id"]: t for t in json.loads(trusted.stdout)["tasks"]}
+    assert set(tasks) == names
+    for task in tasks.values():
+        assert task["proof_level"] == "P1" and task["meets_bar"] is False
+        assert "DOD-2" in {f["rule"] for f in task["findings"]}
+
+
+def test_check_trust_with_a_bad_key_file_is_invalid_input(
+    tmp_path: Path, keys: dict[str, Any]
+) -> None:
+    (tmp_path / "r.jsonl").write_text('{"status": "done"}\n')
+    missing = landed("check", "r.jsonl", "--trust", "nope.pub", cwd=tmp_path)
+    assert missing.returncode == 3 and "cannot read the public key nope.pub" in missing.stderr
+    private = landed("check", "r.jsonl", "--trust", keys["private_key"], cwd=tmp_path)
+    assert private.returncode == 3 and "is a private key" in private.stderr
+    assert "Traceback" not in missing.stderr + private.stderr
+
+
+def test_board_and_export_without_a_ledger_say_so(tmp_path: Path) -> None:
+    board = landed("board", cwd=tmp_path)
+    assert board.returncode == 3 and "no ledger at .landed/ledger.db" in board.stderr
+    export = landed("receipts", "export", "-o", "out.jsonl", cwd=tmp_path)
+    assert export.returncode == 3 and not (tmp_path / "out.jsonl").exists()
+    assert not (tmp_path / ".landed").exists()  # reading never creates a ledger

@@ -1,0 +1,194 @@
+"""The PostgreSQL ledger on the machine's server: trigger, INSERT-only role, idempotent appends."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from landed._ledger import LedgerConflict, LedgerError, LedgerNotFound, open_ledger
+from landed._ledger_postgres import split_url
+from landed._receipt import LandedExtension, Receipt
+
+
+@dataclass(frozen=True)
+class Pg:
+    dsn: str
+    schema: str
+    role: str
+    login: str
+
+    @property
+    def owner_url(self) -> str:
+        return f"{self.dsn}?schema={self.schema}&writer_role={self.role}"
+
+    @property
+    def writer_url(self) -> str:
+        # The runner's own login, granted the INSERT-only role (trust auth on loopback).
+        user_dsn = self.dsn.replace("postgres@", f"{self.login}@", 1)
+        return f"{user_dsn}?schema={self.schema}&writer_role={self.role}"
+
+
+@pytest.fixture
+def pg(postgres_dsn: str) -> Iterator[Pg]:
+    """A schema and roles of this test's own, dropped afterwards (roles are cluster-wide)."""
+    tag = uuid.uuid4().hex[:10]
+    env = Pg(postgres_dsn, f"ledger_t_{tag}", f"landed_writer_t_{tag}", f"runner_t_{tag}")
+    yield env
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(env.schema)))
+        for role in (env.login, env.role):
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+
+def receipt(task_id: str, attempt: int = 1, verdict: str = "verified") -> Receipt:
+    return Receipt(
+        task_id=task_id,
+        owner="agent-a",
+        claimed_status="done",
+        verdict=verdict,
+        settled_at=datetime(2026, 11, 7, 1, 0, attempt, tzinfo=UTC),
+        landed=LandedExtension(attempt=attempt),
+    )
+
+
+async def owner_conn(pg: Pg) -> psycopg.AsyncConnection[tuple[object, ...]]:
+    return await psycopg.AsyncConnection.connect(pg.dsn, autocommit=True)
+
+
+@pytest.fixture
+async def seeded(pg: Pg) -> AsyncIterator[Pg]:
+    async with await open_ledger(pg.owner_url) as ledger:
+        await ledger.append(receipt("a"))
+    yield pg
+
+
+async def test_append_is_idempotent_and_a_changed_attempt_conflicts(pg: Pg) -> None:
+    async with await open_ledger(pg.owner_url) as ledger:
+        assert await ledger.append(receipt("a")) is True
+        assert await ledger.append(receipt("a")) is False
+        with pytest.raises(LedgerConflict, match="task 'a' attempt 1"):
+            await ledger.append(receipt("a", verdict="failed"))
+        assert await ledger.append(receipt("a", attempt=2, verdict="failed")) is True
+        assert [r.verdict for r in await ledger.get("a")] == ["verified", "failed"]
+        assert await ledger.append_many([receipt("a"), receipt("b"), receipt("b")]) == [
+            False,
+            True,
+            False,
+        ]
+        assert await ledger.count() == 3
+
+
+async def test_owner_update_delete_truncate_are_rejected_by_the_trigger(seeded: Pg) -> None:
+    table = sql.Identifier(seeded.schema, "landed_receipts")
+    async with await owner_conn(seeded) as conn:
+        for statement, op in [
+            ("UPDATE {} SET verdict = 'failed'", "UPDATE"),
+            ("DELETE FROM {}", "DELETE"),
+            ("TRUNCATE {}", "TRUNCATE"),
+        ]:
+            with pytest.raises(psycopg.errors.RaiseException, match=f"append-only: {op}"):
+                await conn.execute(sql.SQL(statement).format(table))
+    async with await open_ledger(seeded.owner_url) as ledger:
+        assert [r.verdict for r in await ledger.board()] == ["verified"]
+
+
+async def test_the_writer_role_can_insert_and_read_but_never_change(seeded: Pg) -> None:
+    async with await owner_conn(seeded) as conn:
+        await conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(
+                sql.Identifier(seeded.login), sql.Identifier(seeded.role)
+            )
+        )
+    # The runner opens the ledger as its login: no migration needed, appends work.
+    async with await open_ledger(seeded.writer_url) as ledger:
+        assert await ledger.append(receipt("b")) is True
+        assert {r.task_id for r in await ledger.board()} == {"a", "b"}
+    table = sql.Identifier(seeded.schema, "landed_receipts")
+    writer_dsn, _, _ = split_url(seeded.writer_url)
+    async with await psycopg.AsyncConnection.connect(writer_dsn, autocommit=True) as conn:
+        for statement in [
+            "UPDATE {} SET verdict = 'failed'",
+            "DELETE FROM {}",
+            "TRUNCATE {}",
+            "ALTER TABLE {} DISABLE TRIGGER USER",
+            "DROP TABLE {}",
+        ]:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                await conn.execute(sql.SQL(statement).format(table))
+    async with await open_ledger(seeded.owner_url) as ledger:
+        assert await ledger.count() == 2
+
+
+async def test_the_writer_cannot_create_a_ledger_and_is_told_how(pg: Pg) -> None:
+    async with await owner_conn(pg) as conn:
+        await conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(pg.login)))
+    with pytest.raises(LedgerError, match="open it once as the database owner"):
+        await open_ledger(pg.writer_url)
+
+
+async def test_concurrent_appends_of_one_attempt_store_one_row(pg: Pg) -> None:
+    # Separate ledgers are separate pools and connections: PostgreSQL arbitrates the race.
+    ledgers = await asyncio.gather(*(open_ledger(pg.owner_url) for _ in range(4)))
+    try:
+        results = await asyncio.gather(*(lg.append(receipt("same")) for lg in ledgers * 5))
+    finally:
+        await asyncio.gather(*(lg.close() for lg in ledgers))
+    assert sorted(results) == [False] * 19 + [True]
+    async with await owner_conn(pg) as conn:
+        cur = await conn.execute(
+            sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(pg.schema, "landed_receipts"))
+        )
+        assert await cur.fetchone() == (1,)
+
+
+async def test_concurrent_settles_of_distinct_tasks_all_land(pg: Pg) -> None:
+    async with await open_ledger(pg.owner_url) as ledger:
+        results = await asyncio.gather(*(ledger.append(receipt(f"t{i}")) for i in range(300)))
+        assert results == [True] * 300
+        assert await ledger.count() == 300
+
+
+async def test_migration_is_versioned_idempotent_and_safe_to_race(pg: Pg) -> None:
+    ledgers = await asyncio.gather(*(open_ledger(pg.owner_url) for _ in range(3)))
+    await asyncio.gather(*(lg.close() for lg in ledgers))
+    async with await open_ledger(pg.owner_url) as ledger:
+        await ledger.append(receipt("a"))
+    async with await owner_conn(pg) as conn:
+        cur = await conn.execute(
+            sql.SQL("SELECT version FROM {}").format(
+                sql.Identifier(pg.schema, "landed_schema_version")
+            )
+        )
+        assert await cur.fetchall() == [(1,)]
+
+
+async def test_board_latest_and_streaming_export(pg: Pg) -> None:
+    async with await open_ledger(pg.owner_url) as ledger:
+        await ledger.append(receipt("b", attempt=2))
+        await ledger.append(receipt("b", attempt=1, verdict="failed"))
+        ids = [f"t{i:04d}" for i in range(1100)][::-1]
+        await ledger.append_many(receipt(t) for t in ids)
+        assert [r.task_id async for r in ledger.iter_receipts()] == ["b", "b", *ids]
+        board = await ledger.board()
+        assert len(board) == 1101 and board[0].task_id == "b" and board[0].verdict == "verified"
+        latest = await ledger.latest("b")
+        assert latest is not None and latest.landed is not None and latest.landed.attempt == 2
+
+
+async def test_read_only_open_of_an_empty_schema_is_not_found(pg: Pg) -> None:
+    with pytest.raises(LedgerNotFound, match="no landed ledger in schema"):
+        await open_ledger(pg.owner_url, create=False)
+
+
+async def test_bad_schema_name_and_unreachable_server_are_clear_errors(pg: Pg) -> None:
+    with pytest.raises(LedgerError, match="not a plain SQL name"):
+        await open_ledger(f"{pg.dsn}?schema=x;drop")
+    with pytest.raises(LedgerError, match="cannot connect to the PostgreSQL ledger"):
+        await open_ledger("postgresql://postgres@127.0.0.1:1/none?connect_timeout=1")

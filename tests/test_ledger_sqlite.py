@@ -1,0 +1,196 @@
+"""The SQLite ledger on real files: append-only, idempotent per (task, attempt), a board."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from landed._ledger import (
+    DEFAULT_LEDGER_PATH,
+    LEDGER_URL_ENV,
+    Ledger,
+    LedgerConflict,
+    LedgerError,
+    LedgerNotFound,
+    canonical_json,
+    open_ledger,
+)
+from landed._receipt import LandedExtension, Receipt
+
+
+def receipt(task_id: str, attempt: int = 1, verdict: str = "verified", **extra: object) -> Receipt:
+    return Receipt(
+        task_id=task_id,
+        owner="agent-a",
+        claimed_status="done",
+        verdict=verdict,
+        verdict_by="runner",
+        settled_at=datetime(2026, 11, 7, 1, 0, attempt, tzinfo=UTC),
+        landed=LandedExtension(attempt=attempt),
+        **extra,
+    )
+
+
+def url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+async def test_append_is_idempotent_per_task_and_attempt(tmp_path: Path) -> None:
+    async with await open_ledger(url(tmp_path / "l.db")) as ledger:
+        assert isinstance(ledger, Ledger)
+        assert await ledger.append(receipt("a")) is True
+        assert await ledger.append(receipt("a")) is False
+        assert await ledger.append(receipt("a", attempt=2)) is True
+        assert await ledger.count() == 2
+
+
+async def test_same_attempt_with_other_content_is_a_conflict_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    async with await open_ledger(url(tmp_path / "l.db")) as ledger:
+        await ledger.append(receipt("a"))
+        with pytest.raises(LedgerConflict, match="task 'a' attempt 1 is already settled") as err:
+            await ledger.append(receipt("a", verdict="failed"))
+        assert err.value.task_id == "a" and err.value.attempt == 1
+        assert [r.verdict for r in await ledger.get("a")] == ["verified"]
+
+
+async def test_append_many_stores_the_rest_then_reports_the_conflict(tmp_path: Path) -> None:
+    async with await open_ledger(url(tmp_path / "l.db")) as ledger:
+        await ledger.append(receipt("b"))
+        batch = [receipt("a"), receipt("b", verdict="failed"), receipt("c"), receipt("a")]
+        with pytest.raises(LedgerConflict, match="'b'"):
+            await ledger.append_many(batch)
+        assert {r.task_id for r in await ledger.board()} == {"a", "b", "c"}
+        assert await ledger.count() == 3
+        assert await ledger.append_many([receipt("a"), receipt("d")]) == [False, True]
+
+
+async def test_board_is_the_latest_attempt_per_task(tmp_path: Path) -> None:
+    async with await open_ledger(url(tmp_path / "l.db")) as ledger:
+        # Attempt 2 settles before a late attempt 1: the board still shows attempt 2.
+        await ledger.append(receipt("b", attempt=2, verdict="verified"))
+        await ledger.append(receipt("b", attempt=1, verdict="failed"))
+        await ledger.append(receipt("a", attempt=1, verdict="held"))
+        board = await ledger.board()
+        assert [(r.task_id, r.verdict) for r in board] == [("a", "held"), ("b", "verified")]
+        latest = await ledger.latest("b")
+        assert latest is not None and latest.landed is not None and latest.landed.attempt == 2
+        assert await ledger.latest("missing") is None
+        assert [r.landed.attempt for r in await ledger.get("b") if r.landed] == [1, 2]
+
+
+async def test_iter_receipts_streams_every_receipt_in_append_order(tmp_path: Path) -> None:
+    async with await open_ledger(url(tmp_path / "l.db")) as ledger:
+        ids = [f"t{i:04d}" for i in range(1203)][::-1]  # more than two pages, not sorted by id
+        await ledger.append_many(receipt(t) for t in ids)
+        assert [r.task_id async for r in ledger.iter_receipts()] == ids
+
+
+async def test_the_stored_body_is_the_canonical_receipt(tmp_path: Path) -> None:
+    r = receipt("a", report="Merged and confirmed.", target="https://example.com/pricing")
+    async with await open_ledger(url(tmp_path / "l.db")) as ledger:
+        await ledger.append(r)
+    with sqlite3.connect(tmp_path / "l.db") as db:
+        body, sha, verdict, settled = db.execute(
+            "SELECT body, body_sha256, verdict, settled_at FROM landed_receipts"
+        ).fetchone()
+    assert body.encode() == canonical_json(r)
+    assert len(sha) == 64 and verdict == "verified" and settled.startswith("2026-11-07T01:00:01")
+
+
+async def test_update_and_delete_are_rejected_by_triggers(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    async with await open_ledger(url(path)) as ledger:
+        await ledger.append(receipt("a"))
+    with sqlite3.connect(path) as db:
+        with pytest.raises(sqlite3.IntegrityError, match="append-only: UPDATE"):
+            db.execute("UPDATE landed_receipts SET verdict = 'failed'")
+        with pytest.raises(sqlite3.IntegrityError, match="append-only: DELETE"):
+            db.execute("DELETE FROM landed_receipts")
+    async with await open_ledger(url(path)) as ledger:
+        assert [r.verdict for r in await ledger.board()] == ["verified"]
+
+
+async def test_concurrent_appends_of_one_attempt_store_one_row(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    # Two ledgers are two connections on two threads: SQLite itself arbitrates.
+    first, second = await open_ledger(url(path)), await open_ledger(url(path))
+    try:
+        results = await asyncio.gather(
+            *(ledger.append(receipt("same")) for ledger in [first, second] * 10)
+        )
+    finally:
+        await first.close()
+        await second.close()
+    assert sorted(results) == [False] * 19 + [True]
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM landed_receipts").fetchone() == (1,)
+
+
+async def test_concurrent_settles_of_distinct_tasks_all_land(tmp_path: Path) -> None:
+    # Group commit: many appends share a transaction, and each caller still gets its own answer.
+    async with await open_ledger(url(tmp_path / "l.db")) as ledger:
+        results = await asyncio.gather(*(ledger.append(receipt(f"t{i}")) for i in range(300)))
+        assert results == [True] * 300
+        assert await ledger.count() == 300
+
+
+async def test_file_is_wal_full_sync_in_created_directories_and_reopens(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "ledger.db"
+    async with await open_ledger(url(path)) as ledger:
+        await ledger.append(receipt("a"))
+    async with await open_ledger(str(path)) as ledger:  # a bare path works too
+        assert await ledger.count() == 1
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert db.execute("SELECT version FROM landed_schema_version").fetchall() == [(1,)]
+
+
+async def test_default_url_is_dot_landed_ledger_db_unless_the_env_names_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(LEDGER_URL_ENV, raising=False)
+    async with await open_ledger(None) as ledger:
+        await ledger.append(receipt("a"))
+    assert (tmp_path / DEFAULT_LEDGER_PATH).is_file()
+    monkeypatch.setenv(LEDGER_URL_ENV, url(tmp_path / "env.db"))
+    async with await open_ledger() as ledger:
+        assert ledger.url.endswith("env.db") and await ledger.count() == 0
+
+
+async def test_read_only_open_never_creates(tmp_path: Path) -> None:
+    with pytest.raises(LedgerNotFound, match="no ledger at"):
+        await open_ledger(url(tmp_path / "missing.db"), create=False)
+    assert not (tmp_path / "missing.db").exists()
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE t (x)")
+    with pytest.raises(LedgerNotFound, match="not a landed ledger"):
+        await open_ledger(url(foreign), create=False)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("mysql://x/y", "unknown ledger URL scheme 'mysql'"),
+        ("sqlite://host/x.db", "has a host part"),
+        ("sqlite:///:memory:", "must be a file"),
+        ("sqlite:///x.db?synchronous=off", "synchronous='off' is not supported"),
+    ],
+)
+async def test_bad_urls_name_the_fix(bad: str, message: str) -> None:
+    with pytest.raises(LedgerError, match=message):
+        await open_ledger(bad)
+
+
+async def test_a_file_that_is_not_sqlite_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "junk.db"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(LedgerError, match="not a usable landed ledger"):
+        await open_ledger(url(path))

@@ -1,0 +1,107 @@
+"""The distribution installs: a wheel into a fresh venv, and the editable install, both import
+landed, landed.workflows and landed.activities, and ship the sample receipts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+IMPORTS = (
+    "import importlib.resources as r, landed, landed.workflows, landed.activities; "
+    "print(landed.__file__); print(landed.workflows.__file__); print(landed.activities.__file__); "
+    "print(len(r.files('landed').joinpath('samples', 'receipts.jsonl').read_bytes()))"
+)
+
+
+def test_editable_install_imports_all_three() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", IMPORTS], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split()
+    assert Path(out[0]).is_relative_to(ROOT / "src" / "landed")
+    assert Path(out[1]).is_relative_to(ROOT / "workflows")
+    assert Path(out[2]).is_relative_to(ROOT / "activities")
+    assert int(out[3]) > 0
+
+
+@pytest.mark.timeout(600)
+def test_a_wheel_installs_into_a_fresh_venv(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    # pip builds in an isolated environment from pyproject's build-system (the machine's
+    # configured package index supplies setuptools and wheel).
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "-w",
+            str(wheels),
+            str(ROOT),
+        ],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
+    (wheel,) = wheels.glob("landed-*.whl")
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=False)
+    python = env_dir / "bin" / "python"
+    # Install the wheel alone with this pip; its dependencies come from the current environment
+    # through a .pth file, so the test needs no package index (the machine has no network).
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "-q",
+            str(wheel),
+        ],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(site) / "landed-test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    proc = subprocess.run(
+        [str(python), "-c", IMPORTS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,  # not the source tree, so only the installed copy can be imported
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.split()
+    for path in out[:3]:
+        assert Path(path).is_relative_to(env_dir), path
+    assert out[1].endswith("landed/workflows/__init__.py")
+    assert out[2].endswith("landed/activities/__init__.py")
+    assert int(out[3]) > 0
+    cli = subprocess.run(
+        [str(env_dir / "bin" / "landed"), "sample", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert cli.returncode == 0, cli.stdout + cli.stderr

@@ -1,0 +1,333 @@
+"""HTTP-read probes against a real HTTP server on 127.0.0.1: http, provider objects, payments,
+deployments, sent and call logs, and pull-request URLs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from landed_http import LocalHTTP, Request, Response, repeat
+
+from landed._contract import (
+    CallLogProbe,
+    Contains,
+    Count,
+    DeploymentProbe,
+    Equals,
+    GitProbe,
+    HttpProbe,
+    JsonPath,
+    NonEmpty,
+    Observation,
+    Outcome,
+    PaymentProbe,
+    ProviderObjectProbe,
+    RungAtLeast,
+    SentLogProbe,
+)
+from landed._observe import observe
+from landed._sources import SourceRegistry
+
+
+@pytest.fixture
+def server() -> Iterator[LocalHTTP]:
+    srv = LocalHTTP().start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+async def registry(server: LocalHTTP) -> AsyncIterator[SourceRegistry]:
+    sources = {
+        "site": {"url": server.base},
+        "psp": {"url": server.url("/api"), "token": "psp-token-123456"},
+        "open": {"url": server.base, "allow_absolute_urls": True},
+    }
+    async with SourceRegistry(sources) as reg:
+        yield reg
+
+
+async def see(registry: SourceRegistry, probe: object, expect: object) -> Observation:
+    return await observe(probe, expect, registry=registry, observer="test-verifier")
+
+
+# --- http ---------------------------------------------------------------------------------------
+
+
+async def test_http_contains_on_a_live_page(server: LocalHTTP, registry: SourceRegistry) -> None:
+    server.route("/pricing", body=b"<h1>Team plan</h1>")
+    obs = await see(registry, HttpProbe(source="site", url="/pricing"), Contains(value="Team plan"))
+    assert obs.outcome is Outcome.PASS
+    assert obs.evidence is not None and obs.evidence.text == "<h1>Team plan</h1>"
+    missing = await see(
+        registry, HttpProbe(source="site", url="/pricing"), Contains(value="Enterprise")
+    )
+    assert missing.outcome is Outcome.MISMATCH
+
+
+async def test_http_status_is_checked(server: LocalHTTP, registry: SourceRegistry) -> None:
+    obs = await see(registry, HttpProbe(source="site", url="/nowhere"), NonEmpty())
+    assert obs.outcome is Outcome.MISMATCH and "HTTP 404" in obs.message
+    created = await see(
+        registry, HttpProbe(source="site", url="/nowhere", status=404), Contains(value="not found")
+    )
+    assert created.outcome is Outcome.PASS
+
+
+async def test_http_json_path(server: LocalHTTP, registry: SourceRegistry) -> None:
+    server.json("/status", '{"build": {"ok": true, "n": 7}}')
+    probe = HttpProbe(source="site", url="/status")
+    assert (
+        await see(registry, probe, JsonPath(path="$.build.ok", value=True))
+    ).outcome is Outcome.PASS
+    assert (
+        await see(registry, probe, JsonPath(path="$.build.n", op=">", value=7))
+    ).outcome is Outcome.MISMATCH
+
+
+async def test_http_server_errors_and_refused_credentials_observe_nothing(
+    server: LocalHTTP, registry: SourceRegistry
+) -> None:
+    server.route("/boom", 503, b"down")
+    server.route("/denied", 401, b"who are you")
+    for path in ("/boom", "/denied"):
+        obs = await see(registry, HttpProbe(source="site", url=path), NonEmpty())
+        assert obs.outcome is Outcome.PROBE_ERROR, path
+
+
+async def test_http_connection_refused_is_a_probe_error() -> None:
+    async with SourceRegistry({"site": {"url": "http://127.0.0.1:1"}}) as reg:
+        obs = await see(reg, HttpProbe(source="site", url="/"), NonEmpty())
+    assert obs.outcome is Outcome.PROBE_ERROR
+
+
+async def test_http_hanging_server_is_bounded_by_the_timeout(
+    server: LocalHTTP, registry: SourceRegistry
+) -> None:
+    server.hang("/slow")
+    started = time.monotonic()
+    obs = await see(registry, HttpProbe(source="site", url="/slow", timeout_s=0.5), NonEmpty())
+    assert obs.outcome is Outcome.PROBE_ERROR
+    assert time.monotonic() - started < 3
+    assert "within 0.5s" in obs.message
+
+
+async def test_http_hundred_megabyte_body_is_read_bounded(
+    server: LocalHTTP, registry: SourceRegistry
+) -> None:
+    chunk = b"\x1b[31m" + b"A" * (1024 * 1024 - 5)
+    server.routes["/huge"] = lambda _req: Response(200, repeat(chunk, 100))
+    obs = await see(
+        registry, HttpProbe(source="site", url="/huge", timeout_s=20), Contains(value="B")
+    )
+    assert obs.outcome is Outcome.MISMATCH
+    assert obs.evidence is not None
+    assert obs.evidence.total_bytes == 100 * len(chunk)
+    assert obs.evidence.truncated and len(obs.evidence.text) < 70 * 1024
+    assert obs.evidence.sha256 == hashlib.sha256(chunk * 100).hexdigest()
+    assert "\x1b" not in obs.evidence.text and "\\x1b[31m" in obs.evidence.text
+
+
+async def test_relative_urls_cannot_climb_out_of_the_base(registry: SourceRegistry) -> None:
+    obs = await see(registry, HttpProbe(source="psp", url="../admin"), NonEmpty())
+    assert obs.outcome is Outcome.PROBE_ERROR and ".." in obs.message
+
+
+async def test_absolute_urls_need_the_source_to_allow_them(
+    server: LocalHTTP, registry: SourceRegistry
+) -> None:
+    server.route("/x", body=b"ok")
+    refused = await see(registry, HttpProbe(source="psp", url="http://127.0.0.2:9/x"), NonEmpty())
+    assert refused.outcome is Outcome.PROBE_ERROR and "allow_absolute_urls" in refused.message
+    allowed = await see(
+        registry, HttpProbe(source="open", url=server.url("/x")), Contains(value="ok")
+    )
+    assert allowed.outcome is Outcome.PASS
+    unsourced = await see(registry, HttpProbe(url=server.url("/x")), Contains(value="ok"))
+    assert unsourced.outcome is Outcome.PASS
+
+
+async def test_credentials_go_only_to_the_source_origin(server: LocalHTTP) -> None:
+    other = LocalHTTP().start()
+    try:
+        other.route("/steal", body=b"thanks")
+        server.route("/api/me", body=b"me")
+        sources = {
+            "psp": {
+                "url": server.url("/api"),
+                "token": "psp-token-123456",
+                "allow_absolute_urls": True,
+            }
+        }
+        async with SourceRegistry(sources) as reg:
+            await see(reg, HttpProbe(source="psp", url="/me"), NonEmpty())
+            await see(reg, HttpProbe(source="psp", url=other.url("/steal")), NonEmpty())
+        assert server.requests[-1].headers.get("authorization") == "Bearer psp-token-123456"
+        assert "authorization" not in other.requests[-1].headers
+    finally:
+        other.stop()
+
+
+async def test_redirects_are_not_followed_unless_configured(server: LocalHTTP) -> None:
+    other = LocalHTTP().start()
+    try:
+        other.route("/landing", body=b"login page")
+        server.route("/go", 302, b"", Location=other.url("/landing"))
+        async with SourceRegistry({"a": {"url": server.base, "token": "tok-abcdefgh"}}) as reg:
+            plain = await see(reg, HttpProbe(source="a", url="/go"), Contains(value="login"))
+        assert plain.outcome is Outcome.MISMATCH and "302" in plain.message
+        cfg = {"a": {"url": server.base, "token": "tok-abcdefgh", "follow_redirects": True}}
+        async with SourceRegistry(cfg) as reg:
+            followed = await see(reg, HttpProbe(source="a", url="/go"), Contains(value="login"))
+        assert followed.outcome is Outcome.PASS
+        assert "authorization" not in other.requests[-1].headers
+    finally:
+        other.stop()
+
+
+# --- provider objects and payments --------------------------------------------------------------
+
+
+async def test_provider_object_by_id(server: LocalHTTP, registry: SourceRegistry) -> None:
+    server.json("/api/v1/customers/cus_1", '{"id": "cus_1", "email": "a@example.test"}')
+    probe = ProviderObjectProbe(source="psp", path="/v1/customers/{id}", object_id="cus_1")
+    assert (
+        await see(registry, probe, JsonPath(path="$.email", value="a@example.test"))
+    ).outcome is Outcome.PASS
+    gone = ProviderObjectProbe(source="psp", path="/v1/customers/{id}", object_id="cus_2")
+    obs = await see(registry, gone, NonEmpty())
+    assert obs.outcome is Outcome.EMPTY and "404" in obs.message
+    assert server.requests[-1].headers["authorization"] == "Bearer psp-token-123456"
+
+
+async def test_object_ids_are_escaped_into_the_path(
+    server: LocalHTTP, registry: SourceRegistry
+) -> None:
+    probe = ProviderObjectProbe(source="psp", path="/v1/objects/{id}", object_id="../../admin")
+    await see(registry, probe, NonEmpty())
+    assert server.requests[-1].path == "/api/v1/objects/..%2F..%2Fadmin"
+
+
+async def test_payment_typed_fields(server: LocalHTTP, registry: SourceRegistry) -> None:
+    server.json(
+        "/api/payments/pay_1",
+        json.dumps({"id": "pay_1", "amount": 4500, "currency": "USD", "status": "succeeded"}),
+    )
+    good = PaymentProbe(
+        source="psp", payment_id="pay_1", amount=4500, currency="usd", status="succeeded"
+    )
+    obs = await see(registry, good, NonEmpty())
+    assert obs.outcome is Outcome.PASS
+    assert obs.expectation == 'payment(amount=4500, currency="usd", status="succeeded")'
+    assert not obs.weak
+    wrong = PaymentProbe(source="psp", payment_id="pay_1", amount=45, currency="usd")
+    bad = await see(registry, wrong, NonEmpty())
+    assert bad.outcome is Outcome.MISMATCH and "amount 4500" in bad.message
+    stringly = PaymentProbe(source="psp", payment_id="pay_1", amount=4500.0)
+    assert (await see(registry, stringly, Equals(value="succeeded"))).outcome is Outcome.PASS
+
+
+async def test_payment_amount_as_a_string_is_not_the_amount(
+    server: LocalHTTP, registry: SourceRegistry
+) -> None:
+    server.json(
+        "/api/payments/pay_2", '{"amount": "4500", "currency": "usd", "status": "succeeded"}'
+    )
+    obs = await see(
+        registry, PaymentProbe(source="psp", payment_id="pay_2", amount=4500), NonEmpty()
+    )
+    assert obs.outcome is Outcome.MISMATCH
+
+
+# --- deployments --------------------------------------------------------------------------------
+
+
+async def test_deployment_version_and_hash(server: LocalHTTP, registry: SourceRegistry) -> None:
+    page = b"<html>v2 live</html>"
+    server.json("/version", '{"version": "2.4.1"}')
+    server.route("/", body=page)
+    ok = await see(
+        registry, DeploymentProbe(source="site", path="/version", version="2.4.1"), NonEmpty()
+    )
+    assert ok.outcome is Outcome.PASS and ok.value == "2.4.1"
+    old = await see(
+        registry, DeploymentProbe(source="site", path="/version", version="2.5.0"), NonEmpty()
+    )
+    assert old.outcome is Outcome.MISMATCH and "2.4.1" in old.message
+    digest = hashlib.sha256(page).hexdigest()
+    assert (
+        await see(registry, DeploymentProbe(source="site", sha256=digest), NonEmpty())
+    ).outcome is Outcome.PASS
+    assert (
+        await see(registry, DeploymentProbe(source="site", sha256="0" * 64), NonEmpty())
+    ).outcome is Outcome.MISMATCH
+
+
+async def test_plain_text_version_endpoint(server: LocalHTTP, registry: SourceRegistry) -> None:
+    server.route("/v", body=b"1.0.3\n")
+    obs = await see(
+        registry, DeploymentProbe(source="site", path="/v", version="1.0.3"), NonEmpty()
+    )
+    assert obs.outcome is Outcome.PASS
+
+
+# --- outbound logs ------------------------------------------------------------------------------
+
+
+async def test_sent_log_rung_at_least(server: LocalHTTP, registry: SourceRegistry) -> None:
+    server.json("/api/messages/m1", '{"id": "m1", "status": "delivered"}')
+    server.json("/api/messages/m2", '{"id": "m2", "status": "queued"}')
+    server.json("/api/messages/m3", '{"id": "m3", "status": "bounced"}')
+    want = RungAtLeast(value="delivered")
+    assert (
+        await see(registry, SentLogProbe(source="psp", message_id="m1"), want)
+    ).outcome is Outcome.PASS
+    queued = await see(registry, SentLogProbe(source="psp", message_id="m2"), want)
+    assert queued.outcome is Outcome.MISMATCH and queued.value == "queued"
+    bounced = await see(
+        registry, SentLogProbe(source="psp", message_id="m3"), RungAtLeast(value="sent")
+    )
+    assert bounced.outcome is Outcome.MISMATCH and "not on the message ladder" in bounced.message
+    never = await see(registry, SentLogProbe(source="psp", message_id="m9"), want)
+    assert never.outcome is Outcome.EMPTY
+
+
+async def test_call_log_rung_at_least(server: LocalHTTP, registry: SourceRegistry) -> None:
+    server.json("/api/calls/c1", '{"sid": "c1", "state": "answered"}')
+    probe = CallLogProbe(source="psp", call_id="c1", status_field="state")
+    assert (await see(registry, probe, RungAtLeast(value="ringing"))).outcome is Outcome.PASS
+    assert (await see(registry, probe, RungAtLeast(value="completed"))).outcome is Outcome.MISMATCH
+    no_field = CallLogProbe(source="psp", call_id="c1")
+    assert (await see(registry, no_field, RungAtLeast(value="ringing"))).outcome is Outcome.MISMATCH
+
+
+# --- pull requests ------------------------------------------------------------------------------
+
+
+async def test_pull_request_url_resolves(server: LocalHTTP, registry: SourceRegistry) -> None:
+    server.route("/example/site/pull/12", body=b"<title>Add team plan #12</title>")
+    found = await see(
+        registry,
+        GitProbe(pull_request_url=server.url("/example/site/pull/12")),
+        Contains(value="#12"),
+    )
+    assert found.outcome is Outcome.PASS
+    missing = await see(
+        registry, GitProbe(pull_request_url=server.url("/example/site/pull/13")), NonEmpty()
+    )
+    assert missing.outcome is Outcome.EMPTY
+
+
+def test_route_helper_records_requests(server: LocalHTTP) -> None:
+    # The fixture itself: a route function sees the request it answers.
+    seen: list[Request] = []
+    server.routes["/echo"] = lambda req: (seen.append(req), Response(200, b"x"))[1]
+    import urllib.request
+
+    with urllib.request.urlopen(server.url("/echo")) as resp:
+        assert resp.read() == b"x"
+    assert seen and seen[0].path == "/echo"
+    _ = Count

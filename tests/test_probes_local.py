@@ -1,0 +1,290 @@
+"""Probes on this machine: real subprocesses, real files, a real git repository."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from landed._contract import (
+    CommandProbe,
+    Contains,
+    Count,
+    Equals,
+    FileProbe,
+    GitProbe,
+    JsonPath,
+    NonEmpty,
+    Observation,
+    Outcome,
+    Regex,
+)
+from landed._observe import observe
+from landed._sources import SourceRegistry
+
+
+async def see(
+    probe: object, expect: object, sources: dict[str, object] | None = None
+) -> Observation:
+    async with SourceRegistry(sources or {}) as registry:  # type: ignore[arg-type]
+        return await observe(probe, expect, registry=registry, observer="test-verifier")
+
+
+# --- command ------------------------------------------------------------------------------------
+
+
+async def test_command_runs_argv_without_a_shell() -> None:
+    obs = await see(CommandProbe(argv=["echo", "$HOME", "|", "wc"]), Equals(value="$HOME | wc"))
+    assert obs.outcome is Outcome.PASS
+
+
+async def test_command_shell_only_when_asked() -> None:
+    obs = await see(CommandProbe(argv=["echo 4 | tr 4 5"], shell=True), Count(value=5))
+    assert obs.outcome is Outcome.PASS
+    with pytest.raises(ValueError, match="exactly one string"):
+        CommandProbe(argv=["echo", "1"], shell=True)
+
+
+async def test_command_environment_is_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LANDED_TEST_LEAK", "should-not-pass")
+    obs = await see(CommandProbe(argv=["env"]), NonEmpty())
+    assert obs.evidence is not None and "LANDED_TEST_LEAK" not in obs.evidence.text
+    given = await see(
+        CommandProbe(argv=["sh", "-c", "echo $GREETING"], env={"GREETING": "hi"}),
+        Equals(value="hi"),
+    )
+    assert given.outcome is Outcome.PASS
+
+
+async def test_command_source_env_overrides_the_probe() -> None:
+    sources = {"db-cli": {"kind": "command", "env": {"TARGET": "from-config"}}}
+    probe = CommandProbe(
+        source="db-cli", argv=["sh", "-c", "echo $TARGET"], env={"TARGET": "from-probe"}
+    )
+    obs = await see(probe, Equals(value="[redacted]"), sources)
+    # The configured value is a credential: it is redacted from the evidence it appears in.
+    assert obs.evidence is not None and obs.evidence.text == "[redacted]\n"
+
+
+async def test_command_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    marker = tmp_path / "grandchild-alive"
+    script = f"(sleep 1; touch {marker}) & sleep 30"
+    started = time.monotonic()
+    obs = await see(CommandProbe(argv=[script], shell=True, timeout_s=0.3), NonEmpty())
+    assert obs.outcome is Outcome.PROBE_ERROR
+    assert "did not finish within 0.3s" in obs.message
+    assert time.monotonic() - started < 1
+    time.sleep(1.5)
+    assert not marker.exists(), "the background grandchild outlived the timeout"
+
+
+async def test_command_that_leaves_a_child_holding_the_pipe_still_finishes() -> None:
+    started = time.monotonic()
+    obs = await see(
+        CommandProbe(argv=["sleep 20 & echo 45"], shell=True, timeout_s=10), Count(value=45)
+    )
+    assert obs.outcome is Outcome.PASS
+    assert time.monotonic() - started < 3
+
+
+async def test_command_nonzero_exit_is_a_probe_error_with_its_output_as_evidence() -> None:
+    obs = await see(
+        CommandProbe(argv=["sh", "-c", "echo partial; echo oops >&2; exit 4"]), Count(value=1)
+    )
+    assert obs.outcome is Outcome.PROBE_ERROR
+    assert "code 4" in obs.message and "oops" in obs.message
+    assert obs.evidence is not None and obs.evidence.text == "partial\n"
+
+
+async def test_command_ok_exit_codes_for_grep_count(tmp_path: Path) -> None:
+    (tmp_path / "log").write_text("nothing here\n")
+    probe = CommandProbe(argv=["grep", "-c", "ERROR", str(tmp_path / "log")], ok_exit_codes=[0, 1])
+    obs = await see(probe, Count(value=45))
+    assert obs.outcome is Outcome.EMPTY and obs.value == 0
+
+
+async def test_exit_is_seen_without_pidfd_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Kernels and platforms without pidfd_open take the polling path; remove it to run that path.
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+    obs = await see(CommandProbe(argv=["echo", "45"]), Count(value=45))
+    assert obs.outcome is Outcome.PASS
+    slow = await see(CommandProbe(argv=["sleep", "5"], timeout_s=0.2), NonEmpty())
+    assert slow.outcome is Outcome.PROBE_ERROR
+
+
+async def test_missing_program_is_a_probe_error() -> None:
+    obs = await see(CommandProbe(argv=["landed-no-such-program"]), NonEmpty())
+    assert obs.outcome is Outcome.PROBE_ERROR and "no program" in obs.message
+
+
+async def test_hundred_megabytes_of_output_is_bounded_in_time_and_memory() -> None:
+    probe = CommandProbe(argv=["head", "-c", "100000000", "/dev/zero"], timeout_s=20)
+    started = time.monotonic()
+    obs = await see(probe, Contains(value="landed"))
+    assert time.monotonic() - started < 10
+    assert obs.outcome is Outcome.MISMATCH
+    assert obs.evidence is not None
+    assert obs.evidence.total_bytes == 100_000_000
+    assert obs.evidence.sha256 == hashlib.sha256(b"\0" * 100_000_000).hexdigest()
+    assert obs.evidence.truncated and len(obs.evidence.text.encode()) <= 5 * 64 * 1024
+
+
+async def test_endless_output_is_cut_at_the_read_limit() -> None:
+    async with SourceRegistry({}) as registry:
+        obs = await observe(
+            CommandProbe(argv=["yes"], timeout_s=20),
+            NonEmpty(),
+            registry=registry,
+            observer="t",
+            read_limit=4 * 1024 * 1024,
+        )
+    assert obs.outcome is Outcome.PROBE_ERROR
+    assert "more than 4194304 bytes" in obs.message
+
+
+async def test_binary_invalid_utf8_and_ansi_are_shown_escaped() -> None:
+    script = "printf '\\033[2J\\033[31mred\\377\\376\\000done'"
+    obs = await see(CommandProbe(argv=[script], shell=True), Contains(value="done"))
+    assert obs.outcome is Outcome.PASS
+    assert obs.evidence is not None
+    shown = obs.evidence.text
+    assert "\x1b" not in shown and "\x00" not in shown
+    assert "\\x1b[2J" in shown and "\\x00done" in shown and "\ufffd" in shown
+    assert obs.evidence.total_bytes == 19
+
+
+async def test_count_from_a_command_with_hostile_number_text() -> None:
+    obs = await see(CommandProbe(argv=["printf", "\\033[32m45\\033[0m"]), Count(value=45))
+    assert obs.outcome is Outcome.MISMATCH  # coloured "45" is not the number 45
+
+
+# --- file ---------------------------------------------------------------------------------------
+
+
+async def test_file_exists_size_sha256_contains(tmp_path: Path) -> None:
+    body = b'{"rows": 45}\n'
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "report.json").write_bytes(body)
+    sources = {"reports": {"kind": "file", "path": str(tmp_path)}}
+    digest = hashlib.sha256(body).hexdigest()
+    probe = FileProbe(source="reports", path="out/report.json", size=len(body), sha256=digest)
+    obs = await see(probe, JsonPath(path="$.rows", value=45), sources)
+    assert obs.outcome is Outcome.PASS
+    assert obs.expectation == f"file(size={len(body)}, sha256={digest}) and json_path($.rows == 45)"
+    wrong = FileProbe(source="reports", path="out/report.json", size=3)
+    assert (await see(wrong, NonEmpty(), sources)).outcome is Outcome.MISMATCH
+    bad_hash = FileProbe(source="reports", path="out/report.json", sha256="0" * 64)
+    assert (await see(bad_hash, NonEmpty(), sources)).outcome is Outcome.MISMATCH
+    assert (
+        await see(
+            FileProbe(source="reports", path="out/report.json"), Contains(value="45"), sources
+        )
+    ).outcome is Outcome.PASS
+
+
+async def test_missing_file_is_empty_and_empty_file_is_empty(tmp_path: Path) -> None:
+    sources = {"reports": {"kind": "file", "path": str(tmp_path)}}
+    missing = await see(FileProbe(source="reports", path="nope.csv"), NonEmpty(), sources)
+    assert missing.outcome is Outcome.EMPTY and "no file" in missing.message
+    (tmp_path / "blank.csv").write_bytes(b"")
+    blank = await see(
+        FileProbe(source="reports", path="blank.csv", size=0), Count(value=0), sources
+    )
+    assert blank.outcome is Outcome.EMPTY  # an empty file is not a count of 0
+
+
+async def test_file_paths_cannot_leave_the_source_root(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (tmp_path / "secret").write_text("s")
+    (root / "link").symlink_to(tmp_path / "secret")
+    sources = {"reports": {"kind": "file", "path": str(root)}}
+    for path in ("../secret", "link", str(tmp_path / "secret")):
+        obs = await see(FileProbe(source="reports", path=path), NonEmpty(), sources)
+        assert obs.outcome is Outcome.PROBE_ERROR, path
+
+
+async def test_large_file_hashed_in_full_content_capped(tmp_path: Path) -> None:
+    big = tmp_path / "big.bin"
+    with big.open("wb") as fh:
+        for _ in range(20):
+            fh.write(os.urandom(1024 * 1024))
+    probe = FileProbe(
+        path=str(big), max_bytes=1024, sha256=hashlib.sha256(big.read_bytes()).hexdigest()
+    )
+    obs = await see(probe, NonEmpty())
+    assert obs.outcome is Outcome.PASS
+    assert obs.evidence is not None and obs.evidence.total_bytes == 20 * 1024 * 1024
+
+
+# --- git ----------------------------------------------------------------------------------------
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(repo),
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.test",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.test",
+    }
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "a.txt").write_text("one\n")
+    git(path, "add", "a.txt")
+    git(path, "commit", "-q", "-m", "first")
+    git(path, "tag", "v1")
+    return path
+
+
+async def test_git_commit_and_ref_exist(repo: Path) -> None:
+    sources = {"site-repo": {"kind": "git", "path": str(repo)}}
+    head = git(repo, "rev-parse", "HEAD")
+    for ref in ("main", "v1", head, head[:10]):
+        obs = await see(GitProbe(source="site-repo", ref=ref), Equals(value=head), sources)
+        assert obs.outcome is Outcome.PASS, ref
+    gone = await see(GitProbe(source="site-repo", ref="feature/never-pushed"), NonEmpty(), sources)
+    assert gone.outcome is Outcome.EMPTY
+    assert (
+        await see(GitProbe(source="site-repo", ref="0" * 40), NonEmpty(), sources)
+    ).outcome is Outcome.EMPTY
+
+
+async def test_git_ref_cannot_smuggle_options(repo: Path, tmp_path: Path) -> None:
+    sources = {"site-repo": {"kind": "git", "path": str(repo)}}
+    target = tmp_path / "written"
+    obs = await see(GitProbe(source="site-repo", ref=f"--output={target}"), NonEmpty(), sources)
+    assert obs.outcome is not Outcome.PASS
+    assert not target.exists()
+
+
+async def test_git_not_a_repository_is_a_probe_error(tmp_path: Path) -> None:
+    sources = {"site-repo": {"kind": "git", "path": str(tmp_path)}}
+    obs = await see(GitProbe(source="site-repo", ref="main"), NonEmpty(), sources)
+    assert obs.outcome is Outcome.PROBE_ERROR
+
+
+async def test_git_regex_on_the_resolved_sha(repo: Path) -> None:
+    sources = {"site-repo": {"kind": "git", "path": str(repo)}}
+    obs = await see(GitProbe(source="site-repo", ref="v1"), Regex(value=r"^[0-9a-f]{40}$"), sources)
+    assert obs.outcome is Outcome.PASS
+
+
+def test_python_used_by_tests_is_the_venv() -> None:
+    # The subprocess tests above rely on PATH tools only; this pins where the suite runs.
+    assert Path(sys.executable).exists()

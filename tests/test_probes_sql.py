@@ -1,0 +1,241 @@
+"""``record`` probes against a real SQLite file and the machine's PostgreSQL, read-only."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from landed._contract import (
+    AtLeast,
+    Contains,
+    Count,
+    Equals,
+    JsonPath,
+    NonEmpty,
+    Outcome,
+    RecordProbe,
+)
+from landed._observe import observe
+from landed._sources import SourceRegistry
+
+
+@pytest.fixture
+def sqlite_db(tmp_path: Path) -> Path:
+    path = tmp_path / "orders.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "create table orders (id integer primary key, batch int, status text, total real)"
+        )
+        conn.executemany(
+            "insert into orders (batch, status, total) values (?, ?, ?)",
+            [(123, "paid", 10.5)] * 45 + [(124, "open", 1.0)] * 3,
+        )
+    return path
+
+
+@pytest.fixture
+async def sqlite_registry(sqlite_db: Path) -> AsyncIterator[SourceRegistry]:
+    async with SourceRegistry({"orders-db": {"url": f"sqlite:///{sqlite_db}"}}) as registry:
+        yield registry
+
+
+async def read(registry: SourceRegistry, query: str, expect: object, **kw: object):  # type: ignore[no-untyped-def]
+    probe = RecordProbe(source="orders-db", query=query, **kw)  # type: ignore[arg-type]
+    return await observe(probe, expect, registry=registry, observer="test-verifier")
+
+
+# --- SQLite -------------------------------------------------------------------------------------
+
+
+async def test_sqlite_count_the_rows_that_landed(sqlite_registry: SourceRegistry) -> None:
+    q = "select count(*) from orders where batch = ?"
+    obs = await read(sqlite_registry, q, Count(value=45), params=[123])
+    assert obs.outcome is Outcome.PASS and obs.value == 45
+    assert (await read(sqlite_registry, q, Count(value=45), params=[999])).outcome is Outcome.EMPTY
+    assert (
+        await read(sqlite_registry, q, Count(value=3), params=[123])
+    ).outcome is Outcome.DUPLICATED
+
+
+async def test_sqlite_rows_measure_and_json_path(sqlite_registry: SourceRegistry) -> None:
+    q = "select id, status from orders where batch = 124"
+    assert (await read(sqlite_registry, q, Count(value=3))).outcome is Outcome.PASS
+    obs = await read(sqlite_registry, q, JsonPath(path="$[0].status", value="open"))
+    assert obs.outcome is Outcome.PASS
+    assert (await read(sqlite_registry, q, Contains(value='"open"'))).outcome is Outcome.PASS
+    one = "select id from orders where batch = 124 limit 1"
+    # A one-cell id would read as a number under "auto"; measure="rows" counts the row.
+    assert (
+        await read(sqlite_registry, one, Count(value=1), measure="rows")
+    ).outcome is Outcome.PASS
+    one_status = "select status from orders where id = 1"
+    assert (await read(sqlite_registry, one_status, Equals(value="paid"))).outcome is Outcome.PASS
+
+
+async def test_sqlite_zero_rows_is_empty(sqlite_registry: SourceRegistry) -> None:
+    obs = await read(sqlite_registry, "select * from orders where batch = 0", NonEmpty())
+    assert obs.outcome is Outcome.EMPTY
+    null = await read(
+        sqlite_registry, "select max(total) from orders where batch = 0", AtLeast(value=1)
+    )
+    assert null.outcome is Outcome.EMPTY
+
+
+async def test_sqlite_is_opened_read_only(sqlite_registry: SourceRegistry, sqlite_db: Path) -> None:
+    for statement in (
+        "delete from orders",
+        "insert into orders (batch) values (1)",
+        "drop table orders",
+    ):
+        obs = await read(sqlite_registry, statement, NonEmpty())
+        assert obs.outcome is Outcome.PROBE_ERROR, statement
+    with sqlite3.connect(sqlite_db) as conn:
+        assert conn.execute("select count(*) from orders").fetchone()[0] == 48
+
+
+async def test_sqlite_runs_one_statement_only(sqlite_registry: SourceRegistry) -> None:
+    obs = await read(sqlite_registry, "select 1; delete from orders", NonEmpty())
+    assert obs.outcome is Outcome.PROBE_ERROR
+
+
+async def test_sqlite_runaway_query_is_interrupted_at_the_timeout(
+    sqlite_registry: SourceRegistry,
+) -> None:
+    forever = (
+        "with recursive r(n) as (select 1 union all select n + 1 from r) select count(*) from r"
+    )
+    started = time.monotonic()
+    obs = await read(sqlite_registry, forever, Count(value=1), timeout_s=0.5)
+    assert obs.outcome is Outcome.PROBE_ERROR
+    assert time.monotonic() - started < 5
+    assert "timeout" in obs.message or "no answer" in obs.message
+
+
+async def test_sqlite_missing_file_is_a_probe_error(tmp_path: Path) -> None:
+    async with SourceRegistry({"orders-db": {"url": f"sqlite:///{tmp_path / 'nope.db'}"}}) as reg:
+        obs = await read(reg, "select 1", Count(value=1))
+    assert obs.outcome is Outcome.PROBE_ERROR
+    assert "does not exist" in obs.message
+    assert not (tmp_path / "nope.db").exists()  # read-only never creates the file
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pg_table(postgres_dsn: str) -> Iterator[str]:
+    name = f"landed_probe_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"create table {name} (id serial primary key, batch int, status text)")
+        conn.execute(
+            f"insert into {name} (batch, status) select 123, 'paid' from generate_series(1, 45)"
+        )
+    yield name
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"drop table if exists {name}")
+
+
+@pytest.fixture
+async def pg_registry(postgres_dsn: str) -> AsyncIterator[SourceRegistry]:
+    async with SourceRegistry({"orders-db": {"url": postgres_dsn, "pool_size": 2}}) as registry:
+        yield registry
+
+
+async def test_postgres_count(pg_registry: SourceRegistry, pg_table: str) -> None:
+    q = f"select count(*) from {pg_table} where batch = %s"
+    obs = await read(pg_registry, q, Count(value=45), params=[123])
+    assert obs.outcome is Outcome.PASS and obs.value == 45 and obs.source == "orders-db"
+    assert (await read(pg_registry, q, Count(value=45), params=[7])).outcome is Outcome.EMPTY
+    half = f"select count(*) from {pg_table} where id <= 22"
+    assert (await read(pg_registry, half, Count(value=45))).outcome is Outcome.MISMATCH
+
+
+async def test_postgres_rows_and_values(pg_registry: SourceRegistry, pg_table: str) -> None:
+    obs = await read(
+        pg_registry,
+        f"select status, batch from {pg_table} where id = 1",
+        JsonPath(path="$[0].batch", value=123),
+    )
+    assert obs.outcome is Outcome.PASS
+    numeric = await read(
+        pg_registry, f"select sum(batch)::numeric from {pg_table}", Count(value=45 * 123)
+    )
+    assert numeric.outcome is Outcome.PASS
+
+
+async def test_postgres_transaction_is_read_only(
+    pg_registry: SourceRegistry, pg_table: str, postgres_dsn: str
+) -> None:
+    for statement in (
+        f"delete from {pg_table}",
+        f"insert into {pg_table} (batch) values (1) returning id",
+        f"with gone as (delete from {pg_table} returning 1) select count(*) from gone",
+        f"drop table {pg_table}",
+    ):
+        obs = await read(pg_registry, statement, NonEmpty())
+        assert obs.outcome is Outcome.PROBE_ERROR, statement
+        assert "read-only" in obs.message, obs.message
+    with psycopg.connect(postgres_dsn) as conn:
+        assert conn.execute(f"select count(*) from {pg_table}").fetchone() == (45,)
+
+
+async def test_postgres_refuses_a_second_statement(
+    pg_registry: SourceRegistry, pg_table: str, postgres_dsn: str
+) -> None:
+    obs = await read(pg_registry, f"commit; delete from {pg_table}", NonEmpty())
+    assert obs.outcome is Outcome.PROBE_ERROR
+    with psycopg.connect(postgres_dsn) as conn:
+        assert conn.execute(f"select count(*) from {pg_table}").fetchone() == (45,)
+
+
+async def test_postgres_session_changes_do_not_outlive_the_probe(
+    pg_registry: SourceRegistry, pg_table: str
+) -> None:
+    # A probe that switches the session default to read-write is rolled back with it, so the
+    # next probe on the same pooled connection is still read-only.
+    await read(pg_registry, "set default_transaction_read_only = off", NonEmpty())
+    for _ in range(3):
+        obs = await read(pg_registry, f"delete from {pg_table}", NonEmpty())
+        assert obs.outcome is Outcome.PROBE_ERROR
+
+
+async def test_postgres_slow_query_is_a_probe_error_within_the_timeout(
+    pg_registry: SourceRegistry,
+) -> None:
+    started = time.monotonic()
+    obs = await read(pg_registry, "select pg_sleep(10)", NonEmpty(), timeout_s=0.5)
+    assert obs.outcome is Outcome.PROBE_ERROR
+    assert time.monotonic() - started < 4
+    after = await read(pg_registry, "select 1", Count(value=1))
+    assert after.outcome is Outcome.PASS  # the pooled connection survived the cancel
+
+
+async def test_postgres_huge_result_is_refused_not_buffered(pg_registry: SourceRegistry) -> None:
+    obs = await read(pg_registry, "select generate_series(1, 5000000)", NonEmpty())
+    assert obs.outcome is Outcome.PROBE_ERROR
+    assert "more than" in obs.message
+
+
+async def test_postgres_connection_refused_is_a_probe_error() -> None:
+    async with SourceRegistry(
+        {"orders-db": {"url": "postgresql://postgres@127.0.0.1:1/test"}}
+    ) as reg:
+        obs = await read(reg, "select 1", Count(value=1), timeout_s=3)
+    assert obs.outcome is Outcome.PROBE_ERROR
+    assert "could not connect" in obs.message
+
+
+async def test_postgres_pool_serves_concurrent_probes(
+    pg_registry: SourceRegistry, pg_table: str
+) -> None:
+    import asyncio
+
+    q = f"select count(*) from {pg_table}"
+    results = await asyncio.gather(*(read(pg_registry, q, Count(value=45)) for _ in range(20)))
+    assert {r.outcome for r in results} == {Outcome.PASS}

@@ -1,0 +1,192 @@
+"""A canary secret configured as a credential must appear nowhere: not in the Observation JSON,
+not in CLI output, not in log records."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from landed_http import LocalHTTP, Request, Response
+
+from landed._contract import CommandProbe, Contains, Count, HttpProbe, NonEmpty, RecordProbe
+from landed._observe import observe
+from landed._reading import Capture, make_evidence
+from landed._redact import REDACTED, Redactor, escape_for_humans
+from landed._sources import SourceRegistry
+
+CANARY = "canary-7f3a9c1e5d"
+LANDED = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "landed")
+
+
+def echo_headers(req: Request) -> Response:
+    lines = "".join(f"{k}: {v}\n" for k, v in sorted(req.headers.items()))
+    return Response(
+        200, f"you sent:\n{lines}token={req.headers.get('authorization', '')}\n".encode()
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[LocalHTTP]:
+    srv = LocalHTTP().start()
+    srv.routes["/echo"] = echo_headers
+    srv.routes["/json"] = lambda req: Response(
+        200,
+        (
+            json.dumps(
+                {
+                    "auth": req.headers.get("authorization"),
+                    "Authorization": req.headers.get("authorization"),
+                }
+            )
+        ).encode(),
+    )
+    yield srv
+    srv.stop()
+
+
+def test_redactor_patterns() -> None:
+    r = Redactor([CANARY])
+    assert r(f"x {CANARY} y") == f"x {REDACTED} y"
+    odd = Redactor(["p@ss/w0rd!x"])
+    assert odd("sent p%40ss%2Fw0rd%21x along") == f"sent {REDACTED} along"
+    assert odd('{"pw": "p@ss/w0rd!x"}') == '{"pw": "' + REDACTED + '"}'
+    assert r("Authorization: Basic dXNlcjpwYXNz") == f"Authorization: {REDACTED}"
+    assert r("curl -H 'Bearer abcdefghijkl'") == f"curl -H 'Bearer {REDACTED}'"
+    assert r("postgresql://app:s3cret-pw@db/x") == f"postgresql://app:{REDACTED}@db/x"
+    assert r("host=db password=s3cret user=x") == f"host=db password={REDACTED} user=x"
+    assert r('{"Authorization": "Token abc"}') == '{"Authorization": "' + REDACTED + '"}'
+    assert Redactor(["ab"])("ab") == "ab"  # too short to be a secret worth hiding
+
+
+def test_a_secret_straddling_the_evidence_cap_is_redacted_whole() -> None:
+    r = Redactor([CANARY])
+    data = b"x" * 95 + CANARY.encode() + b"tail"
+    ev = make_evidence(Capture.of(data), 100, r)
+    assert CANARY[:5] not in ev.text
+    assert ev.truncated
+
+
+def test_escape_for_humans() -> None:
+    assert escape_for_humans("a\x1b[31mb\x00c\n\td") == "a\\x1b[31mb\\x00c\n\td"
+
+
+async def test_http_token_never_reaches_the_observation(
+    server: LocalHTTP, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    sources = {
+        "psp": {"url": server.base, "token": CANARY, "headers": {"X-Api-Key": CANARY + "-k"}}
+    }
+    async with SourceRegistry(sources) as registry:
+        observations = [
+            await observe(
+                HttpProbe(source="psp", url="/echo"),
+                Contains(value="authorization"),
+                registry=registry,
+                observer="v",
+            ),
+            await observe(
+                HttpProbe(source="psp", url="/json"), NonEmpty(), registry=registry, observer="v"
+            ),
+            await observe(
+                HttpProbe(source="psp", url="/echo"),
+                Contains(value=CANARY),
+                registry=registry,
+                observer="v",
+            ),
+        ]
+    assert server.requests[0].headers["authorization"] == f"Bearer {CANARY}"  # it was sent
+    for obs in observations:
+        dumped = obs.model_dump_json()
+        assert CANARY not in dumped, dumped
+    assert observations[0].outcome.value == "pass"
+    assert all(CANARY not in rec.getMessage() for rec in caplog.records)
+
+
+async def test_database_password_never_reaches_the_observation(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    sources = {"db": {"url": f"postgresql://reader:{CANARY}@127.0.0.1:1/test"}}
+    async with SourceRegistry(sources) as registry:
+        obs = await observe(
+            RecordProbe(source="db", query="select 1", timeout_s=2),
+            Count(value=1),
+            registry=registry,
+            observer="v",
+        )
+    assert obs.outcome.value == "probe-error"
+    assert CANARY not in obs.model_dump_json()
+    assert all(CANARY not in rec.getMessage() for rec in caplog.records)
+
+
+async def test_command_env_secret_never_reaches_the_observation(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    sources = {"cli": {"kind": "command", "env": {"API_TOKEN": CANARY}}}
+    script = 'echo "token is $API_TOKEN"; echo "failed with $API_TOKEN" >&2; exit 1'
+    async with SourceRegistry(sources) as registry:
+        obs = await observe(
+            CommandProbe(source="cli", argv=[script], shell=True),
+            NonEmpty(),
+            registry=registry,
+            observer="v",
+        )
+    assert obs.outcome.value == "probe-error"
+    assert "failed with [redacted]" in obs.message
+    assert CANARY not in obs.model_dump_json()
+    assert all(CANARY not in rec.getMessage() for rec in caplog.records)
+
+
+def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("LANDED_")} | env
+    return subprocess.run([LANDED, *args], capture_output=True, text=True, env=full, timeout=60)
+
+
+def test_cli_output_never_shows_the_canary(server: LocalHTTP, tmp_path: Path) -> None:
+    env = {"LANDED_SOURCES__PSP__URL": server.base, "LANDED_SOURCES__PSP__TOKEN": CANARY}
+    for extra in ([], ["--json"]):
+        done = run_cli(
+            "verify",
+            "--http",
+            "/echo",
+            "--source",
+            "psp",
+            "--contains",
+            "authorization",
+            *extra,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        assert CANARY not in done.stdout + done.stderr
+        assert "[redacted]" in done.stdout
+    passed = run_cli(
+        "verify",
+        "--probe",
+        "sh -c 'echo $MY_TOKEN'",
+        "--env",
+        "MY_TOKEN",
+        "--contains",
+        "x",
+        env={"MY_TOKEN": CANARY},
+    )
+    assert passed.returncode == 1
+    assert CANARY not in passed.stdout + passed.stderr
+
+
+def test_guard_output_never_shows_the_canary(server: LocalHTTP, tmp_path: Path) -> None:
+    contracts = tmp_path / "c.jsonl"
+    contracts.write_text(
+        '{"action": "a", "probe": {"kind": "http", "source": "psp", "url": "/echo"}, '
+        '"expect": {"type": "contains", "value": "never there"}}\n'
+    )
+    env = {"LANDED_SOURCES__PSP__URL": server.base, "LANDED_SOURCES__PSP__TOKEN": CANARY}
+    done = run_cli("guard", "--contracts", str(contracts), "--json", env=env)
+    assert done.returncode == 2
+    assert CANARY not in done.stdout + done.stderr

@@ -1,0 +1,303 @@
+"""The three roles as real processes: separation of credentials, and crashes that lose nothing.
+
+Each test starts Temporal's dev server (SQLite file, WAL) and `python -m landed worker ROLE`
+three times, exactly as `landed dev` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from landed_sor import Site, act_runs, make_rows_db, row_count
+from test_agent_task import publish_task, rows_task
+
+import landed
+from landed._dev import DevStack, role_env
+from landed._ledger import open_ledger
+from landed._signing import TrustStore
+
+TESTS = Path(__file__).parent
+
+# Real processes on two shared cores: give each test room beyond the suite's default timeout.
+pytestmark = pytest.mark.timeout(300)
+
+
+def _stack(tmp_path: Path, db: Path, site: Site, **kw: Any) -> DevStack:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
+    base.update(
+        {
+            # The verifier's read credentials to the systems of record.
+            "LANDED_SOURCES__ROWS_DB__URL": f"sqlite:///{db}",
+            "LANDED_SOURCES__SITE__URL": site.url,
+            # The actor's own credentials: the same database and site, as the agent reaches them.
+            "LANDED_ACTOR_CREDENTIALS": json.dumps(
+                {"rows-db": f"sqlite:///{db}", "site": site.url}
+            ),
+            "LANDED_ACTOR_ACTS": "landed_test_acts",
+        }
+    )
+    return DevStack(
+        home=tmp_path / ".landed",
+        headless=True,
+        base_env=base,
+        env={"actor": {"PYTHONPATH": str(TESTS)}},
+        **kw,
+    )
+
+
+async def _client(stack: DevStack) -> landed.Client:
+    assert stack.server is not None
+    return await landed.Client.connect(stack.server.address)
+
+
+async def _until(what: str, check: Callable[[], bool], timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached within {timeout:.0f}s: {what}")
+        await asyncio.sleep(0.05)
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(
+        item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item
+    )
+
+
+async def _settled_once(stack: DevStack, task_ids: list[str], trust: TrustStore) -> None:
+    """Every task has exactly one receipt in the ledger, and none says done without a
+    read-back that passed, was checked by the verifier and carries a valid signature."""
+    ledger = await open_ledger(stack.ledger_url, create=False)
+    try:
+        for task_id in task_ids:
+            stored = await ledger.get(task_id)
+            assert len(stored) == 1, (task_id, stored)
+            receipt = stored[0]
+            if receipt.verdict in ("verified", "reconciled"):
+                backs = [p for p in receipt.proof if p.kind in landed.READ_BACK_KINDS]
+                assert backs and all(p.result == "pass" for p in backs)
+                assert all(trust.signature_ok(receipt, p) for p in backs)
+                assert all((p.checked_by or "").startswith("verifier@") for p in backs)
+    finally:
+        await ledger.close()
+
+
+@pytest.fixture
+def site() -> AsyncIterator[Site]:
+    s = Site().start()
+    yield s  # type: ignore[misc]
+    s.stop()
+
+
+async def test_actor_process_holds_no_verifier_or_runner_secret(tmp_path: Path, site: Site) -> None:
+    db = make_rows_db(tmp_path / "rows.db")
+    stack = _stack(tmp_path, db, site)
+    # Secrets the parent holds that only other roles may see.
+    stack.base_env = {  # type: ignore[assignment]
+        **dict(stack.base_env or {}),
+        "LANDED_SOURCES__ORDERS__URL": "postgresql://reader:orders-secret-7@db/orders",
+        "LANDED_LEDGER_URL": f"sqlite:///{tmp_path / 'ledger-from-env.db'}",
+    }
+    await stack.start()
+    try:
+        client = await _client(stack)
+        receipt = await client.run(rows_task("sep-1", db, expect=2, batch="sep", write=2))
+        assert receipt.verdict == "verified"
+
+        private, _public = stack.keys()
+        actor = stack.roles["actor"]
+        env = _environ(actor.pid)
+        blob = "\n".join(f"{k}={v}" for k, v in env.items())
+        ready = json.dumps(actor.ready)
+        forbidden = [
+            str(private),
+            private.name,
+            "orders-secret-7",
+            "ledger-from-env",
+            "ledger.db",
+            "LANDED_SOURCES__",
+            "LANDED_VERIFIER_",
+            "LANDED_RUNNER_",
+            "LANDED_LEDGER_URL",
+        ]
+        for needle in forbidden:
+            assert needle not in blob, f"actor environment holds {needle}"
+            assert needle not in ready, f"actor configuration holds {needle}"
+        assert set(actor.ready or {}) == {
+            "event",
+            "role",
+            "task_queue",
+            "identity",
+            "acts",
+            "credentials",
+            "address",
+            "namespace",
+        }
+        assert (actor.ready or {})["credentials"] == ["rows-db", "site"]  # names, not values
+        # The others hold what they need, each in its own process and identity.
+        assert str(private) in _environ(stack.roles["verifier"].pid).values()
+        runner_env = _environ(stack.roles["runner"].pid)
+        assert "ledger-from-env" in runner_env["LANDED_LEDGER_URL"]
+        identities = {r: (p.ready or {})["identity"] for r, p in stack.roles.items()}
+        assert len(set(identities.values())) == 3
+        assert all(identities[r].startswith(f"{r}@") for r in identities)
+        assert len({p.pid for p in stack.roles.values()}) == 3
+    finally:
+        stack.stop()
+
+
+def _run_role(role: str, address: str, extra: dict[str, str], tmp_path: Path) -> tuple[int, str]:
+    env = role_env(role, base=dict(os.environ), temporal_address=address, extra=extra)
+    done = subprocess.run(
+        [sys.executable, "-m", "landed", "worker", role],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return done.returncode, done.stderr
+
+
+def test_verifier_refuses_actor_identity_or_queue(temporal_dev: str, tmp_path: Path) -> None:
+    from landed._signing import KeyPair
+
+    private, _public = KeyPair.generate().save(tmp_path / "keys")
+    key = {"LANDED_VERIFIER_SIGNING_KEY": str(private)}
+    code, err = _run_role(
+        "verifier", temporal_dev, {**key, "LANDED_VERIFIER_TASK_QUEUE": "landed-actor"}, tmp_path
+    )
+    assert code == 3 and "task queue" in err and "LANDED_VERIFIER_TASK_QUEUE" in err
+    code, err = _run_role(
+        "verifier", temporal_dev, {**key, "LANDED_VERIFIER_IDENTITY": "actor@box:1"}, tmp_path
+    )
+    assert code == 3 and "identity" in err and "Traceback" not in err
+    code, err = _run_role("verifier", temporal_dev, {}, tmp_path)
+    assert code == 3 and "signing key" in err and "landed keys new" in err
+    code, err = _run_role("runner", temporal_dev, {}, tmp_path)
+    assert code == 3 and "LANDED_RUNNER_TRUST" in err
+
+
+async def test_sigkill_actor_and_verifier_lose_nothing_duplicate_nothing(
+    tmp_path: Path, site: Site
+) -> None:
+    db = make_rows_db(tmp_path / "rows.db")
+    stack = _stack(tmp_path, db, site)
+    await stack.start()
+    try:
+        client = await _client(stack)
+        _, public = stack.keys()
+        trust = TrustStore.load([public])
+        # Killed before its write: the read-back shows nothing landed, so the act runs again
+        # (same idempotency key). Killed after its write: the read-back finds it, no re-run.
+        before = await client.start(
+            rows_task("kill-before", db, expect=3, batch="kb", write=3, sleep_before_s=15)
+        )
+        after = await client.start(
+            rows_task("kill-after", db, expect=3, batch="ka", write=3, sleep_after_s=15)
+        )
+        await _until(
+            "both acts in flight, one before and one after its write",
+            lambda: bool(act_runs(db, "kill-before")) and row_count(db, "ka") == 3,
+        )
+        stack.roles["actor"].kill()
+        stack.start_role("actor")
+        await stack.roles["actor"].wait_ready()
+        r_before, r_after = await before.result(), await after.result()
+        assert r_before.verdict == "verified" and r_after.verdict == "verified"
+        assert [a for a, _ in act_runs(db, "kill-before")] == [1, 2]
+        assert {k for _, k in act_runs(db, "kill-before")} == {"kill-before"}
+        assert [a for a, _ in act_runs(db, "kill-after")] == [1]
+        assert row_count(db, "kb") == 3 and row_count(db, "ka") == 3
+
+        # The verifier dies while the after-read is in flight; the read is retried on the
+        # restarted verifier, and the publish still happened exactly once.
+        site.count_delay_after_publish_s = 30.0  # the after-read hangs until the kill
+        task = await client.start(publish_task("kill-verifier", "kv"))
+        await _until(
+            "the after-read in flight", lambda: site.publishes >= 1 and site.count_reads >= 2
+        )
+        stack.roles["verifier"].kill()
+        site.count_delay_after_publish_s = 0.0
+        stack.start_role("verifier")
+        await stack.roles["verifier"].wait_ready()
+        receipt = await task.result()
+        assert receipt.verdict == "verified"
+        assert site.count("kv") == 1 and site.publishes == 1
+        await _settled_once(stack, ["kill-before", "kill-after", "kill-verifier"], trust)
+    finally:
+        stack.stop()
+
+
+async def test_dev_server_restart_with_file_db_loses_no_task(tmp_path: Path, site: Site) -> None:
+    db = make_rows_db(tmp_path / "rows.db")
+    stack = _stack(tmp_path, db, site)
+    await stack.start()
+    try:
+        assert stack.server is not None and stack.server.db_file is not None
+        client = await _client(stack)
+        _, public = stack.keys()
+        ids = [f"restart-{i}" for i in range(6)]
+        for i, task_id in enumerate(ids):
+            await client.start(
+                rows_task(task_id, db, expect=2, batch=f"rs{i}", write=2, sleep_before_s=1.5)
+            )
+        await _until("three acts in flight", lambda: all(act_runs(db, t) for t in ids[:3]))
+        # Kill the server while acts are in flight, then start it again on its file.
+        stack.server.kill()
+        await asyncio.sleep(1.0)
+        await asyncio.to_thread(stack.server.restart)
+        client = await _client(stack)
+        receipts = []
+        for task_id in ids:
+            for _ in range(100):
+                try:
+                    receipts.append(await client.run(rows_task(task_id, db, expect=2, batch="x")))
+                    break
+                except Exception:  # the workers are still reconnecting
+                    await asyncio.sleep(0.3)
+        assert [r.task_id for r in receipts] == ids
+        for i, receipt in enumerate(receipts):
+            assert row_count(db, f"rs{i}") == 2, receipt.task_id  # never duplicated
+            assert receipt.verdict == "verified", (receipt.task_id, receipt.landed)
+        await _settled_once(stack, ids, TrustStore.load([public]))
+    finally:
+        stack.stop()
+
+
+def test_landed_demo_gets_six_expected_verdicts(tmp_path: Path) -> None:
+    """`landed demo` end to end: dev server, three role processes, six real workflows."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "landed", "demo", "--dir", str(tmp_path / "demo"), "--json"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    verdicts = {s["scenario"]: (s["verdict"], s["read_back"]) for s in result["scenarios"]}
+    assert verdicts == {
+        "rows-land": ("verified", "pass"),
+        "swallowed": ("planned", "empty"),
+        "half-migration": ("planned", "mismatch"),
+        "already-there": ("planned", "vacuous"),
+        "publish-500": ("verified", "pass"),
+        "blocked": ("executed", "pass"),
+    }
+    assert result["addresses"]["copies_of_post"] == 1
+    assert result["seconds"] < 120

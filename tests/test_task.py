@@ -1,0 +1,158 @@
+"""Task spec validation at submit, role settings separation, the plugin and act collection."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from landed._acts import ActLoadError, collect_acts
+from landed._dev import DevError, role_env
+from landed._plugin import SANDBOX_PASSTHROUGH, connect_options, landed_plugin
+from landed._settings import SeparationError, VerifierSettings
+from landed._task import DEFAULT_TIME_CAP, TaskSpec, TaskSpecError, check_spec
+
+RECORD = {
+    "action": "insert 3 rows",
+    "probe": {"kind": "record", "source": "orders-db", "query": "select count(*) from t"},
+    "expect": {"type": "count", "value": 3},
+}
+
+
+def spec(**over: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "task_id": "t-1",
+        "owner": "agent-a",
+        "outcome": "3 rows in t",
+        "act": {"name": "sql.execute", "input": {}},
+        "proof_plan": [RECORD],
+    }
+    base.update(over)
+    return base
+
+
+def test_valid_spec_defaults() -> None:
+    check = check_spec(spec())
+    assert check.warnings == []
+    assert check.can_reach_verified
+    assert check.spec.time_cap == DEFAULT_TIME_CAP == timedelta(minutes=30)
+    assert check.spec.idempotency_key == "t-1"  # defaults to the task id: stable across retries
+
+
+def test_invalid_spec_names_field_and_reason() -> None:
+    with pytest.raises(TaskSpecError) as err:
+        check_spec(
+            spec(task_id="", owner=None, proof_plan=[{**RECORD, "expect": {"type": "nope"}}])
+        )
+    fields = {f for f, _ in err.value.problems}
+    assert "task_id" in fields
+    assert "owner" in fields
+    assert any(f.startswith("proof_plan.0.expect") for f in fields)
+    assert "task_id:" in str(err.value)
+
+
+def test_unknown_field_rejected_not_dropped() -> None:
+    with pytest.raises(TaskSpecError) as err:
+        check_spec(spec(proof_plans=[]))
+    assert err.value.problems[0][0] == "proof_plans"
+
+
+def test_time_cap_bounds() -> None:
+    with pytest.raises(TaskSpecError) as err:
+        check_spec(spec(time_cap=0.1))
+    assert "time_cap" in str(err.value)
+    assert check_spec(spec(time_cap="PT5M")).spec.time_cap == timedelta(minutes=5)
+
+
+def test_not_json_is_a_clear_error() -> None:
+    with pytest.raises(TaskSpecError) as err:
+        check_spec("{not json")
+    assert "not JSON" in str(err.value)
+
+
+def test_no_probe_accepted_but_flagged() -> None:
+    check = check_spec(spec(proof_plan=[]))
+    assert not check.can_reach_verified
+    assert any("can never reach verified" in w for w in check.warnings)
+
+
+def test_only_command_probe_is_flagged() -> None:
+    cmd = {
+        "action": "x",
+        "probe": {"kind": "command", "argv": ["true"]},
+        "expect": {"type": "non_empty"},
+    }
+    check = check_spec(spec(proof_plan=[cmd]))
+    assert not check.can_reach_verified
+    assert any("no read-back probe" in w for w in check.warnings)
+    assert any("weak default" in w for w in check.warnings)
+
+
+def test_spec_round_trips_json() -> None:
+    s = TaskSpec.model_validate(spec())
+    again = TaskSpec.model_validate_json(s.model_dump_json())
+    assert again == s
+
+
+def test_verifier_refuses_actor_queue_and_identity() -> None:
+    with pytest.raises(SeparationError, match="task queue"):
+        VerifierSettings(task_queue="landed-actor").check_separation()
+    with pytest.raises(SeparationError, match="identity"):
+        VerifierSettings(identity="actor@host:1").check_separation()
+    with pytest.raises(SeparationError, match="identity"):
+        VerifierSettings(identity="me", actor_identity="me").check_separation()
+    VerifierSettings(identity="verifier@h:2").check_separation()
+
+
+def test_role_env_keeps_each_role_to_its_own_settings() -> None:
+    parent = {
+        "PATH": "/bin",
+        "LANDED_ACTOR_CREDENTIALS": '{"site": "http://x"}',
+        "LANDED_VERIFIER_SIGNING_KEY": "/k.key",
+        "LANDED_SOURCES__ORDERS__URL": "postgresql://reader:secret@db/x",
+        "LANDED_LEDGER_URL": "postgresql://ledger:pw@db/l",
+        "TEMPORAL_ADDRESS": "elsewhere:7233",
+    }
+    actor = role_env("actor", base=parent, temporal_address="127.0.0.1:1")
+    assert actor["LANDED_ACTOR_CREDENTIALS"]
+    assert not any(v in json.dumps(actor) for v in ("/k.key", "secret", "ledger:pw"))
+    assert actor["TEMPORAL_ADDRESS"] == "127.0.0.1:1"
+    verifier = role_env("verifier", base=parent, temporal_address="127.0.0.1:1")
+    assert "LANDED_SOURCES__ORDERS__URL" in verifier and "LANDED_LEDGER_URL" not in verifier
+    runner = role_env("runner", base=parent, temporal_address="127.0.0.1:1")
+    assert "LANDED_LEDGER_URL" in runner and "LANDED_VERIFIER_SIGNING_KEY" not in runner
+    with pytest.raises(DevError, match="another role"):
+        role_env("actor", base=parent, temporal_address="a", extra={"LANDED_RUNNER_X": "1"})
+
+
+def test_plugin_sets_converter_and_passthrough() -> None:
+    plugin = landed_plugin()
+    cfg = plugin.configure_client({"data_converter": None})  # type: ignore[typeddict-item]
+    assert cfg["data_converter"] is pydantic_data_converter
+    runner = plugin.workflow_runner(SandboxedWorkflowRunner())  # type: ignore[operator]
+    passthrough = runner.restrictions.passthrough_modules
+    assert set(SANDBOX_PASSTHROUGH) <= passthrough
+    assert "landed._task" in passthrough and "landed._grading" in passthrough
+    # The workflow module itself stays sandboxed: passing "landed" would pass it through.
+    assert "landed" not in passthrough and "landed.workflows" not in passthrough
+
+
+def test_connect_options_follow_temporal_envconfig() -> None:
+    env = {"TEMPORAL_ADDRESS": "cloud.example:7233", "TEMPORAL_NAMESPACE": "ns.acct"}
+    opts = connect_options(env=env)
+    assert opts["target_host"] == "cloud.example:7233"
+    assert opts["namespace"] == "ns.acct"
+    env_key = {**env, "TEMPORAL_API_KEY": "k"}
+    assert connect_options(env=env_key)["tls"] is True  # an API key implies TLS
+    assert connect_options(env={}, address="h:1")["target_host"] == "h:1"
+
+
+def test_collect_acts_finds_builtins_and_rejects_missing(tmp_path: Path) -> None:
+    acts = collect_acts([])
+    assert {"http.request", "sql.execute", "command"} <= set(acts)
+    with pytest.raises(ActLoadError, match="cannot import act module"):
+        collect_acts(["no_such_module_for_landed"])

@@ -1,0 +1,337 @@
+"""AgentTask: plan, pre-read, act, read back, grade, settle; deterministic orchestration only."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from landed._assemble import (
+        assemble_receipt,
+        proof_item,
+        trust_from_pems,
+        unknown_write_report,
+    )
+    from landed._contract import Observation, Outcome
+    from landed._expect import label_for
+    from landed._grading import grade
+    from landed._receipt import LandedExtension, ProofItem, Receipt
+    from landed._task import (
+        ACT_ACTIVITY,
+        AGENT_TASK_WORKFLOW,
+        PLAN_ACTIVITY,
+        SETTLE_ACTIVITY,
+        VERIFY_ACTIVITY,
+        ActInput,
+        ActReport,
+        PlanInput,
+        Progress,
+        ReceiptQuery,
+        Routing,
+        SettleInput,
+        SettleOutput,
+        Step,
+        TaskSpec,
+        VerifyInput,
+        VerifyOutput,
+        VerifyReading,
+    )
+
+__all__ = ["LANDED_OWNER", "LANDED_RUNG", "LANDED_VERDICT", "AgentTask"]
+
+LANDED_VERDICT = SearchAttributeKey.for_keyword("LandedVerdict")
+LANDED_OWNER = SearchAttributeKey.for_keyword("LandedOwner")
+LANDED_RUNG = SearchAttributeKey.for_keyword("LandedRung")
+
+# The act runs once per attempt: Temporal must never re-run it behind the workflow's back,
+# because a retry without a read-back first is exactly the duplicate DOD-10 forbids.
+_ACT_ONCE = RetryPolicy(maximum_attempts=1)
+# A read is side-effect free, so a lost verifier (crash, timeout) is simply asked again.
+_VERIFY_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=5,
+)
+# The ledger append is idempotent on (task_id, attempt); keep trying until it is written,
+# except when the same attempt is already stored with other content (retry can't fix that).
+_SETTLE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    non_retryable_error_types=["LedgerConflict"],
+)
+_LOCAL = timedelta(seconds=30)
+
+
+def _cause(err: BaseException) -> str:
+    inner = err.cause if isinstance(err, ActivityError) and err.cause is not None else err
+    return f"{type(inner).__name__}: {inner}"
+
+
+@workflow.defn(name=AGENT_TASK_WORKFLOW)
+class AgentTask:
+    """One agent task. The verdict is computed here with the checker's grading code."""
+
+    @workflow.init
+    def __init__(self, spec: TaskSpec) -> None:
+        self._spec = spec
+        self._step = Step.PLANNED
+        self._attempt = 0
+        self._report: ActReport | None = None
+        self._proofs: list[ProofItem] = []
+        self._final: Receipt | None = None
+        self._act_error: str | None = None
+
+    # --- queries -------------------------------------------------------------------------------
+
+    @workflow.query(name="progress")
+    def progress(self) -> Progress:
+        """Where the task is and the highest rung proven so far."""
+        ext = self._final.landed if self._final is not None else None
+        return Progress(
+            task_id=self._spec.task_id,
+            step=self._step,
+            rung=(ext.rung if ext is not None and ext.rung else "planned"),
+            act_attempt=self._attempt,
+            verdict=self._final.verdict if self._final is not None else None,
+            proof_level=str(getattr(ext, "proof_level", "") or "") or None,
+        )
+
+    @workflow.query(name="receipt")
+    def receipt(self) -> ReceiptQuery:
+        """The receipt so far: the final one once graded, else what is known now."""
+        if self._final is not None:
+            return ReceiptQuery(receipt=self._final, settled=self._step == Step.SETTLED)
+        report = self._report or ActReport(claimed_status="planned")
+        partial = assemble_receipt(
+            self._spec, report, list(self._proofs), attempt=max(self._attempt, 1)
+        )
+        return ReceiptQuery(receipt=partial, settled=False)
+
+    # --- the run -------------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, spec: TaskSpec) -> Receipt:
+        # landed.Client sets owner and rung at start (no extra visibility write); a workflow
+        # started another way gets its owner with the verdict.
+        owner_set = workflow.info().typed_search_attributes.get(LANDED_OWNER) is not None
+        deadline = workflow.now() + spec.time_cap
+        routing = await workflow.execute_local_activity(
+            PLAN_ACTIVITY,
+            PlanInput(task_id=spec.task_id),
+            result_type=Routing,
+            start_to_close_timeout=_LOCAL,
+        )
+        every = list(range(len(spec.proof_plan)))
+        before: list[Observation | None] = [None] * len(every)
+        if spec.pre_read and every:
+            self._step = Step.PRE_READ
+            readings = await self._read(routing, "before", every, before, attempt=1)
+            before = [readings[i].observation for i in every]
+
+        report, after = await self._act_until_known(spec, routing, before, deadline)
+        self._report = report
+        if after is None:
+            self._step = Step.VERIFY
+            after = await self._read(routing, "after", every, before, attempt=self._attempt)
+        self._proofs = [self._independent(after[i], report, routing).proof for i in every]
+
+        final = self._grade(spec, routing, report)
+        self._final = final
+        updates = [
+            LANDED_VERDICT.value_set(final.verdict or "unknown"),
+            LANDED_RUNG.value_set((final.landed.rung if final.landed else None) or "unknown"),
+        ]
+        if not owner_set:
+            updates.append(LANDED_OWNER.value_set(spec.owner))
+        workflow.upsert_search_attributes(updates)
+        self._step = Step.SETTLE
+        await workflow.execute_local_activity(
+            SETTLE_ACTIVITY,
+            SettleInput(receipt=final),
+            result_type=SettleOutput,
+            start_to_close_timeout=spec.timeouts.settle,
+            retry_policy=_SETTLE_RETRY,
+        )
+        self._step = Step.SETTLED
+        return final
+
+    async def _act_until_known(
+        self,
+        spec: TaskSpec,
+        routing: Routing,
+        before: list[Observation | None],
+        deadline: datetime,
+    ) -> tuple[ActReport, dict[int, VerifyReading] | None]:
+        """Run the act; after an error or timeout, read back before anything else (DOD-10).
+
+        Returns the report and, when a reconciling read already happened, its readings.
+        """
+        every = list(range(len(spec.proof_plan)))
+        last: dict[int, VerifyReading] | None = None
+        error = ""
+        for attempt in range(1, spec.retry.act_attempts + 1):
+            self._attempt = attempt
+            self._step = Step.ACT
+            remaining = self._remaining(deadline)
+            if remaining is None:
+                error = f"time cap {spec.time_cap} reached before attempt {attempt}"
+                break
+            try:
+                report = await workflow.execute_activity(
+                    ACT_ACTIVITY,
+                    ActInput(
+                        task_id=spec.task_id,
+                        attempt=attempt,
+                        idempotency_key=spec.idempotency_key or spec.task_id,
+                        act=spec.act,
+                    ),
+                    result_type=ActReport,
+                    task_queue=routing.actor_task_queue,
+                    schedule_to_close_timeout=remaining,
+                    heartbeat_timeout=spec.timeouts.act_heartbeat,
+                    retry_policy=_ACT_ONCE,
+                )
+                return report, None
+            except ActivityError as err:
+                error = _cause(err)
+                cause = err.cause
+                if isinstance(cause, ApplicationError) and cause.non_retryable:
+                    # The act refused before doing anything (unknown act, malformed report):
+                    # re-running cannot help. The read-back below still settles what is there.
+                    self._act_error = error
+                    return ActReport(claimed_status="failed", report=error), None
+            if not every:
+                # No read-back declared: whether the write landed cannot be known, so running
+                # the act again could duplicate it. Settle as failed instead (DOD-10).
+                break
+            # The write is unknown: read back before deciding (DOD-10).
+            self._step = Step.RECONCILE
+            last = await self._read(routing, "after", every, before, attempt=attempt)
+            if every and all(last[i].observation.outcome == Outcome.PASS for i in every):
+                # It landed: settle it; never run the act again.
+                self._act_error = error
+                return unknown_write_report(), last
+            # It did not land: the next attempt carries the same idempotency key.
+        self._act_error = error
+        return ActReport(claimed_status="failed", report=f"act did not complete: {error}"), last
+
+    async def _read(
+        self,
+        routing: Routing,
+        phase: str,
+        indexes: list[int],
+        before: list[Observation | None],
+        *,
+        attempt: int,
+    ) -> dict[int, VerifyReading]:
+        """Read plan steps on the verifier; only probe-error re-reads, with backoff, bounded."""
+        spec = self._spec
+        got: dict[int, VerifyReading] = {}
+        todo = list(indexes)
+        wait = spec.retry.verify_backoff
+        for read in range(1, spec.retry.verify_attempts + 1):
+            if read > 1:
+                await workflow.sleep(wait)
+                wait = wait * 2
+            try:
+                out = await workflow.execute_activity(
+                    VERIFY_ACTIVITY,
+                    VerifyInput(
+                        task_id=spec.task_id,
+                        attempt=attempt,
+                        phase="before" if phase == "before" else "after",
+                        contracts=[spec.proof_plan[i] for i in todo],
+                        indexes=todo,
+                        before=[before[i] for i in todo],
+                        read=read,
+                    ),
+                    result_type=VerifyOutput,
+                    task_queue=routing.verifier_task_queue,
+                    start_to_close_timeout=spec.timeouts.verify,
+                    heartbeat_timeout=spec.timeouts.verify_heartbeat,
+                    retry_policy=_VERIFY_RETRY,
+                )
+            except ActivityError as err:
+                # The verifier could not be reached or crashed every time: nothing was observed.
+                for i in todo:
+                    got[i] = self._unobserved(i, routing, f"verify failed: {_cause(err)}", attempt)
+                break
+            for reading in out.readings:
+                if reading.index in todo:
+                    got[reading.index] = reading
+            todo = [
+                i for i in todo if i not in got or got[i].observation.outcome == Outcome.PROBE_ERROR
+            ]
+            if not todo:
+                break
+        for i in todo:
+            got.setdefault(i, self._unobserved(i, routing, "verifier returned no reading", attempt))
+        return got
+
+    def _independent(
+        self, reading: VerifyReading, report: ActReport, routing: Routing
+    ) -> VerifyReading:
+        """A reading made under the actor's own identity is not a read-back (DOD-2)."""
+        if report.actor and reading.proof.checked_by == report.actor:
+            why = f"read by the actor's identity {report.actor}; the actor can't grade itself"
+            return self._unobserved(reading.index, routing, why, max(self._attempt, 1))
+        return reading
+
+    def _unobserved(self, index: int, routing: Routing, why: str, attempt: int) -> VerifyReading:
+        contract = self._spec.proof_plan[index]
+        obs = Observation(
+            outcome=Outcome.PROBE_ERROR,
+            expectation=label_for(contract.probe, contract.expect),
+            kind=contract.probe.kind,
+            observer=routing.runner,
+            observed_at=workflow.now(),
+            duration_ms=0.0,
+            message=why,
+        )
+        return VerifyReading(
+            index=index, observation=obs, proof=proof_item(contract, obs, checked_by=routing.runner)
+        )
+
+    @staticmethod
+    def _remaining(deadline: datetime) -> timedelta | None:
+        left = deadline - workflow.now()
+        return left if left > timedelta(seconds=1) else None
+
+    def _grade(self, spec: TaskSpec, routing: Routing, report: ActReport) -> Receipt:
+        key_ids = sorted(
+            {
+                str(p.landed["signature"]["key_id"])
+                for p in self._proofs
+                if p.landed and isinstance(p.landed.get("signature"), dict)
+            }
+        )
+        draft = assemble_receipt(
+            spec,
+            report,
+            list(self._proofs),
+            attempt=max(self._attempt, 1),
+            key_id=key_ids[0] if len(key_ids) == 1 else None,
+            settled_at=workflow.now(),
+            extra={"pre_read": spec.pre_read, "act_error": self._act_error},
+        )
+        trust = trust_from_pems(routing.trusted_keys)
+        result = grade(draft, signature_ok=trust.signature_ok)
+        ext = LandedExtension.model_validate(
+            {
+                **(draft.landed.model_dump() if draft.landed else {}),
+                "rung": result.proven_status.value,
+                "proof_level": result.proof_level.label,
+                "findings": [f"{f.rule}: {f.message}" for f in result.findings],
+            }
+        )
+        return draft.model_copy(
+            update={
+                "verdict": result.proven_status.value,
+                "verdict_by": routing.runner,
+                "landed": ext,
+            }
+        )
