@@ -18,14 +18,18 @@ async def heartbeating() -> AsyncIterator[None]:
     A live worker keeps its activity alive however long one act or probe takes; a killed one
     stops beating, and Temporal declares the attempt lost within the heartbeat timeout instead
     of waiting out the whole start-to-close timeout.
+
+    The first beat waits one interval: the heartbeat timeout runs from the attempt's start, so
+    a beat at the start proves nothing the start didn't, and it would cost every short act and
+    read one more server write (the SDK sends a first heartbeat at once, unthrottled).
     """
     timeout = activity.info().heartbeat_timeout
     every = 5.0 if timeout is None else max(0.2, min(5.0, timeout.total_seconds() / 3))
 
     async def beat() -> None:
         while True:
-            activity.heartbeat()
             await asyncio.sleep(every)
+            activity.heartbeat()
 
     task = asyncio.create_task(beat())
     try:

@@ -6,7 +6,7 @@ import asyncio
 import os
 import sqlite3
 from typing import Any
-from urllib.parse import urljoin, urlparse
+from urllib.parse import parse_qsl, unquote, urljoin, urlparse, urlsplit, urlunsplit
 
 import httpx
 
@@ -16,6 +16,39 @@ from landed._task import ActReport
 __all__ = ["command", "http_request", "sql_execute"]
 
 _TAIL = 2000
+_HIDDEN = "[redacted]"
+
+
+def _safe_url(url: str) -> str:
+    """``url`` fit for a report: no user:password@, and no query values (tokens ride there)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
+    except ValueError:
+        return "(an unparseable URL)"
+    query = "&".join(f"{k}={_HIDDEN}" for k, _ in parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, host, parts.path, query, ""))
+
+
+def _secrets_of(url: str) -> list[str]:
+    """The credential-bearing pieces of a URL or DSN, to scrub from any text about it."""
+    found = [url]
+    try:
+        parts = urlsplit(url)
+        found.extend(p for p in (parts.password, parts.username) if p)
+        found.extend(v for _, v in parse_qsl(parts.query) if v)
+    except ValueError:
+        pass
+    found.extend(unquote(s) for s in list(found))
+    return sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)
+
+
+def _scrub(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, _HIDDEN)
+    return text
 
 
 def _base(ctx: ActContext, spec: dict[str, Any]) -> str:
@@ -35,14 +68,23 @@ async def http_request(spec: dict[str, Any], ctx: ActContext) -> ActReport:
     headers = {str(k): str(v) for k, v in dict(spec.get("headers", {})).items()}
     headers.setdefault("Idempotency-Key", ctx.idempotency_key)
     ok = set(spec.get("ok_status", [])) or set(range(200, 300))
-    async with httpx.AsyncClient(timeout=float(spec.get("timeout_s", 30))) as client:
-        resp = await client.request(
-            method, url, headers=headers, json=spec.get("json"), content=spec.get("body")
-        )
+    # The URL may carry the actor's credential (user:token@, ?key=...): reports and errors name
+    # it without them, since both end up in the receipt and the ledger.
+    secrets = [*_secrets_of(url), *(v for v in headers.values() if len(v) >= 4)]
+    shown = _safe_url(url)
+    try:
+        async with httpx.AsyncClient(timeout=float(spec.get("timeout_s", 30))) as client:
+            resp = await client.request(
+                method, url, headers=headers, json=spec.get("json"), content=spec.get("body")
+            )
+    except httpx.HTTPError as exc:
+        detail = _scrub(str(exc) or type(exc).__name__, secrets)
+        raise RuntimeError(f"{method} {shown} failed: {type(exc).__name__}: {detail}") from None
     claimed = "done" if resp.status_code in ok else "failed"
+    body = _scrub(resp.text[:_TAIL], secrets)
     return ActReport(
         claimed_status=claimed,
-        report=f"{method} {url} -> HTTP {resp.status_code}: {resp.text[:_TAIL]}",
+        report=f"{method} {shown} -> HTTP {resp.status_code}: {body}",
     )
 
 
@@ -59,7 +101,11 @@ def _run_sql(dsn: str, statement: str, params: Any) -> int:
 
         with psycopg.connect(dsn) as pg:
             return pg.execute(statement, params or None).rowcount
-    raise ValueError(f"sql.execute supports sqlite:/// and postgresql:// DSNs, not {dsn[:20]!r}")
+    # Never any of the DSN's text: it holds the password.
+    scheme = parsed.scheme or "(none)"
+    raise ValueError(
+        f"sql.execute supports sqlite:/// and postgresql:// DSNs, not scheme {scheme!r}"
+    )
 
 
 @act("sql.execute")
@@ -70,7 +116,12 @@ async def sql_execute(spec: dict[str, Any], ctx: ActContext) -> ActReport:
     params = spec.get("params", [])
     if isinstance(params, dict):
         params = {**params, "idempotency_key": ctx.idempotency_key}
-    rows = await asyncio.to_thread(_run_sql, dsn, str(spec["statement"]), params)
+    try:
+        rows = await asyncio.to_thread(_run_sql, dsn, str(spec["statement"]), params)
+    except Exception as exc:
+        # A driver's message can quote the DSN; the error reaches the receipt.
+        detail = _scrub(str(exc), _secrets_of(dsn))
+        raise RuntimeError(f"sql.execute failed: {type(exc).__name__}: {detail}") from None
     return ActReport(claimed_status="done", report=f"statement ran; driver row count {rows}")
 
 

@@ -13,6 +13,7 @@ from landed._observe import observe
 from landed._signing import KeyPair, sign_proof
 from landed._sources import SourceRegistry
 from landed._task import VERIFY_ACTIVITY, VerifyInput, VerifyOutput, VerifyReading
+from landed._verifier_policy import refusal
 
 from ._heartbeat import heartbeating
 
@@ -26,6 +27,19 @@ class VerifyActivities:
         self._registry = registry
         self._identity = identity
         self._key = key
+
+    def _refused(self, contract: Contract, why: str) -> Observation:
+        """A probe this verifier's configuration does not allow: nothing was observed."""
+        return Observation(
+            outcome=Outcome.PROBE_ERROR,
+            expectation=self._registry.redactor(label_for(contract.probe, contract.expect)),
+            kind=contract.probe.kind,
+            source=getattr(contract.probe, "source", None),
+            observer=self._identity,
+            observed_at=datetime.now(UTC),
+            duration_ms=0.0,
+            message=self._registry.redactor(why),
+        )
 
     async def _observe(self, contract: Contract, before: Observation | None) -> Observation:
         try:
@@ -61,7 +75,13 @@ class VerifyActivities:
         befores = inp.before or [None] * len(inp.indexes)
         for index, contract, before in zip(inp.indexes, inp.contracts, befores, strict=True):
             prior = before if inp.phase == "after" else None
-            observation = await self._observe(contract, prior)
+            # The task supplied this probe; the verifier runs only what its own configuration
+            # allows (a task's command could otherwise read the signing key from this process).
+            why = refusal(contract.probe, self._registry)
+            if why is not None:
+                observation = self._refused(contract, why)
+            else:
+                observation = await self._observe(contract, prior)
             item = proof_item(contract, observation, checked_by=self._identity, before=prior)
             if self._key is not None:
                 item = sign_proof(
@@ -70,8 +90,14 @@ class VerifyActivities:
                     attempt=inp.attempt,
                     proof=item,
                     observation=observation,
+                    phase=inp.phase,
+                    run_id=inp.run_id,
                 )
-            readings.append(VerifyReading(index=index, observation=observation, proof=item))
+            readings.append(
+                VerifyReading(
+                    index=index, observation=observation, proof=item, refused=why is not None
+                )
+            )
         return VerifyOutput(
             verifier=self._identity,
             key_id=self._key.key_id if self._key is not None else None,

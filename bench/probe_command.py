@@ -29,7 +29,7 @@ TARGET_RATIO = 2.0
 async def _landed() -> float:
     probe = CommandProbe(argv=ARGV)
     expect = Count(value=45)
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         for _ in range(20):
             await observe(probe, expect, registry=registry, observer="bench")
         start = time.perf_counter()

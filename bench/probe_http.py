@@ -1,12 +1,13 @@
-"""``http`` probes against a local HTTP server, beside raw httpx GETs at the same concurrency.
+"""``http`` probes against a local HTTP server, beside raw aiohttp and httpx GETs at the same
+concurrency.
 
 Each probe is a full ``observe()``: source lookup, GET, bounded read, sha256, expectation,
 redaction and a JSON-ready Observation. The server runs in its own process (a minimal
 asyncio HTTP/1.1 keep-alive responder), so it does not share the benchmark's event loop.
 
-The baseline is raw httpx GETs at the same concurrency through single-connection clients, one
-per lane (landed's own arrangement, without landed's work). Raw httpx through one shared client
-is printed too: httpcore's shared pool slows down as waiting requests pile up.
+The baseline is raw aiohttp GETs at the same concurrency through one shared session with
+landed's settings (the transport the probes use, without landed's work). Raw httpx GETs are
+printed too, through single-connection clients, one per lane, and through one shared client.
 
 Targets (issue 3): >= 2,000 probes/s with bounded concurrency, and memory flat over 50,000
 probes (RSS at start, middle and end; "flat" here: end - middle under 20 MB).
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 
+import aiohttp
 import httpx
 
 from bench._probe_common import cpu_line, report, rss_mb, run_bounded
@@ -85,6 +87,32 @@ async def _landed(base: str) -> tuple[float, float, list[float]]:
     return N / elapsed, cpu / N * 1e6, marks
 
 
+async def _aiohttp_baseline(base: str) -> tuple[float, float]:
+    """Raw aiohttp GETs through one shared session with the settings landed's sources use."""
+    none = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=None, sock_read=None)
+    session = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=CONCURRENCY),
+        timeout=none,
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
+    url = base + "/pricing"
+
+    async def one(_i: int) -> None:
+        async with session.get(url, allow_redirects=False) as resp:
+            body = await resp.read()
+            if resp.status != 200 or b"Team plan" not in body:
+                raise SystemExit(f"the baseline GET failed: {resp.status}")
+
+    try:
+        await run_bounded(200, CONCURRENCY, one)
+        cpu = time.process_time()
+        elapsed = await run_bounded(BASELINE_N, CONCURRENCY, one)
+        cpu = time.process_time() - cpu
+    finally:
+        await session.close()
+    return BASELINE_N / elapsed, cpu / BASELINE_N * 1e6
+
+
 async def _baseline(base: str, lanes: bool) -> tuple[float, float]:
     """Raw httpx GETs: one single-connection client per lane, or one shared client."""
     count = CONCURRENCY if lanes else 1
@@ -121,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         base = f"http://127.0.0.1:{int(server.stdout.readline())}"
         time.sleep(0.1)
         rate, cpu_us, marks = asyncio.run(_landed(base))
-        baseline, baseline_cpu_us = asyncio.run(_baseline(base, lanes=True))
+        baseline, baseline_cpu_us = asyncio.run(_aiohttp_baseline(base))
+        lanes, _ = asyncio.run(_baseline(base, lanes=True))
         shared, _ = asyncio.run(_baseline(base, lanes=False))
     finally:
         server.terminate()
@@ -141,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     cpu_line("http", cpu_us, baseline_cpu_us)
     print(
-        f"  raw httpx through one shared client: {shared:,.1f} GETs/s (landed ratio "
+        f"  raw httpx, one single-connection client per lane: {lanes:,.1f} GETs/s (landed ratio "
+        f"{rate / lanes:.2f}); through one shared client: {shared:,.1f} GETs/s (landed ratio "
         f"{rate / shared:.2f})",
         flush=True,
     )

@@ -126,6 +126,8 @@ async def _run() -> bool:
                 "LANDED_ACTOR_CREDENTIALS": json.dumps({"bench-db": dsn}),
             },
             "verifier": {"LANDED_SOURCES__BENCH_DB__URL": dsn},
+            # The lean flow skips the pre-read; only the runner's operator can allow that.
+            "runner": {"LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ": "true"},
         },
     )
     await stack.start()

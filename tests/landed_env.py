@@ -45,10 +45,16 @@ async def run_roles(
     sources: Mapping[str, Any] | None = None,
     acts: tuple[str, ...] = ("landed_test_acts",),
     max_cached_workflows: int = 0,
+    identities: Mapping[str, str] | None = None,
+    runner: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Roles]:
+    """``identities`` overrides role identities (e.g. an actor sharing the verifier's);
+    ``runner`` adds runner settings (the operator's, e.g. task_may_skip_pre_read)."""
     tag = uuid.uuid4().hex[:10]
     queues = {r: f"{r}-{tag}" for r in ("actor", "verifier", "runner")}
-    identities = {r: f"{r}@test-{tag}" for r in queues}
+    identities = {r: f"{r}@test-{tag}" for r in queues} | {
+        r: f"{name}-{tag}" for r, name in (identities or {}).items()
+    }
     private, public = KeyPair.generate().save(tmp_path / f"keys-{tag}")
     ledger_url = f"sqlite:///{tmp_path / f'ledger-{tag}.db'}"
     settings = {
@@ -72,6 +78,7 @@ async def run_roles(
             verifier_task_queue=queues["verifier"],
             trust=[public],
             max_cached_workflows=max_cached_workflows,
+            **dict(runner or {}),
         ),
     }
     registry = SourceRegistry(dict(sources or {}), observer=identities["verifier"])

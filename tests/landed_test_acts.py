@@ -49,6 +49,7 @@ def rows(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
         report=str(spec.get("report", "Inserted the rows.")),
         exit_code=0,
         cost=landed.Cost(input_tokens=100, output_tokens=20, usd=0.01),
+        artifacts=list(spec.get("artifacts", [])),  # cited by the agent itself
     )
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,11 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 import landed
-from landed._grading import grade
+from landed._assemble import proof_item
+from landed._contract import Contract, Observation, Outcome
 from landed._plugin import landed_plugin
-from landed._signing import TrustStore
+from landed._signing import KeyPair, sign_proof
+from landed._task import VERIFY_ACTIVITY
 
 HISTORIES = Path(__file__).parent / "histories"
 
@@ -90,12 +94,37 @@ def _read_back(receipt: landed.Receipt) -> list[landed.ProofItem]:
     return [p for p in receipt.proof if p.kind in landed.READ_BACK_KINDS]
 
 
-async def _verdicts_match_checker(roles: Roles, receipt: landed.Receipt) -> None:
-    """The verdict the workflow stored is what the checker's grade() says offline."""
-    trust = TrustStore.load([roles.public_key])
-    offline = grade(receipt, signature_ok=trust.signature_ok)
-    assert receipt.verdict == offline.proven_status.value
+async def _landed(*args: str) -> bytes:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "landed",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode in (0, 1), (args, proc.returncode, err.decode(errors="replace"))
+    return out
+
+
+async def _verdicts_match_checker(roles: Roles, receipt: landed.Receipt) -> dict[str, object]:
+    """What the workflow stored is what `landed check --trust KEY.pub` says about the receipt
+    exported from the ledger: another process, the receipt as JSON, only the public key."""
+    exported = await _landed("receipts", "export", "--ledger", roles.ledger_url)
+    lines = [json.loads(line) for line in exported.decode().splitlines() if line.strip()]
+    mine = [line for line in lines if line["task_id"] == receipt.task_id]
+    assert len(mine) == 1, mine
+    assert mine[0]["verdict"] == receipt.verdict
+    path = roles.public_key.parent / f"{receipt.task_id}.jsonl"
+    path.write_text(json.dumps(mine[0]) + "\n")
+    out = await _landed("check", str(path), "--json", "--trust", str(roles.public_key))
+    (task,) = json.loads(out)["tasks"]
     assert receipt.landed is not None and receipt.landed.rung == receipt.verdict
+    assert task["proof_level"] == receipt.landed.proof_level
+    assert task["proven_status"] == receipt.verdict
+    assert task["meets_bar"] == receipt.landed.meets_bar  # type: ignore[attr-defined]
+    return dict(task)
 
 
 async def test_rows_that_land_are_verified(
@@ -297,3 +326,200 @@ async def test_replay_recorded_histories(
     for history in histories:
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         assert result.replay_failure is None, (history.workflow_id, result.replay_failure)
+
+
+def _record_step(action: str, query: str, params: list[Any], expect: int) -> dict[str, Any]:
+    return {
+        "action": action,
+        "probe": {"kind": "record", "source": "rows-db", "query": query, "params": params},
+        "expect": {"type": "count", "value": expect},
+    }
+
+
+async def test_every_plan_step_must_pass_for_verified(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """Two contracts: one duplicated (46 rows for a claim of 45), one that passes. The passing
+    step alone must not make the task verified; the same plan with both passing does."""
+    log_step = _record_step(
+        "log the act", "select count(*) from act_log where task = ?", ["two-dup"], 1
+    )
+    dup = rows_task("two-dup", db, expect=45, batch="d", write=46)
+    dup["proof_plan"].append(log_step)
+    both = rows_task("two-ok", db, expect=3, batch="o", write=3)
+    both["proof_plan"].append({**log_step, "probe": {**log_step["probe"], "params": ["two-ok"]}})
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        capped = await roles.client.run(dup)
+        ok = await roles.client.run(both)
+    assert [p.result for p in _read_back(capped)] == ["duplicated", "pass"]
+    assert capped.verdict not in ("verified", "reconciled")
+    assert capped.landed is not None
+    assert capped.landed.meets_bar is False  # type: ignore[attr-defined]
+    assert any("plan step #1" in f and "duplicated" in f for f in capped.landed.findings)  # type: ignore[attr-defined]
+    # The checker reaches the same verdict from the receipt alone: a read-back that disagreed
+    # leaves the passing one proving only part of the outcome.
+    task = await _verdicts_match_checker(roles, capped)
+    assert task["proof_level"] == "P2"
+    assert task["meets_bar"] is False
+    assert [p.result for p in _read_back(ok)] == ["pass", "pass"]
+    assert ok.verdict == "verified"
+    await _verdicts_match_checker(roles, ok)
+
+
+async def test_reconcile_read_that_sees_nothing_never_reruns_the_act(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """DOD-10: the site saves the post and answers 500; the count endpoint is down for every
+    read after. "Nothing observed" is not "not landed": one publish, settled not done."""
+    site.save_then_fail = 1
+    site.count_unavailable = 1000
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        receipt = await roles.client.run(publish_task("pub-unknown", "unknown"))
+    assert site.publishes == 1
+    assert site.count("unknown") == 1
+    assert receipt.verdict == "failed"
+    assert _read_back(receipt)[0].result == "probe-error"
+    assert receipt.landed is not None and receipt.landed.attempt == 1
+    findings = receipt.landed.findings  # type: ignore[attr-defined]
+    assert any(f.startswith("DOD-10") and "reconcile" in f for f in findings), findings
+    await _verdicts_match_checker(roles, receipt)
+
+
+async def test_signed_readings_in_the_act_report_count_for_nothing(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """The actor copies verifier-signed passes (a pre-read, and an after-read from another run)
+    into its own report next to a vacuous read-back: they stay the actor's assertions."""
+    make_rows_db(db, preexisting=45, batch="sm")
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        key = KeyPair.load(roles.public_key.with_suffix(".key"))
+        task = rows_task("smuggle", db, expect=45, batch="sm")
+        contract = Contract.model_validate(task["proof_plan"][0])
+        seen = Observation(
+            outcome=Outcome.PASS,
+            expectation="count(45)",
+            kind="record",
+            source="rows-db",
+            observer=roles.identities["verifier"],
+            observed_at=datetime.now(UTC),
+            duration_ms=1.0,
+            value=45,
+        )
+        item = proof_item(contract, seen, checked_by=roles.identities["verifier"])
+        smuggled = [
+            sign_proof(
+                key, task_id="smuggle", attempt=1, proof=item, observation=seen, phase=p, run_id=r
+            )
+            for p, r in (("before", ""), ("after", "an-earlier-run"))
+        ]
+        task["act"]["input"]["artifacts"] = [s.model_dump(mode="json") for s in smuggled]
+        receipt = await roles.client.run(task)
+    # Only the verifier's own reading of this run is a read-back, and it saw a vacuous pass.
+    assert [(p.result, p.checked_by) for p in _read_back(receipt)] == [
+        ("vacuous", roles.identities["verifier"])
+    ]
+    cited = receipt.proof[:2]
+    for proof in cited:
+        assert proof.kind == "assertion"
+        assert proof.checked_by == roles.identities["actor"]
+        assert proof.landed is None
+    assert receipt.verdict not in ("verified", "reconciled")
+    await _verdicts_match_checker(roles, receipt)
+
+
+async def test_a_reading_under_the_actors_identity_is_not_a_read_back(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """_independent: when the verifier runs under the actor's identity, its readings are the
+    actor grading itself (DOD-2): probe-error, never verified, though the rows landed."""
+    shared = {"actor": "same-box", "verifier": "same-box"}
+    async with run_roles(
+        temporal_dev,
+        tmp_path,
+        credentials={"rows-db": f"sqlite:///{db}", "site": site.url},
+        sources={"rows-db": {"url": f"sqlite:///{db}"}},
+        identities=shared,
+    ) as roles:
+        receipt = await roles.client.run(
+            rows_task("self-graded", db, expect=2, batch="sg", write=2)
+        )
+    assert row_count(db, "sg") == 2
+    (proof,) = _read_back(receipt)
+    assert proof.result == "probe-error"
+    assert proof.checked_by == roles.identities["runner"]
+    assert "can't grade itself" in str((proof.landed or {}).get("observation"))
+    assert receipt.verdict not in ("verified", "reconciled")
+
+
+async def test_the_task_cannot_switch_off_the_pre_read(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """pre_read is the runner operator's setting: a task's pre_read: false is ignored unless the
+    runner allows tasks to skip it, so rows that were already there stay vacuous."""
+    make_rows_db(db, preexisting=45, batch="pre")
+    task = {**rows_task("no-pre", db, expect=45, batch="pre"), "pre_read": False}
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        receipt = await roles.client.run(task)
+    assert _read_back(receipt)[0].result == "vacuous"
+    assert receipt.verdict != "verified"
+    assert receipt.landed is not None and receipt.landed.pre_read is True  # type: ignore[attr-defined]
+    async with run_roles(
+        temporal_dev,
+        tmp_path,
+        credentials={"rows-db": f"sqlite:///{db}"},
+        sources={"rows-db": {"url": f"sqlite:///{db}"}},
+        runner={"task_may_skip_pre_read": True},
+    ) as allowed:
+        skipped = await allowed.client.run({**task, "task_id": "no-pre-allowed"})
+    assert skipped.landed is not None and skipped.landed.pre_read is False  # type: ignore[attr-defined]
+
+
+async def test_task_probes_the_verifier_config_does_not_allow_are_refused_once(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """C1: a task's command probe reading the verifier's key or its parent's environment, and an
+    absolute URL with no source, never run in the verifier; a refusal is not re-read."""
+    ran = tmp_path / "ran"
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        private = roles.public_key.with_suffix(".key")
+        task = rows_task("refused", db, expect=2, batch="rf", write=2)
+        task["retry"] = {"verify_backoff": 2.0, "verify_attempts": 3}
+        task["proof_plan"] = [
+            {
+                "action": "read the key",
+                "probe": {"kind": "command", "argv": ["sh", "-c", f"touch {ran}; cat {private}"]},
+                "expect": {"type": "non_empty"},
+            },
+            {
+                "action": "read the parent's environment",
+                "probe": {
+                    "kind": "command",
+                    "argv": [f"touch {ran}; tr '\\0' '\\n' < /proc/$PPID/environ | rev"],
+                    "shell": True,
+                },
+                "expect": {"type": "non_empty"},
+            },
+            {
+                "action": "read a page the actor controls",
+                "probe": {"kind": "http", "url": f"{site.url}/posts?slug=x"},
+                "expect": {"type": "non_empty"},
+            },
+        ]
+        receipt = await roles.client.run(task)
+        history = await roles.temporal.get_workflow_handle("refused").fetch_history()
+    assert not ran.exists(), "the verifier ran a command the task supplied"
+    reads = [p for p in receipt.proof if (p.landed or {}).get("action")]  # the plan's steps
+    assert [p.result for p in reads] == ["probe-error"] * 3
+    for proof in reads:
+        message = str(((proof.landed or {}).get("observation") or {}).get("message"))
+        assert message.startswith("refused: "), message
+    assert receipt.verdict not in ("verified", "reconciled")
+    pem = "".join(line for line in private.read_text().splitlines() if "-----" not in line)
+    assert pem not in receipt.model_dump_json()
+    verify_calls = [
+        e
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name == VERIFY_ACTIVITY
+    ]
+    assert len(verify_calls) == 2  # one pre-read, one read-back: a refusal is never re-read

@@ -280,3 +280,125 @@ def test_live_downgrades_proofs_that_no_longer_hold(tmp_path: Path, site: str) -
     # A live pass never upgrades a proof the receipt itself recorded as failed.
     assert not by_id["failed-then"]["meets_bar"]
     assert b"re-reading" not in proc.stderr  # no progress bar when stderr is not a terminal
+
+
+def _mixed_lines(count: int) -> list[bytes]:
+    # Every shape the reader knows, with costs that do not sum exactly in floating point.
+    lines: list[bytes] = [b"\xef\xbb\xbf" + orjson.dumps(receipt("t-bom"))]
+    for i in range(count):
+        shape = i % 9
+        if shape == 0:
+            lines.append(orjson.dumps(receipt(f"t{i}", cost={"usd": 0.1 + i * 1e-7})))
+        elif shape == 1:
+            lines.append(orjson.dumps({"status": "done"}))  # its task id is its line number
+        elif shape == 2:
+            lines.append(orjson.dumps({"id": i, "state": "held", "cost": {"usd": 1e-12 * i}}))
+        elif shape == 3:
+            lines.append(b'{"task_id": "broken", "claimed_status": ')
+        elif shape == 4:
+            lines.append(b"   ")
+        elif shape == 5:
+            lines.append(orjson.dumps(receipt(f"t{i}", report="still pending at the registrar")))
+        elif shape == 6:
+            lines.append(orjson.dumps(receipt(f"t{i}", target=f"http://localhost:{i}/")))
+        elif shape == 7:
+            paid = {"class": "payment", "ref": f"p{i}", "verified": True}
+            lines.append(
+                orjson.dumps(
+                    receipt(
+                        f"t{i}",
+                        claimed_status="reconciled",
+                        business_outcome=paid,
+                        landed={"revenue_usd": 10.01 + i / 3},
+                    )
+                )
+            )
+        else:
+            lines.append(b'{"task_id": "t", "claimed_status": "done", "exit_code": "zero"}')
+    return lines
+
+
+_SPLIT_RUN = """
+import os, sys
+from landed._check import split_point
+from landed._cli._check import run_check
+path, out_path, as_json, max_rows, split_min_bytes = sys.argv[1:]
+fd = os.open(path, os.O_RDONLY)
+if int(split_min_bytes) == 1:
+    assert split_point(fd, 1) is not None, "the split path must run here"
+os.close(fd)
+with open(out_path, "w") as out:
+    code = run_check(path, as_json=as_json == "1", max_rows=int(max_rows), out=out,
+                     split_min_bytes=int(split_min_bytes))
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+@pytest.mark.parametrize("max_rows", [3, 200])
+def test_two_processes_give_exactly_the_one_process_report(
+    tmp_path: Path, as_json: bool, max_rows: int
+) -> None:
+    # A fresh process: the split only runs where no other thread could hold a lock at the fork.
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"\n".join(_mixed_lines(2_000)) + b"\n")
+    outputs = []
+    for split_min_bytes in (1 << 62, 1):
+        out_path = tmp_path / f"out-{split_min_bytes}.txt"
+        args = [str(path), str(out_path), str(int(as_json)), str(max_rows), str(split_min_bytes)]
+        proc = subprocess.run(
+            [sys.executable, "-c", _SPLIT_RUN, *args], capture_output=True, check=False
+        )
+        assert not proc.stderr, proc.stderr.decode()
+        outputs.append((proc.returncode, out_path.read_bytes()))
+    assert outputs[0][0] == 3
+    assert outputs[0] == outputs[1]
+    if as_json:
+        report = orjson.loads(outputs[0][1])
+        assert [t["line"] for t in report["tasks"]] == sorted(t["line"] for t in report["tasks"])
+        assert report["tasks"][-1]["line"] > 2_000 // 2  # both halves are there
+        assert "line-2001" in {t["task_id"] for t in report["tasks"]}  # i = 1999, line 2001
+
+
+# --- user text in the text report ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task_id", ["[/]", "\x1b[2J", "[bold red]fake[/]", "a\u202eb"])
+def test_task_ids_are_shown_as_text_never_as_markup_or_control_codes(
+    tmp_path: Path, task_id: str
+) -> None:
+    # A real process: the text report must not crash on markup nor pass raw control codes on.
+    weird = receipt(task_id, claimed_status=task_id + " done", proof=[], verdict="\x1b]0;x\x07")
+    path = jsonl(tmp_path / "[red]f\x1b.jsonl", weird)
+    proc = run("check", str(path))
+    assert proc.returncode == 1, proc.stderr.decode()
+    assert b"Traceback" not in proc.stderr
+    out = proc.stdout.decode()
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    visible = task_id.replace("\x1b", "\\x1b").replace("\u202e", "\\u202e")
+    assert visible in out.replace("\n", "")  # shown as written, escapes made visible
+    assert "[red]f\\x1b.jsonl" in out.replace("\n", "")  # the file name is text too
+
+
+def test_live_leaves_a_ref_it_cannot_reread_as_it_is_with_a_note(tmp_path: Path, site: str) -> None:
+    # The workflow cites a configured source ("site:/pricing"), not a URL: --live cannot re-read
+    # it, so the proof neither gains nor loses anything, and the report says why.
+    named = live_receipt("source-ref", "site:/pricing")
+    named["target"] = "https://example.com/pricing"
+    weak = live_receipt("weak-label", f"{site}/ok", expect="non_empty (weak default)")
+    path = jsonl(tmp_path / "named.jsonl", named, weak)
+    offline_code, offline = check_json(path)
+    assert offline_code == 1  # the weak-label task misses its bar
+    by_id = {t["task_id"]: t for t in offline["tasks"]}
+    assert by_id["source-ref"]["proof_level"] == "P3" and by_id["source-ref"]["meets_bar"]
+    # The weak default label is not an expected text: DOD-4 counts it as an assertion.
+    assert not by_id["weak-label"]["meets_bar"]
+    assert by_id["weak-label"]["findings"][0]["rule"] == "DOD-4"
+
+    proc = run("check", str(path), "--json", "--live", "--timeout", "2")
+    data = orjson.loads(proc.stdout)
+    live = {t["task_id"]: t for t in data["tasks"]}
+    assert live["source-ref"]["proof_level"] == "P3" and live["source-ref"]["meets_bar"]
+    notes = [f["message"] for f in live["source-ref"]["findings"]]
+    assert any("was not re-read live" in n and "not an http(s) URL" in n for n in notes), notes
+    assert not live["weak-label"]["meets_bar"]  # a live fetch never upgrades it either

@@ -165,6 +165,24 @@ def test_json_path_operators() -> None:
     assert outcome(JsonPath(path="$.a", value=1), text("not json")) is Outcome.MISMATCH
 
 
+@pytest.mark.parametrize("value", ["true", "false", 1, 0, "yes", [], {}])
+def test_json_path_exists_takes_only_a_json_boolean(value: object) -> None:
+    # "exists" with "true" or 1 used to read as "is absent" (it is not True): refuse it instead.
+    with pytest.raises(InvalidContract) as err:
+        coerce_expectation({"type": "json_path", "path": "$.id", "op": "exists", "value": value})
+    assert "takes value true or false" in str(err.value)
+
+
+def test_json_path_exists_with_true_false_or_nothing() -> None:
+    doc = text('{"id": 7}')
+    for value, expected in [(None, Outcome.PASS), (True, Outcome.PASS), (False, Outcome.MISMATCH)]:
+        expect = coerce_expectation(
+            {"type": "json_path", "path": "$.id", "op": "exists"}
+            | ({} if value is None else {"value": value})
+        )
+        assert outcome(expect, doc) is expected, value
+
+
 def test_rung_at_least_on_both_ladders() -> None:
     assert outcome(RungAtLeast(value="sent"), text("delivered"), "sent_log") is Outcome.PASS
     assert outcome(RungAtLeast(value="delivered"), text("sent"), "sent_log") is Outcome.MISMATCH

@@ -33,7 +33,7 @@ def server() -> Iterator[LocalHTTP]:
 
 
 async def test_verify_returns_a_labelled_verdict() -> None:
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         verdict = await landed.verify(
             "insert 45 rows", CommandProbe(argv=["echo", "45"]), Count(value=45), registry=registry
         )
@@ -44,7 +44,7 @@ async def test_verify_returns_a_labelled_verdict() -> None:
 
 
 async def test_weak_default_is_labelled_in_the_returned_verdict() -> None:
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         verdict = await landed.verify(
             "insert 45 rows",
             {"kind": "command", "argv": ["echo", "0"]},
@@ -62,7 +62,7 @@ async def test_gate_raises_the_subclass_that_says_what_happened(tmp_path: Path) 
     db = tmp_path / "t.db"
     with sqlite3.connect(db) as conn:
         conn.execute("create table t (n int)")
-    async with SourceRegistry({"db": {"url": f"sqlite:///{db}"}}) as registry:
+    async with SourceRegistry({"db": {"url": f"sqlite:///{db}"}}, allow_unsourced=True) as registry:
         probe = {"kind": "record", "source": "db", "query": "select count(*) from t"}
         with pytest.raises(Empty) as empty:
             await landed.gate("insert 45 rows", probe, Count(value=45), registry=registry)
@@ -92,7 +92,7 @@ async def test_gate_raises_the_subclass_that_says_what_happened(tmp_path: Path) 
 async def test_a_callable_probe_is_refused_by_verify_and_gate() -> None:
     inserted = 45  # the action's own return value
 
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         with pytest.raises(InvalidContract, match="not a callable"):
             await landed.verify(
                 "insert 45 rows", lambda: inserted, Count(value=45), registry=registry
@@ -112,7 +112,7 @@ async def test_a_callable_probe_is_refused_by_verify_and_gate() -> None:
 
 
 async def test_missing_or_unknown_expectation_is_refused() -> None:
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         for expect in (None, {"type": "nonEmpty"}, {}, "count(45)"):
             with pytest.raises(InvalidContract):
                 await landed.gate("x", CommandProbe(argv=["echo", "0"]), expect, registry=registry)
@@ -126,7 +126,7 @@ async def test_no_retry_inside_verify_or_gate(server: LocalHTTP) -> None:
         return Response(503, b"try later")
 
     server.routes["/order"] = flaky
-    async with SourceRegistry({"shop": {"url": server.base}}) as registry:
+    async with SourceRegistry({"shop": {"url": server.base}}, allow_unsourced=True) as registry:
         probe = {"kind": "http", "source": "shop", "url": "/order"}
         verdict = await landed.verify("place order", probe, NonEmpty(), registry=registry)
         assert verdict.outcome is landed.Outcome.PROBE_ERROR and len(hits) == 1
@@ -154,7 +154,7 @@ async def test_verify_without_a_registry_reads_the_environment(
 
 
 async def test_empty_error_and_timeout_are_reported_never_filled_in() -> None:
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         empty = await landed.verify(
             "x", CommandProbe(argv=["true"]), Count(value=45), registry=registry
         )

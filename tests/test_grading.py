@@ -6,6 +6,7 @@ import ast
 import copy
 import itertools
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import landed._grading as grading_module
+import landed._ladder as ladder_module
 from landed import Grade, ProofItem, ProofLevel, Receipt, Status, grade
 from landed._grading import NOT_DONE_PHRASES, NOT_DONE_WORDS, evaluate
 
@@ -59,6 +61,39 @@ def rules(result: Grade) -> list[str]:
 
 
 # --- proof levels --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("result", ["ok", "passed", "OK", "success", "true", "pass!", "p ass", ""])
+def test_only_the_result_pass_counts_as_passing(result: str) -> None:
+    # A proof passes only on "pass" (case and surrounding space aside): "ok", "passed" and the
+    # like are not results landed writes, so they prove nothing.
+    graded = grade(receipt(proof=[proof(result=result)]))
+    assert graded.proof_level is ProofLevel.P1 and not graded.meets_bar
+    assert "DOD-5" in rules(graded)
+
+
+@pytest.mark.parametrize("result", ["pass", "PASS", " Pass ", "pass\n"])
+def test_the_result_pass_is_read_without_case_or_surrounding_space(result: str) -> None:
+    graded = grade(receipt(proof=[proof(result=result)]))
+    assert graded.proof_level is ProofLevel.P3 and graded.meets_bar
+
+
+@pytest.mark.parametrize(
+    ("kind", "level"),
+    [
+        ("HTTP_CONTAINS", ProofLevel.P3),
+        (" record ", ProofLevel.P3),
+        ("Pull_Request", ProofLevel.P2),
+        ("\tCOMMIT\n", ProofLevel.P2),
+        ("http-contains", ProofLevel.P1),  # only case and surrounding space are normalised
+        ("httpcontains", ProofLevel.P1),
+    ],
+)
+def test_proof_kinds_are_read_without_case_or_surrounding_space(
+    kind: str, level: ProofLevel
+) -> None:
+    item = proof(kind=kind) if level is not ProofLevel.P2 else {**ARTIFACT, "kind": kind}
+    assert grade(receipt(proof=[item])).proof_level is level
 
 
 def test_p3_read_back_by_someone_else_meets_the_done_bar() -> None:
@@ -227,6 +262,73 @@ def test_dod6_words_that_claim_nothing_done_have_no_bar(word: str) -> None:
     assert result.required_level is None
 
 
+@pytest.mark.parametrize(
+    "word",
+    [
+        "done, no errors",
+        "Done - did not need review",
+        "no problems, done",
+        "\uff24\uff2f\uff2e\uff25",  # fullwidth DONE
+        "don\u00e9",
+        "ok",
+        "OKAY",
+        "resolved",
+        "merged",
+        "passed",
+        "closed",
+        "fixed",
+        "published",
+        "\u2705",
+        "\u2714\ufe0f",
+        "not blocked, done",
+        "never mind: done",
+    ],
+)
+def test_dod6_a_done_word_not_directly_negated_is_a_claim(word: str) -> None:
+    # A negation elsewhere in the status does not cancel the done word (fail closed).
+    result = grade(receipt(claimed_status=word, proof=[]))
+    assert result.claims_done, word
+    assert result.required_level is ProofLevel.P3
+    assert not result.meets_bar
+
+
+@pytest.mark.parametrize(
+    "word",
+    ["not done", "never done", "isn\u2019t done", "not yet done", "not-done", "not \u2705"],
+)
+def test_dod6_a_negation_directly_before_the_done_word_cancels_it(word: str) -> None:
+    result = grade(receipt(claimed_status=word, proof=[]))
+    assert not result.claims_done, word
+
+
+@pytest.mark.parametrize(
+    "word", ["deployed", "scheduled", "executed", "sent", "delivered", "queued", "built"]
+)
+def test_dod6_ladder_rungs_below_verified_are_not_done_claims(word: str) -> None:
+    assert not grade(receipt(claimed_status=word, proof=[])).claims_done
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    word=st.one_of(
+        st.text(max_size=30),
+        st.lists(
+            st.sampled_from(
+                [*sorted(ladder_module.DONE_WORDS), "not", "isn't", "no", ",", "yet", "-", "x"]
+            ),
+            max_size=5,
+        ).map(" ".join),
+    )
+)
+def test_the_ladder_and_the_grader_read_a_claim_the_same_way(word: str) -> None:
+    # One claim logic: landed.required_level / DONE_WORDS and the grader agree on every status.
+    assert grading_module.DONE_CLAIM_WORDS == ladder_module.DONE_WORDS
+    expected = ladder_module.required_level(word)
+    result = grade(receipt(claimed_status=word, proof=[]))
+    assert result.required_level == expected
+    assert result.claims_done is (expected is not None)
+
+
 def test_dod6_a_lower_rung_above_the_proof_is_flagged_but_not_a_done_claim() -> None:
     result = grade(receipt(claimed_status="deployed", proof=[ARTIFACT]))
     assert result.meets_bar  # nothing claimed done
@@ -273,7 +375,48 @@ def test_dod7_the_reports_words_beat_a_done_status(report: str) -> None:
 
 @pytest.mark.parametrize(
     "report",
-    ["Merged the change and confirmed the page.", "Unblocked the deploy and shipped it.", ""],
+    [
+        "The insert failed.",
+        "Errored halfway.",
+        "Didn't finish.",
+        "Didn\u2019t finish.",
+        "Did not insert all rows.",
+        "Only 22 of 45 rows inserted.",
+        "Skipped the last batch.",
+        "Rolled back after a constraint error.",
+        "Haven't deployed yet.",
+        "Hasn't propagated.",
+        "queued",
+        "Aborted.",
+        "The worker crashed.",
+        "Timed out waiting for the API.",
+        "Retrying the upload.",
+        "Reverted the migration.",
+        "errors: 2",
+        "no errors, but the insert failed",
+        "\uff26\uff21\uff29\uff2c\uff25\uff24",  # fullwidth FAILED
+    ],
+)
+def test_dod7_failure_words_keep_a_task_from_verified(report: str) -> None:
+    result = grade(receipt(report=report))
+    assert result.proof_level is ProofLevel.P3
+    assert not result.meets_bar
+    assert "DOD-7" in rules(result)
+    assert result.proven_status is Status.EXECUTED
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        "Merged the change and confirmed the page.",
+        "Unblocked the deploy and shipped it.",
+        "",
+        "Inserted 45 rows; read back 45.",
+        "Done, no errors.",
+        "Tests: 45 passed, 0 failed.",
+        "Published without errors.",
+        "Error-free run; read the page back.",
+    ],
 )
 def test_dod7_plain_reports_pass(report: str) -> None:
     result = grade(receipt(report=report))
@@ -423,12 +566,36 @@ def test_the_grading_module_imports_nothing_with_side_effects() -> None:
         "ConfigDict",
         "Field",
         "ARTIFACT_KINDS",
+        "DONE_WORDS",
         "READ_BACK_KINDS",
         "ProofLevel",
         "Status",
+        "fold_text",
+        "required_level",
         "ProofItem",
         "Receipt",
     }, names
+    # The claim logic it calls lives in the ladder module: pure stdlib there too.
+    ladder = ast.parse(Path(ladder_module.__file__).read_text())
+    ladder_names = {
+        alias.name.split(".")[0]
+        for node in ast.walk(ladder)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    } | {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(ladder)
+        if isinstance(node, ast.ImportFrom)
+    }
+    assert ladder_names <= {
+        "__future__",
+        "annotations",
+        "re",
+        "unicodedata",
+        "enum",
+        "IntEnum",
+        "StrEnum",
+    }
 
 
 _text = st.text(
@@ -444,7 +611,11 @@ _reports = st.lists(st.one_of(_text, _phrases), max_size=6).map(" ".join)
 @given(report=_reports)
 def test_dod7_matches_exactly_the_phrases_it_lists(report: str) -> None:
     # The fast path (one tokenization of target and report) must agree with a plain reading.
-    words = re.findall(r"[a-z]+", report.lower())
+    # The positive idioms ("no errors", "0 failed") are taken out first, by their documented list.
+    plain = "".join(
+        c for c in unicodedata.normalize("NFKD", report.lower()) if not unicodedata.combining(c)
+    )
+    words = re.findall(r"[a-z]+", grading_module.POSITIVE_IDIOMS.sub(" ", plain))
     pairs = set(itertools.pairwise(words))
     expected = bool(set(words) & NOT_DONE_WORDS or pairs & NOT_DONE_PHRASES)
     result = grade(receipt(report=report))
@@ -501,3 +672,27 @@ def test_grading_never_raises_and_explains_every_miss(r: Receipt, sign: bool | N
         assert result.required_level is not None
         assert result.proof_level >= result.required_level
     assert evaluate(r).to_grade() == grade(r)  # grade() adds nothing to the one logic
+
+
+# --- every read-back has to hold -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("failed", ["mismatch", "duplicated", "vacuous", "empty", "probe-error"])
+def test_one_passing_read_back_cannot_outvote_one_that_disagreed(failed: str) -> None:
+    rows = proof(kind="record", ref="orders-db:orders", expect="count(45)", result=failed)
+    graded = grade(receipt(proof=[rows, READ_BACK]))
+    assert graded.proof_level is ProofLevel.P2
+    assert not graded.meets_bar
+    assert any(f.rule == "DOD-4" and "#1" in f.message for f in graded.findings)
+
+
+def test_read_backs_that_all_pass_prove_the_claim() -> None:
+    rows = proof(kind="record", ref="orders-db:orders", expect="count(45)")
+    graded = grade(receipt(proof=[rows, READ_BACK]))
+    assert graded.proof_level is ProofLevel.P3 and graded.meets_bar
+
+
+def test_a_read_back_with_no_result_is_unchecked_not_a_disagreement() -> None:
+    # No result means nobody read it: it proves nothing, but it does not cancel a passing read.
+    graded = grade(receipt(proof=[proof(result=None), READ_BACK]))
+    assert graded.proof_level is ProofLevel.P3 and graded.meets_bar

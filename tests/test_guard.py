@@ -220,3 +220,15 @@ def test_unknown_hook_name_blocks(tmp_path: Path) -> None:
         str(write(tmp_path, "c.jsonl", PASSING)), hook="cursor", read_stdin=lambda n: "{}"
     )
     assert result.block and "unknown hook" in result.reasons[0]
+
+
+def test_a_contracts_file_with_a_utf8_bom_is_read_and_the_summary_says_what_was_seen(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + (PASSING + "\n").encode())
+    done = run(["--contracts", str(path)])
+    assert done.returncode == 0, done.stderr
+    # Honest wording: the probes passed; `echo 45` shows no work landed anywhere.
+    assert "all 1 completion contract(s) passed their probes" in done.stdout
+    assert "contract(s) landed" not in done.stdout

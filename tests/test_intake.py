@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from landed import InvalidLine, Receipt, read_receipts
 from landed._check import check_stream
 from landed._grading import evaluate
-from landed._intake import FastReceipt, decode_line, decode_receipt
+from landed._intake import FastReceipt, decode_line, decode_receipt, read_batches
 
 GOOD = {
     "task_id": "t1",
@@ -147,6 +147,42 @@ def test_loose_logs_map_onto_the_receipt() -> None:
     assert third.model_extra == {"id": "job-7", "status": "executed"}
 
 
+def test_a_blank_claimed_status_does_not_hide_a_status_alias() -> None:
+    # An empty canonical status says nothing: the alias's "done" is the claim, on both paths.
+    for blank in ("", "   ", "\t"):
+        for alias in ("status", "state"):
+            data = orjson.dumps({"task_id": "a", "claimed_status": blank, alias: "done"})
+            (full,) = read(data)
+            assert isinstance(full, Receipt) and full.claimed_status == "done"
+            fast = decode_line(1, data)
+            assert not isinstance(fast, InvalidLine) and fast is not None
+            assert fast.claimed_status == "done"
+            assert evaluate(fast).claims_done and not evaluate(fast).meets_bar
+    # A blank alias does not replace a blank status; a real canonical status still wins.
+    (record,) = read(b'{"task_id": "a", "claimed_status": "", "status": " ", "state": "done"}')
+    assert isinstance(record, Receipt) and record.claimed_status == "done"
+    (kept,) = read(b'{"task_id": "a", "claimed_status": "executed", "status": "done"}')
+    assert isinstance(kept, Receipt) and kept.claimed_status == "executed"
+
+
+def test_a_blank_claimed_status_beside_done_fails_the_check(tmp_path: Path) -> None:
+    sink = _Collect()
+    card = check_stream(io.BytesIO(b'{"task_id":"a","claimed_status":"","status":"done"}\n'), sink)
+    assert card.done_claimed == 1 and card.done_proven == 0
+
+
+class _Collect:
+    def __init__(self) -> None:
+        self.tasks: list[Any] = []
+        self.invalids: list[InvalidLine] = []
+
+    def task(self, line: int, record: Any, grade: Any) -> None:
+        self.tasks.append((line, record, grade))
+
+    def invalid(self, item: InvalidLine) -> None:
+        self.invalids.append(item)
+
+
 def test_a_record_with_no_status_at_all_is_invalid() -> None:
     (record,) = read(b'{"task_id": "x", "msg": "hello"}')
     assert isinstance(record, InvalidLine)
@@ -155,7 +191,14 @@ def test_a_record_with_no_status_at_all_is_invalid() -> None:
 
 def test_the_fast_reader_takes_plain_receipts_and_hands_the_rest_to_pydantic() -> None:
     assert isinstance(decode_line(1, GOOD_LINE), FastReceipt)
-    assert isinstance(decode_line(1, b'{"status": "done"}'), Receipt)
+    loose = decode_line(7, b'{"status": "done"}')  # loose logs are mapped on the fast path
+    assert isinstance(loose, FastReceipt)
+    assert (loose.task_id, loose.claimed_status) == ("line-7", "done")
+    numbered = decode_line(1, b'{"id": 42, "state": "held"}')
+    assert isinstance(numbered, FastReceipt)
+    assert (numbered.task_id, numbered.claimed_status) == ("42", "held")
+    assert isinstance(decode_line(1, b'{"id": 4.5, "status": "done"}'), InvalidLine)
+    assert isinstance(decode_line(1, b'{"id": "x", "status": 5}'), InvalidLine)
     lax = orjson.dumps({**GOOD, "exit_code": 0.0})  # pydantic's lax int
     assert isinstance(decode_line(1, lax), Receipt)
     alias = orjson.dumps({**GOOD, "business_outcome": {"class_": 5}})
@@ -300,3 +343,35 @@ def test_the_whole_pipeline_never_raises_and_accounts_for_every_line(chunks: lis
         assert len(sink.seen) == 1  # a UTF-16 file is refused whole, at line 1
     else:
         assert len(sink.seen) == max(len(nonblank), 1)
+
+
+def _plain_lines(data: bytes, limit: int) -> list[bytes | int]:
+    # The reference reading: split on newlines; a line over the cap becomes its line number.
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return [n if len(line) > limit else line for n, line in enumerate(lines, 1)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    chunks=st.lists(
+        st.one_of(st.binary(max_size=12), st.sampled_from([b"\n", b"\r\n", b"\xef\xbb\xbf"])),
+        max_size=12,
+    ),
+    chunk_bytes=st.integers(min_value=1, max_value=9),
+    limit=st.integers(min_value=1, max_value=10),
+)
+def test_batched_reading_agrees_with_a_plain_split(
+    chunks: list[bytes], chunk_bytes: int, limit: int
+) -> None:
+    data = b"".join(chunks)
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return  # refused whole: covered by test_a_utf16_file_is_refused_with_the_fix
+    batches = read_batches(io.BytesIO(data), max_line_bytes=limit, chunk_bytes=chunk_bytes)
+    got = [
+        item.line if isinstance(item, InvalidLine) else item for batch in batches for item in batch
+    ]
+    assert got == _plain_lines(data, limit)

@@ -39,7 +39,7 @@ def insert(db: Path, batch: int, n: int) -> None:
 
 async def test_every_observation_carries_what_was_read_and_by_whom() -> None:
     before = datetime.now(UTC)
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         obs = await observe(
             CommandProbe(argv=["echo", "45"]),
             Count(value=45),
@@ -62,7 +62,7 @@ async def test_every_observation_carries_what_was_read_and_by_whom() -> None:
 
 
 async def test_observation_json_is_deterministic_and_round_trips(db: Path) -> None:
-    async with SourceRegistry({"db": {"url": f"sqlite:///{db}"}}) as registry:
+    async with SourceRegistry({"db": {"url": f"sqlite:///{db}"}}, allow_unsourced=True) as registry:
         obs = await observe(
             RecordProbe(source="db", query="select count(*) from t"),
             Count(value=0),
@@ -77,7 +77,7 @@ async def test_observation_json_is_deterministic_and_round_trips(db: Path) -> No
 
 
 async def test_evidence_is_capped_with_the_digest_of_everything() -> None:
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         obs = await observe(
             CommandProbe(argv=["head", "-c", "5000", "/dev/zero"]),
             NonEmpty(),
@@ -94,7 +94,7 @@ async def test_evidence_is_capped_with_the_digest_of_everything() -> None:
 
 async def test_before_and_after_prove_the_insert(db: Path) -> None:
     probe = RecordProbe(source="db", query="select count(*) from t where batch = 7")
-    async with SourceRegistry({"db": {"url": f"sqlite:///{db}"}}) as registry:
+    async with SourceRegistry({"db": {"url": f"sqlite:///{db}"}}, allow_unsourced=True) as registry:
         pre = await observe(probe, Count(value=45), registry=registry, observer="v")
         assert pre.outcome is Outcome.EMPTY
         insert(db, 7, 45)
@@ -111,7 +111,7 @@ async def test_before_and_after_prove_the_insert(db: Path) -> None:
 async def test_a_whole_table_count_uses_the_change(db: Path) -> None:
     insert(db, 1, 1000)
     probe = RecordProbe(source="db", query="select count(*) from t")
-    async with SourceRegistry({"db": {"url": f"sqlite:///{db}"}}) as registry:
+    async with SourceRegistry({"db": {"url": f"sqlite:///{db}"}}, allow_unsourced=True) as registry:
         pre = await observe(probe, Count(value=45), registry=registry, observer="v")
         assert pre.outcome is Outcome.DUPLICATED  # 1000 rows is more than 45 without a before
         insert(db, 2, 90)
@@ -124,7 +124,7 @@ async def test_a_page_that_already_said_it_is_vacuous(tmp_path: Path) -> None:
     page = tmp_path / "page.html"
     page.write_text("<h1>Team plan</h1>")
     probe = CommandProbe(argv=["cat", str(page)])
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         pre = await observe(probe, Contains(value="Team plan"), registry=registry, observer="v")
         post = await observe(
             probe, Contains(value="Team plan"), registry=registry, observer="v", before=pre
@@ -133,7 +133,7 @@ async def test_a_page_that_already_said_it_is_vacuous(tmp_path: Path) -> None:
 
 
 async def test_before_of_another_probe_is_refused() -> None:
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         pre = await observe(
             CommandProbe(argv=["echo", "1"]), Count(value=1), registry=registry, observer="v"
         )
@@ -149,7 +149,7 @@ async def test_before_of_another_probe_is_refused() -> None:
 
 async def test_a_callable_probe_is_rejected_it_cannot_be_the_actions_return_value() -> None:
     result = {"inserted": 45}
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         with pytest.raises(InvalidContract, match="not a callable"):
             await observe(
                 lambda: result["inserted"], Count(value=45), registry=registry, observer="v"
@@ -159,7 +159,7 @@ async def test_a_callable_probe_is_rejected_it_cannot_be_the_actions_return_valu
 
 
 async def test_dict_probes_and_expectations_are_accepted_as_data() -> None:
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         obs = await observe(
             {"kind": "command", "argv": ["echo", "200 OK"]},
             {"type": "contains", "value": "200"},
@@ -170,7 +170,7 @@ async def test_dict_probes_and_expectations_are_accepted_as_data() -> None:
 
 
 async def test_unknown_expectation_type_is_refused_not_degraded() -> None:
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         with pytest.raises(InvalidContract, match="unknown expectation type 'nonEmpty'"):
             await observe(
                 {"kind": "command", "argv": ["echo", "0"]},
@@ -193,7 +193,7 @@ async def test_a_failing_reader_is_a_probe_error_not_a_crash(
     table = dict(obs_mod._RUNNERS)
     table[CommandProbe] = (("command",), broken)  # type: ignore[assignment]
     monkeypatch.setattr(obs_mod, "_RUNNERS", table)
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         obs = await observe(
             CommandProbe(argv=["echo", "1"]), Count(value=1), registry=registry, observer="v"
         )

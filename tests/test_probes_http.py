@@ -46,7 +46,7 @@ async def registry(server: LocalHTTP) -> AsyncIterator[SourceRegistry]:
         "psp": {"url": server.url("/api"), "token": "psp-token-123456"},
         "open": {"url": server.base, "allow_absolute_urls": True},
     }
-    async with SourceRegistry(sources) as reg:
+    async with SourceRegistry(sources, allow_unsourced=True) as reg:
         yield reg
 
 
@@ -99,7 +99,7 @@ async def test_http_server_errors_and_refused_credentials_observe_nothing(
 
 
 async def test_http_connection_refused_is_a_probe_error() -> None:
-    async with SourceRegistry({"site": {"url": "http://127.0.0.1:1"}}) as reg:
+    async with SourceRegistry({"site": {"url": "http://127.0.0.1:1"}}, allow_unsourced=True) as reg:
         obs = await see(reg, HttpProbe(source="site", url="/"), NonEmpty())
     assert obs.outcome is Outcome.PROBE_ERROR
 
@@ -134,6 +134,36 @@ async def test_http_hundred_megabyte_body_is_read_bounded(
 async def test_relative_urls_cannot_climb_out_of_the_base(registry: SourceRegistry) -> None:
     obs = await see(registry, HttpProbe(source="psp", url="../admin"), NonEmpty())
     assert obs.outcome is Outcome.PROBE_ERROR and ".." in obs.message
+    encoded = await see(registry, HttpProbe(source="psp", url="%2e%2e/admin"), NonEmpty())
+    assert encoded.outcome is Outcome.PROBE_ERROR and ".." in encoded.message
+
+
+async def test_absolute_urls_under_the_base_cannot_climb_out_of_it(
+    server: LocalHTTP, registry: SourceRegistry
+) -> None:
+    """An absolute URL on the source's own origin is read only under its base path, judged after
+    decoding: '..' (plain or %2e%2e) and a sibling path that merely starts alike are outside, and
+    no request (with the source's token) goes out for them."""
+    server.route("/admin", body=b"secret admin page")
+    server.route("/api-admin", body=b"secret admin page")
+    server.route("/api/me", body=b"me")
+    escapes = [
+        server.url("/api/../admin"),
+        server.url("/api/%2e%2e/admin"),
+        server.url("/api/%2E%2e/admin"),
+        server.url("/api/%252e%252e/admin"),
+        server.url("/api-admin"),
+    ]
+    for url in escapes:
+        obs = await see(registry, HttpProbe(source="psp", url=url), Contains(value="secret"))
+        assert obs.outcome is Outcome.PROBE_ERROR, url
+        assert "allow_absolute_urls" in obs.message, url
+    assert all("admin" not in r.path for r in server.requests)
+    inside = await see(
+        registry, HttpProbe(source="psp", url=server.url("/api/me")), Contains(value="me")
+    )
+    assert inside.outcome is Outcome.PASS
+    assert server.requests[-1].headers.get("authorization") == "Bearer psp-token-123456"
 
 
 async def test_absolute_urls_need_the_source_to_allow_them(
@@ -162,7 +192,7 @@ async def test_credentials_go_only_to_the_source_origin(server: LocalHTTP) -> No
                 "allow_absolute_urls": True,
             }
         }
-        async with SourceRegistry(sources) as reg:
+        async with SourceRegistry(sources, allow_unsourced=True) as reg:
             await see(reg, HttpProbe(source="psp", url="/me"), NonEmpty())
             await see(reg, HttpProbe(source="psp", url=other.url("/steal")), NonEmpty())
         assert server.requests[-1].headers.get("authorization") == "Bearer psp-token-123456"
@@ -180,7 +210,7 @@ async def test_redirects_are_not_followed_unless_configured(server: LocalHTTP) -
             plain = await see(reg, HttpProbe(source="a", url="/go"), Contains(value="login"))
         assert plain.outcome is Outcome.MISMATCH and "302" in plain.message
         cfg = {"a": {"url": server.base, "token": "tok-abcdefgh", "follow_redirects": True}}
-        async with SourceRegistry(cfg) as reg:
+        async with SourceRegistry(cfg, allow_unsourced=True) as reg:
             followed = await see(reg, HttpProbe(source="a", url="/go"), Contains(value="login"))
         assert followed.outcome is Outcome.PASS
         assert "authorization" not in other.requests[-1].headers

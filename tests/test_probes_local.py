@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from landed._sources import SourceRegistry
 async def see(
     probe: object, expect: object, sources: dict[str, object] | None = None
 ) -> Observation:
-    async with SourceRegistry(sources or {}) as registry:  # type: ignore[arg-type]
+    async with SourceRegistry(sources or {}, allow_unsourced=True) as registry:  # type: ignore[arg-type]
         return await observe(probe, expect, registry=registry, observer="test-verifier")
 
 
@@ -135,7 +134,7 @@ async def test_hundred_megabytes_of_output_is_bounded_in_time_and_memory() -> No
 
 
 async def test_endless_output_is_cut_at_the_read_limit() -> None:
-    async with SourceRegistry({}) as registry:
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
         obs = await observe(
             CommandProbe(argv=["yes"], timeout_s=20),
             NonEmpty(),
@@ -285,6 +284,44 @@ async def test_git_regex_on_the_resolved_sha(repo: Path) -> None:
     assert obs.outcome is Outcome.PASS
 
 
-def test_python_used_by_tests_is_the_venv() -> None:
-    # The subprocess tests above rely on PATH tools only; this pins where the suite runs.
-    assert Path(sys.executable).exists()
+def test_the_suite_tests_this_source_tree_not_an_installed_copy() -> None:
+    # A stale copy (build/lib, site-packages) would make every test here test old code.
+    import landed
+    import landed._probes_local
+
+    src = Path(__file__).resolve().parents[1] / "src" / "landed"
+    assert Path(landed.__file__).resolve().parent == src
+    assert Path(landed._probes_local.__file__).resolve().parent == src
+
+
+async def test_the_file_reader_stops_at_its_read_limit(tmp_path: Path) -> None:
+    # 8 MiB on disk, a 1 MiB read limit: the reader must stop within one chunk past the limit,
+    # not read the whole file (which on a huge file would run until the timeout).
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(8 << 20))
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
+        obs = await observe(
+            FileProbe(path=str(big)),
+            NonEmpty(),
+            registry=registry,
+            observer="test-verifier",
+            read_limit=1 << 20,
+        )
+    assert obs.evidence is not None
+    assert (1 << 20) < obs.evidence.total_bytes <= (2 << 20)
+
+
+async def test_a_crash_while_judging_is_a_probe_error_never_a_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No real expectation makes judge() raise, so a stand-in raises here (a mock, by necessity):
+    # what is tested is that observe() turns a judging crash into probe-error, not a verdict.
+    import landed._observe as observe_module
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("bug in a judge")
+
+    monkeypatch.setattr(observe_module, "judge", broken)
+    obs = await see(CommandProbe(argv=["echo", "45"]), Count(value=45))
+    assert obs.outcome is Outcome.PROBE_ERROR
+    assert "judging failed: RuntimeError: bug in a judge" in obs.message

@@ -11,12 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from landed_http import LocalHTTP, Request, Response
 
 from landed._contract import CommandProbe, Contains, Count, HttpProbe, NonEmpty, RecordProbe
 from landed._observe import observe
 from landed._reading import Capture, make_evidence
-from landed._redact import REDACTED, Redactor, escape_for_humans
+from landed._redact import _HINTS, _HINTS_LOWER, REDACTED, Redactor, escape_for_humans
 from landed._sources import SourceRegistry
 
 CANARY = "canary-7f3a9c1e5d"
@@ -190,3 +192,16 @@ def test_guard_output_never_shows_the_canary(server: LocalHTTP, tmp_path: Path) 
     done = run_cli("guard", "--contracts", str(contracts), "--json", env=env)
     assert done.returncode == 2
     assert CANARY not in done.stdout + done.stderr
+
+
+@given(
+    st.lists(
+        st.sampled_from(["AUTH", "Api_Key", "apikey", "CoOkIe", "BEARER", "Basic", "://", "PaSs"])
+        | st.text(alphabet=st.characters(max_codepoint=127), max_size=8),
+        max_size=6,
+    ).map("".join)
+)
+def test_the_ascii_fast_look_finds_what_the_case_insensitive_look_finds(text: str) -> None:
+    # Redactor skips redaction when the first look finds nothing: the faster look used for
+    # ASCII text must never miss what the case-insensitive pattern finds.
+    assert bool(_HINTS_LOWER.search(text.lower())) == bool(_HINTS.search(text))

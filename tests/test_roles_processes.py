@@ -144,6 +144,20 @@ async def test_actor_process_holds_no_verifier_or_runner_secret(tmp_path: Path, 
             "namespace",
         }
         assert (actor.ready or {})["credentials"] == ["rows-db", "site"]  # names, not values
+        # Each role works in its own directory; the key and the ledger are outside the
+        # actor's, and nothing the actor is started with names either.
+        home = (tmp_path / ".landed").resolve()
+        cwds = {r: Path(os.readlink(f"/proc/{p.pid}/cwd")) for r, p in stack.roles.items()}
+        assert cwds == {r: home / r for r in ("actor", "verifier", "runner")}
+        ledger = Path(stack.ledger_url.removeprefix("sqlite:///"))
+        for secret in (private, ledger):
+            assert not secret.resolve().is_relative_to(cwds["actor"]), secret
+        in_actor_dir = [p.name for p in cwds["actor"].rglob("*")]
+        assert not [n for n in in_actor_dir if n.endswith((".key", ".db", ".pub"))], in_actor_dir
+        cmdline = Path(f"/proc/{actor.pid}/cmdline").read_bytes().decode(errors="replace")
+        for needle in (str(private), private.name, "ledger", "keys"):
+            assert needle not in cmdline, f"actor command line holds {needle}"
+            assert needle not in blob, f"actor environment holds {needle}"
         # The others hold what they need, each in its own process and identity.
         assert str(private) in _environ(stack.roles["verifier"].pid).values()
         runner_env = _environ(stack.roles["runner"].pid)

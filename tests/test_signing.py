@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from landed._contract import Evidence, Observation, Outcome
+from landed._ladder import ProofLevel
 from landed._ledger import canonical_json
 from landed._receipt import LandedExtension, ProofItem, Receipt
 from landed._signing import (
@@ -47,7 +49,13 @@ def observation(outcome: Outcome = Outcome.PASS, value: Any = 45) -> Observation
 
 
 def signed_receipt(
-    key: KeyPair, task_id: str = "insert-rows", attempt: int = 2, obs: Observation | None = None
+    key: KeyPair,
+    task_id: str = "insert-rows",
+    attempt: int = 2,
+    obs: Observation | None = None,
+    *,
+    phase: str = "after",
+    run_id: str = "run-a",
 ) -> Receipt:
     obs = obs or observation()
     proof = ProofItem(
@@ -58,7 +66,15 @@ def signed_receipt(
         checked_at=AT,
         result=str(obs.outcome),
     )
-    proof = sign_proof(key, task_id=task_id, attempt=attempt, proof=proof, observation=obs)
+    proof = sign_proof(
+        key,
+        task_id=task_id,
+        attempt=attempt,
+        proof=proof,
+        observation=obs,
+        phase=phase,
+        run_id=run_id,
+    )
     return Receipt(
         task_id=task_id,
         owner="agent-a",
@@ -66,7 +82,7 @@ def signed_receipt(
         proof=[proof],
         verdict="verified",
         verdict_by="runner",
-        landed=LandedExtension(attempt=attempt, key_id=key.key_id),
+        landed=LandedExtension(attempt=attempt, key_id=key.key_id, run_id=run_id),
     )
 
 
@@ -152,6 +168,22 @@ def _unknown_field_in_observation(r: dict[str, Any]) -> None:
     r["proof"][0]["landed"]["observation"]["note"] = "trust me"
 
 
+def _edit_phase(r: dict[str, Any]) -> None:
+    r["proof"][0]["landed"]["phase"] = "before"
+
+
+def _edit_proof_run(r: dict[str, Any]) -> None:
+    r["proof"][0]["landed"]["run_id"] = "run-b"
+
+
+def _move_run(r: dict[str, Any]) -> None:
+    r["landed"]["run_id"] = "run-b"
+
+
+def _drop_proof_run(r: dict[str, Any]) -> None:
+    del r["proof"][0]["landed"]["run_id"]
+
+
 @pytest.mark.parametrize(
     ("tamper", "reason"),
     [
@@ -167,6 +199,10 @@ def _unknown_field_in_observation(r: dict[str, Any]) -> None:
         (_drop_landed, "no signature"),
         (_garble_signature, "malformed"),
         (_unknown_field_in_observation, "malformed"),
+        (_edit_phase, "changed after signing"),
+        (_edit_proof_run, "changed after signing"),
+        (_drop_proof_run, "changed after signing"),
+        (_move_run, "carried over from another run"),
     ],
 )
 def test_any_edit_to_the_signed_claim_fails(
@@ -187,6 +223,24 @@ def test_a_signature_copied_onto_another_task_fails(key: KeyPair) -> None:
     forged = other.model_copy(update={"proof": [good.proof[0]]})
     assert not verify_proof(forged, forged.proof[0], TrustStore([key.public_key]))
     assert verify_proof(good, good.proof[0], TrustStore([key.public_key]))
+
+
+def test_a_signed_pre_read_is_never_a_read_back(key: KeyPair) -> None:
+    """The verifier signs its before-state reads too; one that passed (the outcome already
+    held) must not stand in for this run's read-back after the act."""
+    before = signed_receipt(key, phase="before")
+    found = check_proof(before, before.proof[0], TrustStore([key.public_key]))
+    assert found is not None and "'before' reading" in found
+    assert not verify_proof(before, before.proof[0], TrustStore([key.public_key]))
+
+
+def test_a_reading_from_another_run_fails_in_this_run(key: KeyPair) -> None:
+    earlier = signed_receipt(key, run_id="run-1")
+    now = signed_receipt(key, run_id="run-2", obs=observation(Outcome.VACUOUS))
+    forged = now.model_copy(update={"proof": [earlier.proof[0]]})
+    found = check_proof(forged, forged.proof[0], TrustStore([key.public_key]))
+    assert found is not None and "another run" in found
+    assert verify_proof(earlier, earlier.proof[0], TrustStore([key.public_key]))
 
 
 def test_unknown_key_fails_and_a_forger_reusing_a_trusted_key_id_fails(key: KeyPair) -> None:
@@ -255,3 +309,97 @@ def test_a_non_ed25519_public_key_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(SigningError, match="Ed25519 only"):
         load_public_key(path)
+
+
+# --- unsigned fields under --trust (P4 and revenue) ---------------------------------------------
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.grades: dict[str, Any] = {}
+
+    def task(self, line: int, record: Any, grade: Any) -> None:
+        self.grades[record.task_id] = grade
+
+    def invalid(self, item: Any) -> None:
+        raise AssertionError(item)
+
+
+def _payment_receipt(key: KeyPair, task_id: str, observed: Any) -> dict[str, Any]:
+    obs = Observation(
+        outcome=Outcome.PASS,
+        expectation="equals('succeeded')",
+        kind="payment",
+        source="payments",
+        observer="verifier-1",
+        observed_at=AT,
+        duration_ms=1.0,
+        value=observed,
+    )
+    proof = ProofItem(
+        kind="payment",
+        ref="payments:pay_123",
+        expect="equals('succeeded')",
+        checked_by="verifier-1",
+        checked_at=AT,
+        result="pass",
+    )
+    proof = sign_proof(key, task_id=task_id, attempt=1, proof=proof, observation=obs)
+    receipt = Receipt(task_id=task_id, owner="agent-a", claimed_status="reconciled", proof=[proof])
+    return orjson.loads(canonical_json(receipt))
+
+
+def _check(lines: list[dict[str, Any]], key: KeyPair | None) -> tuple[_Sink, Any]:
+    from landed._check import check_stream
+
+    sink = _Sink()
+    data = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+    check = TrustStore([key.public_key]).signature_ok if key is not None else None
+    card = check_stream(io.BytesIO(data), sink, signature_ok=check)
+    return sink, card
+
+
+def test_trust_unsigned_business_outcome_and_revenue_cannot_reach_p4(key: KeyPair) -> None:
+    # The review's tamper: a receipt with a signed P3 read-back (a row count) whose unsigned
+    # fields are edited after settling: business_outcome.verified, revenue, status, report.
+    tampered = orjson.loads(canonical_json(signed_receipt(key)))
+    tampered.update(
+        claimed_status="reconciled",
+        verdict=None,
+        report="Reconciled against the ledger.",
+        business_outcome={"class": "payment", "verified": True},
+        landed={**tampered["landed"], "revenue_usd": 1_000_000.0},
+    )
+    # Without --trust the checker has only the receipt's word to go on.
+    blind, blind_card = _check([tampered], None)
+    assert blind.grades["insert-rows"].proof_level is ProofLevel.P4
+    assert blind_card.verified_revenue_usd == 1_000_000.0
+    # Under --trust: the signed read-back still counts (P3), the unsigned rest does not.
+    sink, card = _check([tampered], key)
+    graded = sink.grades["insert-rows"]
+    assert graded.proof_level is ProofLevel.P3 and not graded.meets_bar
+    messages = " ".join(message for _, message in graded.findings)
+    assert "business_outcome.verified is not signed" in messages
+    assert "landed.revenue_usd" in messages
+    assert card.verified_revenue_usd == 0.0
+
+
+def test_trust_p4_and_revenue_need_a_signed_payment_that_observed_the_amount(
+    key: KeyPair,
+) -> None:
+    paid = _payment_receipt(key, "paid", 1200)
+    paid.update(business_outcome={"class": "payment", "verified": True})
+    paid["landed"] = {**paid.get("landed", {}), "revenue_usd": 1200.0}
+    # Signatures bind the task id: a second task is signed for its own.
+    inflated = _payment_receipt(key, "inflated", 1200)
+    inflated.update(
+        business_outcome={"class": "payment", "verified": True},
+        landed={**inflated.get("landed", {}), "revenue_usd": 1_000_000.0},
+    )
+    wrong_class = _payment_receipt(key, "wrong-class", 1200)
+    wrong_class.update(business_outcome={"class": "sent_log", "verified": True})
+    sink, card = _check([paid, inflated, wrong_class], key)
+    assert sink.grades["paid"].proof_level is ProofLevel.P4 and sink.grades["paid"].meets_bar
+    assert sink.grades["inflated"].proof_level is ProofLevel.P4  # the payment itself is signed
+    assert sink.grades["wrong-class"].proof_level is ProofLevel.P3
+    assert card.verified_revenue_usd == 1200.0  # only the amount a signed payment observed

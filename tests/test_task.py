@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from datetime import timedelta
 from pathlib import Path
 
@@ -156,3 +158,62 @@ def test_collect_acts_finds_builtins_and_rejects_missing(tmp_path: Path) -> None
     assert {"http.request", "sql.execute", "command"} <= set(acts)
     with pytest.raises(ActLoadError, match="cannot import act module"):
         collect_acts(["no_such_module_for_landed"])
+
+
+# --- bad input at submit: a clear error naming the field, never a traceback ----------------------
+
+
+def test_time_cap_error_names_the_field() -> None:
+    for bad in (0.1, 86400 * 8):
+        with pytest.raises(TaskSpecError) as err:
+            check_spec(spec(time_cap=bad))
+        assert [field for field, _ in err.value.problems] == ["time_cap"]
+        assert "between 1 second and 7 days" in err.value.problems[0][1]
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        (b"\x80\x81garbage\xff\x00", "not UTF-8 JSON text"),
+        (b"\xff\xfe\x00\x81garbage\x80", "not JSON"),  # reads as UTF-16: not JSON either
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'{"a":' * 50_000 + b"1" + b"}" * 50_000, "nested too deeply"),
+    ],
+)
+def test_binary_or_deeply_nested_input_is_an_invalid_spec(data: bytes, needle: str) -> None:
+    with pytest.raises(TaskSpecError) as err:
+        check_spec(data)
+    assert err.value.problems[0][0] == "(document)" and needle in err.value.problems[0][1]
+
+
+def _submit_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
+    landed = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "landed")
+    return subprocess.run(
+        [landed, "submit", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def test_submit_exits_3_on_garbage_and_1_when_temporal_is_unreachable(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.json"
+    garbage.write_bytes(b"\xff\xfe\x00\x81garbage\x80")
+    nested = tmp_path / "nested.json"
+    nested.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    for path in (garbage, nested):
+        done = _submit_cli(str(path))
+        assert done.returncode == 3, done.stderr
+        assert "Traceback" not in done.stderr and "invalid task spec" in done.stderr
+    good = tmp_path / "task.json"
+    good.write_text(json.dumps(spec()))
+    done = _submit_cli(str(good), "--address", "127.0.0.1:1")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "cannot reach Temporal" in done.stderr
+
+
+def test_submit_names_a_request_temporal_refuses(temporal_dev: str, tmp_path: Path) -> None:
+    good = tmp_path / "task.json"
+    good.write_text(json.dumps(spec()))
+    done = _submit_cli(str(good), "--address", temporal_dev, "--namespace", "no-such-namespace")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "Temporal refused the request (NOT_FOUND" in done.stderr  # an RPCError, named

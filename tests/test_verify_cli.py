@@ -172,3 +172,28 @@ def test_usage_and_input_errors() -> None:
     assert code == 3 and "could not be split" in err
     code, _, err = cli("--probe", "echo 1", "--rung-at-least", "delivred")
     assert code == 3 and "not a rung" in err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_at_least_must_be_a_finite_number(value: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANDED_")}
+    done = subprocess.run(
+        [LANDED, "verify", "--probe", "echo 1", "--at-least", value],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "--at-least needs a finite number" in " ".join(done.stderr.split())
+
+
+def test_pass_wording_says_what_was_observed_not_that_work_landed() -> None:
+    code, out, _ = cli("--probe", "echo 45", "--count", "45")
+    assert code == 0
+    assert "outcome: pass: the probe returned what count(45) expects" in out
+    assert "(landed)" not in out
+    code, out, _ = cli("--probe", "echo 0", "--count", "45")
+    assert code == 1 and "the probe did not return what count(45) expects" in out
+    assert "not landed" not in out

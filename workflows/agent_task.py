@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from landed._contract import Observation, Outcome
     from landed._expect import label_for
     from landed._grading import grade
+    from landed._ladder import Status
     from landed._receipt import LandedExtension, ProofItem, Receipt
     from landed._task import (
         ACT_ACTIVITY,
@@ -84,6 +85,8 @@ class AgentTask:
         self._proofs: list[ProofItem] = []
         self._final: Receipt | None = None
         self._act_error: str | None = None
+        self._unknown_write: str | None = None
+        self._pre_read = True
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -127,7 +130,10 @@ class AgentTask:
         )
         every = list(range(len(spec.proof_plan)))
         before: list[Observation | None] = [None] * len(every)
-        if spec.pre_read and every:
+        # The pre-read is the operator's choice (the runner's settings), not the agent's: a
+        # task's pre_read: false counts only where the runner allows tasks to skip it.
+        self._pre_read = routing.pre_read and (spec.pre_read or not routing.task_may_skip_pre_read)
+        if self._pre_read and every:
             self._step = Step.PRE_READ
             readings = await self._read(routing, "before", every, before, attempt=1)
             before = [readings[i].observation for i in every]
@@ -215,6 +221,21 @@ class AgentTask:
                 # It landed: settle it; never run the act again.
                 self._act_error = error
                 return unknown_write_report(), last
+            unseen = [i for i in every if last[i].observation.outcome == Outcome.PROBE_ERROR]
+            if unseen:
+                # The read-back saw nothing (after its bounded re-reads): "not observed" is not
+                # "not landed", so running the act again could write a second copy (DOD-10).
+                steps = ", ".join(f"#{i + 1} {spec.proof_plan[i].action!r}" for i in unseen)
+                self._unknown_write = (
+                    f"the act ended with an error and the read-back could not observe plan "
+                    f"step {steps}; whether the write landed is unknown, so the act was not run "
+                    f"again: a person must reconcile it against the system of record"
+                )
+                self._act_error = error
+                return ActReport(
+                    claimed_status="failed",
+                    report=f"act did not complete: {error}; the outcome is unknown",
+                ), last
             # It did not land: the next attempt carries the same idempotency key.
         self._act_error = error
         return ActReport(claimed_status="failed", report=f"act did not complete: {error}"), last
@@ -248,6 +269,7 @@ class AgentTask:
                         indexes=todo,
                         before=[before[i] for i in todo],
                         read=read,
+                        run_id=workflow.info().run_id,
                     ),
                     result_type=VerifyOutput,
                     task_queue=routing.verifier_task_queue,
@@ -263,8 +285,13 @@ class AgentTask:
             for reading in out.readings:
                 if reading.index in todo:
                     got[reading.index] = reading
+            # Only a probe-error is read again; a refusal (the verifier's configuration does
+            # not allow the probe) stays what it is however often it is asked.
             todo = [
-                i for i in todo if i not in got or got[i].observation.outcome == Outcome.PROBE_ERROR
+                i
+                for i in todo
+                if i not in got
+                or (got[i].observation.outcome == Outcome.PROBE_ERROR and not got[i].refused)
             ]
             if not todo:
                 break
@@ -316,21 +343,45 @@ class AgentTask:
             attempt=max(self._attempt, 1),
             key_id=key_ids[0] if len(key_ids) == 1 else None,
             settled_at=workflow.now(),
-            extra={"pre_read": spec.pre_read, "act_error": self._act_error},
+            extra={
+                "pre_read": self._pre_read,
+                "act_error": self._act_error,
+                "run_id": workflow.info().run_id,
+            },
         )
         trust = trust_from_pems(routing.trusted_keys)
         result = grade(draft, signature_ok=trust.signature_ok)
+        findings = [f"{f.rule}: {f.message}" for f in result.findings]
+        status, meets_bar = result.proven_status, result.meets_bar
+        # grade() credits the strongest read-back; a task's plan is done only when every step
+        # it declared reads back as pass, so any other step caps the verdict below verified.
+        failed = [
+            (i, p.result)
+            for i, p in enumerate(self._proofs)
+            if p.result != Outcome.PASS.value and i < len(spec.proof_plan)
+        ]
+        if failed and (status.is_done or status.rank > Status.EXECUTED.rank):
+            status = Status.EXECUTED
+            meets_bar = meets_bar and not result.claims_done
+        for i, outcome in failed:
+            findings.append(
+                f"DOD-5: plan step #{i + 1} ({spec.proof_plan[i].action!r}) read back "
+                f"{outcome}, so the task is not verified whatever the other steps show"
+            )
+        if self._unknown_write is not None:
+            findings.append(f"DOD-10: {self._unknown_write}")
         ext = LandedExtension.model_validate(
             {
                 **(draft.landed.model_dump() if draft.landed else {}),
-                "rung": result.proven_status.value,
+                "rung": status.value,
                 "proof_level": result.proof_level.label,
-                "findings": [f"{f.rule}: {f.message}" for f in result.findings],
+                "meets_bar": meets_bar,
+                "findings": findings,
             }
         )
         return draft.model_copy(
             update={
-                "verdict": result.proven_status.value,
+                "verdict": status.value,
                 "verdict_by": routing.runner,
                 "landed": ext,
             }

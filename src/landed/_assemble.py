@@ -9,11 +9,13 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from landed._contract import Contract, Observation
+from landed._ladder import READ_BACK_KINDS
 from landed._receipt import Approval, BusinessOutcome, LandedExtension, ProofItem, Receipt
 from landed._signing import TrustStore
 from landed._task import ActReport, TaskSpec, dod_proof_kind
 
 __all__ = [
+    "actor_artifact",
     "assemble_receipt",
     "describe_probe",
     "proof_item",
@@ -64,6 +66,22 @@ def proof_item(
     )
 
 
+def actor_artifact(item: ProofItem, actor: str | None) -> ProofItem:
+    """An item from the act's report, as what it is: the actor's own citation.
+
+    Whatever it says, the actor checked it: ``checked_by`` is the actor, its ``landed`` data
+    (a signature, an observation) is dropped, since a signed reading copied from elsewhere (a
+    pre-read, another run) must not pass for this run's read-back, and a read-back kind
+    becomes an ``assertion``: only the verifier's own readings are read-backs (DOD-2).
+    """
+    kind = item.kind
+    update: dict[str, Any] = {"checked_by": actor or "actor", "landed": None}
+    if kind.strip().lower() in READ_BACK_KINDS:
+        update["kind"] = "assertion"
+        update["ref"] = f"{kind} (cited by the actor): {item.ref or ''}".rstrip(": ")
+    return item.model_copy(update=update)
+
+
 def unknown_write_report() -> ActReport:
     """What stands in for the act's report when its write ended in an error or timeout.
 
@@ -89,10 +107,7 @@ def assemble_receipt(
     extra: dict[str, Any] | None = None,
 ) -> Receipt:
     """The receipt so far: the agent's artifacts (checked by the actor) then the read-backs."""
-    artifacts = [
-        a if a.checked_by else a.model_copy(update={"checked_by": report.actor or "actor"})
-        for a in report.artifacts
-    ]
+    artifacts = [actor_artifact(a, report.actor) for a in report.artifacts]
     business = (
         BusinessOutcome.model_validate(
             {"class": spec.business_outcome_class, "ref": spec.target, "verified": False}

@@ -271,6 +271,17 @@ class JsonPath(_Shape):
             raise ValueError(str(exc)) from None
         return value
 
+    @model_validator(mode="after")
+    def _exists_takes_a_boolean(self) -> JsonPath:
+        # "exists" with "true" or 1 must not quietly read as "is absent": only a JSON boolean
+        # (or no value, meaning true) says which.
+        if self.op == "exists" and self.value is not None and not isinstance(self.value, bool):
+            raise ValueError(
+                f"json_path op 'exists' takes value true or false (or none, meaning true), "
+                f"not {self.value!r}"
+            )
+        return self
+
 
 class RungAtLeast(_Shape):
     """The observed outbound status is at or above this rung of its ladder."""

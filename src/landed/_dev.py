@@ -19,6 +19,7 @@ from typing import IO, Any
 from landed._task import SEARCH_ATTRIBUTES
 
 __all__ = [
+    "DEV_DYNAMIC_CONFIG",
     "DevError",
     "DevServer",
     "DevStack",
@@ -40,6 +41,21 @@ ROLE_PREFIXES: dict[str, tuple[str, ...]] = {
         "LANDED_ALLOW_UNSOURCED",
     ),
     "runner": ("LANDED_RUNNER_", "LANDED_LEDGER_URL"),
+}
+
+
+# Server settings for one machine running landed's task queues; each lowers the dev server's
+# CPU per task, and none changes what a workflow does.
+DEV_DYNAMIC_CONFIG: dict[str, Any] = {
+    # One partition per task queue instead of four: with one worker per queue, four partitions
+    # mostly forward polls and tasks between partitions, and a task misses the waiting poller
+    # (no sync match) and goes through the task table instead.
+    "matching.numTaskqueueReadPartitions": 1,
+    "matching.numTaskqueueWritePartitions": 1,
+    # The dev server re-reads its search-attribute registry from the database on every use so
+    # that attributes added at run time show at once; landed registers its attributes when the
+    # server starts (--search-attribute), so the cached registry is always current.
+    "system.forceSearchAttributesCacheRefreshOnRead": False,
 }
 
 
@@ -117,7 +133,7 @@ class DevServer:
     headless: bool = False
     log_file: Path | None = None
     log_level: str = "warn"
-    dynamic_config: Mapping[str, Any] = field(default_factory=dict)
+    dynamic_config: Mapping[str, Any] = field(default_factory=lambda: dict(DEV_DYNAMIC_CONFIG))
     proc: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = None
 
@@ -303,7 +319,17 @@ class RoleProcess:
 
 @dataclass
 class DevStack:
-    """Dev server + actor + verifier + runner; ``home`` holds the db, ledger, keys and logs."""
+    """Dev server + actor + verifier + runner; ``home`` holds the db, ledger, keys and logs.
+
+    Each role runs in its own working directory, ``home/actor``, ``home/verifier`` and
+    ``home/runner``; the signing key (``home/keys``) and the ledger (``home/ledger.db``) lie
+    outside the actor's, and the actor is given no path to either (its environment carries
+    only ``LANDED_ACTOR_*``). On one machine all roles still run as the same user, so act code
+    that goes looking can read the others' files: this separates roles against mistakes, not
+    against a hostile act. A fleet runs each role under its own account (or Deployment), where
+    the key and the ledger credentials are not readable by the actor at all. Relative paths in
+    a role's settings (``sqlite:///rel.db``) resolve against that role's directory.
+    """
 
     home: Path = field(default_factory=lambda: Path(".landed"))
     in_memory: bool = False
@@ -345,8 +371,24 @@ class DevStack:
                 or self.ledger_url,
             },
         }
+        # Roles no longer run in the caller's directory: keep its modules importable for the
+        # actor's acts (``python -m`` used to put it on sys.path) and its landed.toml for the
+        # verifier's sources.
+        origin = (self.cwd or Path.cwd()).resolve()
+        if role == "actor":
+            path = [str(origin), *filter(None, [base.get("PYTHONPATH")])]
+            defaults["actor"]["PYTHONPATH"] = os.pathsep.join(path)
+        toml = origin / "landed.toml"
+        if role == "verifier" and "LANDED_CONFIG_FILE" not in base and toml.is_file():
+            defaults["verifier"]["LANDED_CONFIG_FILE"] = str(toml)
         extra = {**defaults[role], **dict(self.env.get(role, {}))}
         return role_env(role, base=base, temporal_address=self.server.address, extra=extra)
+
+    def role_dir(self, role: str) -> Path:
+        """The role's own working directory, ``home/<role>`` (made on first use)."""
+        directory = (self.home / role).resolve()
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory
 
     async def start(self, timeout: float = 60.0) -> DevStack:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -376,7 +418,7 @@ class DevStack:
             role=role,
             env=self.role_environment(role),
             log_file=self.home / "logs" / f"{role}.log",
-            cwd=self.cwd,
+            cwd=self.role_dir(role),
         ).start()
         self.roles[role] = proc
         return proc

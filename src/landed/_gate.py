@@ -41,7 +41,8 @@ async def verify(
             evidence_cap=evidence_cap,
         )
         return Verdict.of(action, observation)
-    async with SourceRegistry.from_settings() as own:
+    # landed.verify()/gate() run inside the caller's own code, with its authority.
+    async with SourceRegistry.from_settings(allow_unsourced=True) as own:
         observation = await observe(
             probe,
             expect,

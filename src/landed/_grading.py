@@ -10,13 +10,23 @@ from typing import Any, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from landed._ladder import ARTIFACT_KINDS, READ_BACK_KINDS, ProofLevel, Status
+from landed._ladder import (
+    ARTIFACT_KINDS,
+    DONE_WORDS,
+    READ_BACK_KINDS,
+    ProofLevel,
+    Status,
+    fold_text,
+    required_level,
+)
 from landed._receipt import ProofItem, Receipt
 
 __all__ = [
+    "BUSINESS_READ_KINDS",
     "DONE_CLAIM_WORDS",
     "NOT_DONE_PHRASES",
     "NOT_DONE_WORDS",
+    "POSITIVE_IDIOMS",
     "SCAFFOLD_PHRASES",
     "SCAFFOLD_WORDS",
     "Finding",
@@ -27,6 +37,8 @@ __all__ = [
     "claim_bar",
     "evaluate",
     "grade",
+    "is_weak_label",
+    "signed_revenue",
     "words",
 ]
 
@@ -86,42 +98,43 @@ class RawGrade(NamedTuple):
 # "pending_review" as "pending review". A word next to a digit or an accent still counts: the
 # rules err towards flagging.
 
-#: Claim words that say "done". The spec's three (done, verified, reconciled) plus the words loose
-#: logs use for the same claim; a word missing here would let a done claim skip its bar.
-DONE_CLAIM_WORDS = frozenset(
-    {
-        "done",
-        "verified",
-        "reconciled",
-        "complete",
-        "completed",
-        "finished",
-        "success",
-        "succeeded",
-        "successful",
-        "shipped",
-    }
-)
-# A status such as "not done" or "isn't verified" claims nothing ("isn't" reads as "isn t").
-_NEGATIONS = frozenset({"not", "no", "never", "t"})
+#: Claim words that say "done": the ladder's table (``landed.DONE_WORDS``), so that
+#: ``landed.required_level`` and the grader read a claim the same way.
+DONE_CLAIM_WORDS = DONE_WORDS
 
 #: DOD-7: words and two-word phrases in a report that mean the work is not done. Deliberately
 #: blind to negation: "no longer blocked" still counts. Parsing negation is where a checker starts
 #: excusing overclaims ("not blocked, but the deploy is pending"); a false alarm costs one
-#: re-worded report, a missed one costs a false "done".
+#: re-worded report, a missed one costs a false "done". Digits are not words, so "Only 22 of 45"
+#: reads "only of". The one exception is a short list of fixed positive idioms about errors and
+#: failures ("no errors", "0 failed", "without failures", "error-free": POSITIVE_IDIOMS), which
+#: are taken out of the text before the words are read: "done, no errors" is the commonest
+#: clean report there is. Anything else naming an error or a failure counts ("errors: 2",
+#: "no errors, but the insert failed" still says "failed").
 NOT_DONE_WORDS = frozenset(
     {
         *("blocked", "blocker", "blockers", "blocking", "waiting", "awaiting", "pending"),
         *("incomplete", "unfinished", "partial", "partially", "cannot", "couldnt", "unable"),
-        *("stuck", "todo", "wip"),
+        *("stuck", "todo", "wip", "halfway", "queued", "retrying", "skipped", "skipping"),
+        *("failed", "failing", "fails", "failure", "failures", "error", "errors", "errored"),
+        *("crashed", "aborted", "reverted", "rollback", "didnt", "hasnt", "havent"),
     }
 )
 NOT_DONE_PHRASES = frozenset(
     [("could", "not"), ("couldn", "t"), ("can", "not"), ("can", "t"), ("in", "progress")]
     + [("on", "hold"), ("timed", "out"), ("gave", "up"), ("failed", "to")]
     + [("not", w) for w in ("yet", "done", "finished", "complete", "completed", "working")]
-    + [("not", "live"), ("not", "deployed")]
+    + [("not", "live"), ("not", "deployed"), ("not", "all")]
     + [("still", w) for w in ("need", "needs", "needed", "missing", "waiting", "pending")]
+    + [("did", "not"), ("didn", "t"), ("have", "not"), ("haven", "t"), ("has", "not")]
+    + [("hasn", "t"), ("rolled", "back"), ("only", "of"), ("backed", "out")]
+)
+#: Positive idioms about errors and failures, removed before DOD-7 reads a text (see above).
+POSITIVE_IDIOMS = re.compile(
+    r"\b(?:no|zero|0|without|never)[\s_-]+(?:errors?|failures?|failed|failing)\b"
+    r"|\b(?:errors?|failures?)[\s_-]*(?:free|:\s*0|=\s*0)(?![0-9])"
+    r"|\b0\s+(?:errors?|failures?|failed)\b",
+    re.IGNORECASE,
 )
 
 #: DOD-8: words naming a scaffold rather than the live outcome, by family, so that an outcome
@@ -250,17 +263,9 @@ def grade(
 @lru_cache(maxsize=512)
 def claim_bar(word: str | None) -> ProofLevel | None:
     """The level a status or verdict word needs: P4 for reconciled, P3 for any other done word,
-    None when it claims nothing done ("executed", "held", "not done")."""
-    if not word:
-        return None
-    tokens = [w.decode() for w in words(word)]
-    if not tokens or not _NEGATIONS.isdisjoint(tokens):
-        return None
-    if "reconciled" in tokens:
-        return ProofLevel.P4
-    if not DONE_CLAIM_WORDS.isdisjoint(tokens):
-        return ProofLevel.P3
-    return None
+    None when it claims nothing done ("executed", "held", "not done"). It is
+    ``landed.required_level``, memoised: there is one claim logic."""
+    return required_level(word)
 
 
 class _StatusFacts(NamedTuple):
@@ -279,7 +284,7 @@ def _status_facts(word: str) -> _StatusFacts:
         -1 if bar is None else int(bar),
         _SIDE_STATES.get(norm),
         _LADDER_RUNGS.get(norm),
-        _first_phrase(words(word), _B_NOT_DONE, _B_NOT_DONE_FIRST, _B_NOT_DONE_PHRASES),
+        _first_not_done(word),
     )
 
 
@@ -312,8 +317,13 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
     It runs once per receipt on files of millions, so it is written for CPython's speed: one
     function, plain ints for levels, and the word rules behind set operations that run in C."""
     findings: list[tuple[str, str]] = []
+    # With signatures checked, the read-backs that counted through a signature (their indexes):
+    # only those can carry what unsigned fields claim (P4, revenue).
+    counted: list[int] | None = None if signed is None else []
     owner = view.owner
     owner = owner.strip().lower() if owner else ""
+    # Read-backs that were made and did not pass: one passing read cannot outvote them.
+    disagreed: list[int] = []
     claimed = view.claimed_status
     status = _status_facts(claimed)
 
@@ -357,18 +367,33 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
             if not passed:
                 why = f"did not pass (result={_clip(str(result))!r}); it proves nothing"
                 findings.append(("DOD-5", f"read-back #{number} ({kind}) {why}"))
+                if result is not None or landed:
+                    # A read of the system of record that disagrees (or no longer holds live).
+                    disagreed.append(number)
             elif not ref or ref.isspace():
                 why = "cites no ref; cited proof must resolve, so it counts as an assertion"
                 findings.append(("DOD-5", f"read-back #{number} ({kind}) {why}"))
             elif not checker or checker in _ACTOR_NAMES or checker == owner:
                 findings.append(("DOD-2", _self_checked(number, kind, item.checked_by, checker)))
-            elif kind == "http_contains" and not (isinstance(expect, str) and expect.strip()):
+            elif kind == "http_contains" and not (
+                isinstance(expect, str) and expect.strip() and not is_weak_label(expect)
+            ):
                 why = (
-                    "has no expect text, so it shows only that the page answered; "
-                    "it counts as an assertion"
+                    "has no expect text (the weak non_empty default is none), so it shows only "
+                    "that the page answered; it counts as an assertion"
                 )
                 findings.append(("DOD-4", f"read-back #{number} ({kind}) {why}"))
-            elif _is_loopback(ref) and "local" not in _outcome_families(outcome):
+            elif (
+                # _is_loopback, inline: this runs for every read-back on millions of receipts
+                (
+                    "localhost" in (low := ref.lower())
+                    or "127." in low
+                    or "::1" in low
+                    or "0.0.0.0" in low
+                )
+                and _LOOPBACK.search(low) is not None
+                and "local" not in _outcome_families(outcome)
+            ):
                 why = (
                     f"reads {_clip(ref.strip())}, a loopback address: a local server is not the "
                     "live outcome unless the outcome names it; it counts as an artifact"
@@ -385,6 +410,8 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
                 findings.append(("DOD-2", f"read-back #{number} ({kind}) {why}"))
             else:
                 level = 3
+                if counted is not None:
+                    counted.append(number - 1)
         elif kind in ARTIFACT_KINDS:
             ref = item.ref
             if not passed:
@@ -399,23 +426,47 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
             why = "is neither a read-back kind nor an artifact kind; it counts as an assertion"
             findings.append(("DOD-4", f"proof #{number} kind '{_clip(kind, 40)}' {why}"))
 
+    if disagreed and level >= 3:
+        # Every declared read-back has to hold: a task whose plan read 45 rows as 90 is not done
+        # because its page check passed. The passing read shows part of the outcome, no more.
+        numbers = ", ".join(f"#{n}" for n in disagreed)
+        findings.append(
+            (
+                "DOD-4",
+                f"read-back {numbers} disagreed with the claim, so the passing read-backs prove "
+                "only part of the outcome; it counts as an artifact",
+            )
+        )
+        level = 2
+
     business = view.business_outcome
     if level == 3 and business is not None and business.verified is True:
-        level = 4
+        if counted is None:
+            level = 4
+        else:
+            # business_outcome is not signed: under signature checks, P4 needs a signed read-back
+            # of the business outcome itself.
+            unsigned = _unsigned_outcome(view, business, counted)
+            if unsigned is None:
+                level = 4
+            else:
+                findings.append(("DOD-2", unsigned))
+    if counted is not None and signed is not None:
+        _check_revenue(view, signed, findings)
 
-    # The word rules. One tokenization of target and report tells, in C, whether any rule could
-    # apply; the exact (slower) reading runs only then.
+    # The word rules. What a report says is read once per distinct report (reports repeat: agents
+    # write them from templates); the target is read here, and the outcome only when it matters.
+    if report:
+        not_done, report_scaffold = (
+            _report_facts(report) if len(report) <= _MEMO_TEXT else _read_report(report)
+        )
+    else:
+        not_done = report_scaffold = None
     target = view.target
-    text = f"{target} {report}" if target and report else (target or report or "")
-    seen = text.encode("utf-8", "replace").translate(_WORD_BYTES).split()
 
     # DOD-8: a scaffold named by the target or the report caps the proof at an artifact.
-    if (
-        not _B_SCAFFOLD_SET.isdisjoint(seen)
-        or not _B_SCAFFOLD_FIRST.isdisjoint(seen)
-        or (target and _maybe_loopback(target.lower()))
-    ):
-        scaffold = _scaffold_signal(target, report, outcome)
+    if target or report_scaffold is not None:
+        scaffold = _scaffold_signal(target, report_scaffold, outcome)
         if scaffold is not None:
             capped = 2 if level > 2 else level
             if claims_done or capped != level:
@@ -430,9 +481,6 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
             level = capped
 
     # DOD-7: the report's (and the status's own) words beat the status.
-    not_done = None
-    if not _B_NOT_DONE.isdisjoint(seen) or not _B_NOT_DONE_FIRST.isdisjoint(seen):
-        not_done = _first_phrase(words(report), _B_NOT_DONE, _B_NOT_DONE_FIRST, _B_NOT_DONE_PHRASES)
     if not_done is None:
         not_done = status.not_done
 
@@ -491,6 +539,78 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
     )
 
 
+#: The read-back kinds that observe a business outcome itself (money taken, a message sent, a
+#: call made, an object created at a provider). Under signature checks, P4 needs a signed one of
+#: these whose kind the business_outcome class names: a page or a row that matched is a read-back
+#: (P3), not a reconciliation, and business_outcome.verified is not signed.
+BUSINESS_READ_KINDS = frozenset({"payment", "sent_log", "call_log", "provider_object"})
+
+
+def _kind_name(text: object) -> str:
+    return text.strip().lower().replace("-", "_").replace(" ", "_") if isinstance(text, str) else ""
+
+
+def _unsigned_outcome(view: ReceiptView, business: OutcomeView, counted: list[int]) -> str | None:
+    """None when a signed read-back of the business outcome's own kind counted, else why not."""
+    named = getattr(business, "class_", None)
+    wanted = _kind_name(named)
+    if wanted in BUSINESS_READ_KINDS:
+        proof = view.proof
+        if any(_kind_name(proof[index].kind) == wanted for index in counted):
+            return None
+        why = f"no signed {wanted} read-back counted"
+    else:
+        kinds = ", ".join(sorted(BUSINESS_READ_KINDS))
+        why = f"its class {_clip(str(named))!r} is not a kind landed reads back and signs ({kinds})"
+    return (
+        f"business_outcome.verified is not signed and {why}; under signature checks P4 needs a "
+        "signed read-back of the business outcome, so the proof counts as P3 (read-back)"
+    )
+
+
+def signed_revenue(view: ReceiptView, signed: Callable[[int], bool]) -> float | None:
+    """``landed.revenue_usd`` when a signed, passing payment read-back observed that very amount
+    (its signed observation's value), else None: under signature checks revenue the receipt merely
+    states is not counted."""
+    extension = getattr(view, "landed", None)
+    revenue = getattr(extension, "revenue_usd", None)
+    if not isinstance(revenue, int | float) or isinstance(revenue, bool):
+        return None
+    for index, item in enumerate(view.proof):
+        if _kind_name(item.kind) != "payment" or _kind_name(item.result) != "pass":
+            continue
+        observation = (item.landed or {}).get("observation")
+        value = observation.get("value") if isinstance(observation, dict) else None
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and value == revenue
+            and _signature_holds(signed, index)
+        ):
+            return float(revenue)
+    return None
+
+
+def _check_revenue(
+    view: ReceiptView, signed: Callable[[int], bool], findings: list[tuple[str, str]]
+) -> None:
+    revenue = getattr(getattr(view, "landed", None), "revenue_usd", None)
+    if revenue is not None and signed_revenue(view, signed) is None:
+        findings.append(
+            (
+                "DOD-2",
+                f"landed.revenue_usd {_clip(str(revenue), 40)} is not signed and no signed payment "
+                "read-back observed that amount; under signature checks it does not count",
+            )
+        )
+
+
+def is_weak_label(expect: str) -> bool:
+    """An expect that names the weak default ("non_empty (weak default)"), not a text to find."""
+    name = _kind_name(expect)
+    return name.startswith(("non_empty", "nonempty")) or "weak_default" in name
+
+
 def _self_verdict(verdict: str, issuer: str | None, by_owner: bool) -> str:
     who = "the owner" if by_owner else "the actor"
     return (
@@ -514,6 +634,11 @@ def _live_failed(
     pass adds nothing."""
     live = landed.get("live")
     if not isinstance(live, dict) or live.get("ok") is True:
+        return False
+    if live.get("ok") is None and live.get("skipped") is True:
+        # --live could not re-read it (its ref is no URL): the proof stands, with a note.
+        reason = _clip(str(live.get("reason") or "no reason recorded"), 160)
+        findings.append(("DOD-5", f"proof #{number} ({kind}) was not re-read live: {reason}"))
         return False
     rule = "DOD-4" if live.get("rule") == "DOD-4" else "DOD-5"
     reason = _clip(str(live.get("reason") or "no reason recorded"), 160)
@@ -562,32 +687,86 @@ def _is_loopback(text: str) -> bool:
     return _maybe_loopback(lowered) and _LOOPBACK.search(lowered) is not None
 
 
+# Reports up to this many characters are memoised; longer ones are read each time, so the memo's
+# memory stays bounded (4,096 entries of at most 2 KB).
+_MEMO_TEXT = 2048
+
+
+def _read_report(report: str) -> tuple[str | None, str | None]:
+    """The report's first DOD-7 phrase and its first scaffold word or phrase (DOD-8)."""
+    if not report.isascii():  # fullwidth "FAILED" and "fáiled" read "failed"
+        report = fold_text(report)
+    text = report.encode("utf-8", "replace").translate(_WORD_BYTES).split()
+    if _B_REPORT_TRIGGERS.isdisjoint(text):
+        return None, None
+    return (
+        _first_not_done(report, text),
+        _first_phrase(text, _B_SCAFFOLD_SET, _B_SCAFFOLD_FIRST, _B_SCAFFOLD_PAIRS),
+    )
+
+
+_B_IDIOM_WORDS = frozenset(
+    {b"error", b"errors", b"failure", b"failures", b"failed", b"failing", b"free"}
+)
+
+
+def _first_not_done(text: str, tokens: list[bytes] | None = None) -> str | None:
+    """The first DOD-7 word or phrase of ``text`` (its words ``tokens``, when already read),
+    after the positive idioms are taken out."""
+    if not text.isascii():
+        text, tokens = fold_text(text), None
+    if tokens is None:
+        tokens = words(text)
+    if not _B_IDIOM_WORDS.isdisjoint(tokens):
+        tokens = words(POSITIVE_IDIOMS.sub(" ", text))
+    return _first_phrase(tokens, _B_NOT_DONE, _B_NOT_DONE_FIRST, _B_NOT_DONE_PHRASES)
+
+
+_report_facts = lru_cache(maxsize=4096)(_read_report)
+_B_REPORT_TRIGGERS = _B_NOT_DONE | _B_NOT_DONE_FIRST | _B_SCAFFOLD_SET | _B_SCAFFOLD_FIRST
+_B_TARGET_TRIGGERS = _B_SCAFFOLD_IN_TARGET | _B_SCAFFOLD_FIRST
+_B_OUTCOME_TRIGGERS = _B_REPLACING | _B_SCAFFOLD_SET | _B_SCAFFOLD_FIRST | _B_LOCAL
+
+
 @lru_cache(maxsize=256)
 def _outcome_families(outcome: str | None) -> frozenset[str]:
     """The scaffold families the outcome names as the deliverable: {"mock"} for "a clickable
     mockup of the pricing page", none for "replace the mock with the live API"."""
     text = words(outcome)
+    if _B_OUTCOME_TRIGGERS.isdisjoint(text) and not _is_loopback(outcome or ""):
+        return _NO_FAMILIES
     if not text or not _B_REPLACING.isdisjoint(text):
-        return frozenset()
-    families = {_B_SCAFFOLD[w] for w in text if w in _B_SCAFFOLD}
-    families.update(_B_SCAFFOLD_PHRASES.get(pair, "") for pair in itertools.pairwise(text))
-    families.discard("")
+        return _NO_FAMILIES
+    families = {_B_SCAFFOLD[w] for w in _B_SCAFFOLD_SET.intersection(text)}
+    if not _B_SCAFFOLD_FIRST.isdisjoint(text):
+        families.update(_B_SCAFFOLD_PHRASES.get(pair, "") for pair in itertools.pairwise(text))
+        families.discard("")
     if not _B_LOCAL.isdisjoint(text) or _is_loopback(outcome or ""):
         families.add("local")
     return frozenset(families)
 
 
-def _scaffold_signal(target: str | None, report: str | None, outcome: str | None) -> str | None:
-    """Describe the first scaffold the target or report names, unless the outcome names it."""
+_NO_FAMILIES: frozenset[str] = frozenset()
+
+
+def _scaffold_signal(target: str | None, found: str | None, outcome: str | None) -> str | None:
+    """Describe the first scaffold the target or the report (whose first scaffold word or phrase
+    is ``found``) names, unless the outcome names it."""
     if target:
-        if _is_loopback(target) and "local" not in _outcome_families(outcome):
+        low = target.lower()
+        if (
+            _maybe_loopback(low)
+            and _LOOPBACK.search(low) is not None
+            and "local" not in _outcome_families(outcome)
+        ):
             return f"the target {_clip(target.strip())} (a loopback address)"
-        found = _first_phrase(
-            words(target), _B_SCAFFOLD_IN_TARGET, _B_SCAFFOLD_FIRST, _B_SCAFFOLD_PAIRS
-        )
-        if found is not None and _family(found) not in _outcome_families(outcome):
-            return f"the target's '{found}'"
-    found = _first_phrase(words(report), _B_SCAFFOLD_SET, _B_SCAFFOLD_FIRST, _B_SCAFFOLD_PAIRS)
+        text = target.encode("utf-8", "replace").translate(_WORD_BYTES).split()
+        if not _B_TARGET_TRIGGERS.isdisjoint(text):
+            in_target = _first_phrase(
+                text, _B_SCAFFOLD_IN_TARGET, _B_SCAFFOLD_FIRST, _B_SCAFFOLD_PAIRS
+            )
+            if in_target is not None and _family(in_target) not in _outcome_families(outcome):
+                return f"the target's '{in_target}'"
     if found is not None and _family(found) not in _outcome_families(outcome):
         return f"the report's '{found}'"
     return None

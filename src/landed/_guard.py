@@ -96,6 +96,8 @@ def load_contracts(path: Path) -> tuple[list[tuple[int, Contract]], list[_Item]]
                 f"{path} is {size} bytes, more than {MAX_CONTRACTS_BYTES}: not a contracts file"
             )
         text = path.read_bytes().decode("utf-8")
+        if text.startswith("\ufeff"):  # a UTF-8 byte-order mark, as some editors write
+            text = text[1:]
     except FileNotFoundError:
         raise ContractsUnreadable(
             f"the contracts file {path} does not exist; create it (one JSON contract per line) "
@@ -245,7 +247,8 @@ async def _run(
     except ContractsUnreadable as exc:
         return _blocked(str(exc))
     try:
-        registry = load_registry(config_file=config_file, role="landed-guard")
+        # The guard is the user's own hook: its contracts run with the user's authority.
+        registry = load_registry(config_file=config_file, role="landed-guard", allow_unsourced=True)
     except ConfigError as exc:
         return _blocked(str(exc))
     async with registry:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import IO, Any, Final
+from typing import IO, Any, Final, Protocol
 
 import msgspec
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -13,13 +13,16 @@ from landed._receipt import Receipt
 
 __all__ = [
     "MAX_LINE_BYTES",
+    "ByteSource",
     "FastReceipt",
     "InvalidLine",
     "decode_line",
     "decode_receipt",
     "normalize_loose",
+    "read_batches",
     "read_lines",
     "read_receipts",
+    "settle_fast",
 ]
 
 #: The longest line landed reads as one receipt. A longer one is reported invalid and skipped
@@ -45,27 +48,84 @@ class InvalidLine(BaseModel):
 def read_lines(
     stream: IO[bytes], *, max_line_bytes: int = MAX_LINE_BYTES
 ) -> Iterator[tuple[int, bytes | InvalidLine]]:
-    """Yield ``(line number, bytes)`` for each line, or an InvalidLine for one longer than
-    ``max_line_bytes``, whose rest is skipped in bounded chunks. Strips a UTF-8 byte-order mark."""
-    readline = stream.readline
+    """Yield ``(line number, bytes)`` for each line (without its newline), or an InvalidLine for
+    one longer than ``max_line_bytes``, whose rest is skipped in bounded chunks. Strips a UTF-8
+    byte-order mark."""
     number = 0
-    while True:
-        data = readline(max_line_bytes + 1)
-        if not data:
-            return
-        number += 1
-        if number == 1:
-            if data.startswith(_BOM):
-                data = data[len(_BOM) :]
-            elif data.startswith(_UTF16_BOMS):
-                yield number, InvalidLine(line=number, reason=_UTF16)
-                return
-        if len(data) > max_line_bytes and not data.endswith(b"\n"):
-            while data and not data.endswith(b"\n"):
-                data = readline(1 << 20)
-            yield number, InvalidLine(line=number, reason=_too_long(max_line_bytes))
-            continue
-        yield number, data
+    for batch in read_batches(stream, max_line_bytes=max_line_bytes):
+        for data in batch:
+            number += 1
+            yield number, data
+
+
+#: How much ``read_batches`` reads at once: large enough that splitting runs in C over many lines,
+#: small enough to keep memory flat on a file of any size.
+_READ_CHUNK_BYTES: Final = 1 << 20
+
+
+class ByteSource(Protocol):
+    """Anything with ``read(size)``: a binary file, or one part of one (``FilePart``)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def read_batches(
+    stream: ByteSource,
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    chunk_bytes: int = _READ_CHUNK_BYTES,
+    at_start: bool = True,
+) -> Iterator[Sequence[bytes | InvalidLine]]:
+    """The lines of ``stream`` in batches, in order, one item per line (numbered from 1 across
+    batches): the line's bytes without its newline, or an InvalidLine for a line longer than
+    ``max_line_bytes``, whose rest is skipped without being held whole. A UTF-8 byte-order mark
+    is stripped; a UTF-16 one makes the whole input one InvalidLine (only ``at_start``: False
+    reads a later part of a file, from a line boundary, numbering its lines from 1).
+
+    The file is read in large blocks and split in C: reading line by line costs more than
+    decoding a receipt."""
+    read = stream.read
+    block = read(chunk_bytes)
+    # A pipe may hand over fewer bytes than a byte-order mark at first.
+    while at_start and block and len(block) < len(_BOM) and (more := read(chunk_bytes)):
+        block += more
+    if not at_start:
+        pass
+    elif block.startswith(_BOM):
+        block = block[len(_BOM) :] or read(chunk_bytes)
+    elif block.startswith(_UTF16_BOMS):
+        yield [InvalidLine(line=1, reason=_UTF16)]
+        return
+    number = 0  # lines handed out so far
+    tail = b""  # the start of a line whose newline has not been read yet
+    skipping = False  # inside a line already reported as too long: drop up to its newline
+    while block:
+        lines = (tail + block if tail else block).split(b"\n")
+        tail = lines.pop()
+        if skipping and lines:
+            del lines[0]  # the end of the over-long line
+            skipping = False
+        batch: Sequence[bytes | InvalidLine] = lines
+        if lines and max(map(len, lines)) > max_line_bytes:
+            batch = [
+                InvalidLine(line=number + i, reason=_too_long(max_line_bytes))
+                if len(data) > max_line_bytes
+                else data
+                for i, data in enumerate(lines, 1)
+            ]
+        if skipping:
+            tail = b""
+        elif len(tail) > max_line_bytes:
+            over = InvalidLine(line=number + len(batch) + 1, reason=_too_long(max_line_bytes))
+            batch = [*batch, over]
+            tail = b""
+            skipping = True
+        if batch:
+            number += len(batch)
+            yield batch
+        block = read(chunk_bytes)
+    if tail:
+        yield [tail]
 
 
 _UTF16 = (
@@ -89,12 +149,18 @@ _ANY_JSON: Final = msgspec.json.Decoder()
 def normalize_loose(record: dict[str, Any], line: int) -> dict[str, Any]:
     """Map a loose log onto the receipt: ``status``/``state`` -> ``claimed_status``, ``id`` ->
     ``task_id`` (an integer id becomes its decimal text), and a missing id -> ``line-N``. The alias
-    keys stay in the record as unknown fields; a present canonical field always wins."""
+    keys stay in the record as unknown fields; a present canonical field wins, except an empty or
+    blank ``claimed_status``, which says nothing and so must not hide a ``status: done``."""
     out = record
-    if "claimed_status" not in record:
+    claimed = record.get("claimed_status")
+    absent = "claimed_status" not in record
+    if absent or (isinstance(claimed, str) and (not claimed or claimed.isspace())):
         for alias in ("status", "state"):
             if alias in record:
-                out = {**record, "claimed_status": record[alias]}
+                value = record[alias]
+                if not absent and isinstance(value, str) and (not value or value.isspace()):
+                    continue
+                out = {**record, "claimed_status": value}
                 break
     task_id = out.get("task_id")
     if task_id is None:
@@ -174,8 +240,9 @@ EMPTY_INPUT: Final = InvalidLine(
 # --- the fast path: msgspec, then the same grading ----------------------------------------------
 # These structs mirror Receipt's known fields with types no wider than pydantic accepts, so a line
 # they accept is one the model accepts too (msgspec's RFC 3339 datetimes are a subset of what
-# pydantic reads). Anything else (loose logs, lax types, errors) goes to
-# decode_receipt, which gives the reference answer. tests/test_intake.py checks the two agree.
+# pydantic reads); loose logs get normalize_loose's mapping in place (settle_fast). Anything else
+# (lax types, odd aliases, errors) goes to decode_receipt, which gives the reference answer.
+# tests/test_intake.py checks the two agree.
 
 _ABSENT: Final = "\x00landed:absent\x00"
 # gc=False: decoded JSON cannot hold a reference cycle, so the cyclic collector need not track
@@ -237,21 +304,59 @@ class FastReceipt(msgspec.Struct, gc=False):
     verdict_by: str | None = None
     settled_at: datetime | None = None
     landed: FastLanded | None = None
+    # Loose-log aliases (normalize_loose): read only when the canonical field is absent.
+    status: Any = _ABSENT
+    state: Any = _ABSENT
+    id: Any = _ABSENT
 
 
 _FAST: Final = msgspec.json.Decoder(FastReceipt)
+_FAST_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
 def decode_line(line: int, data: bytes) -> FastReceipt | Receipt | InvalidLine | None:
     """Decode one line for the checker: the fast struct when the line is a plain, well-typed
-    receipt, else exactly what ``decode_receipt`` says."""
+    receipt or loose log, else exactly what ``decode_receipt`` says."""
     # "class_" would reach pydantic's populate_by_name alias; let the model judge it.
     if b'"class_"' not in data:
         try:
             fast = _FAST.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        except _FAST_ERRORS:
             pass
         else:
-            if fast.task_id != _ABSENT and fast.claimed_status != _ABSENT:
+            if settle_fast(fast, line):
                 return fast
     return decode_receipt(line, data)
+
+
+def settle_fast(fast: FastReceipt, line: int) -> bool:
+    """Apply ``normalize_loose`` to a decoded struct in place; False when the record needs the
+    pydantic reading instead (a missing status, an alias value of the wrong type)."""
+    claimed = fast.claimed_status
+    if claimed is _ABSENT:
+        claimed = fast.status
+        if claimed is _ABSENT:
+            claimed = fast.state
+        if claimed.__class__ is not str or claimed == _ABSENT:
+            return False
+        fast.claimed_status = claimed
+    elif claimed == _ABSENT:
+        return False
+    elif (not claimed or claimed.isspace()) and (
+        fast.status is not _ABSENT or fast.state is not _ABSENT
+    ):
+        return False  # a blank status beside an alias: normalize_loose decides
+    task_id = fast.task_id
+    if task_id is _ABSENT:
+        ident = fast.id
+        if ident is _ABSENT or ident is None:
+            fast.task_id = f"line-{line}"
+        elif ident.__class__ is int:
+            fast.task_id = str(ident)
+        elif ident.__class__ is str and ident != _ABSENT:
+            fast.task_id = ident
+        else:
+            return False
+    elif task_id == _ABSENT:
+        return False
+    return True

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import os
 import socket
+import sys
+import threading
 from collections.abc import Mapping, Sequence
+from types import CodeType
 from typing import Any
 
 from temporalio.client import Client
@@ -16,6 +22,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Interceptor as WorkerInterceptor
 from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+from temporalio.workflow import _Definition
 
 __all__ = [
     "PLUGIN_NAME",
@@ -93,14 +100,106 @@ def tracing_interceptors() -> list[ClientInterceptor | WorkerInterceptor]:
     return []
 
 
+class _SourceLoader(importlib.machinery.SourceFileLoader):
+    """A source loader that compiles each version of a file once per process."""
+
+    def __init__(self, fullname: str, path: str, cache: _CompileOnce) -> None:
+        super().__init__(fullname, path)
+        self._cache = cache
+
+    def get_code(self, fullname: str) -> CodeType | None:
+        stat = os.stat(self.path)
+        # Keyed like Python's own bytecode cache: an edited file compiles again.
+        key = (self.path, stat.st_mtime_ns, stat.st_size)
+        code = self._cache.code.get(key)
+        if code is None:
+            code = super().get_code(fullname)
+            if code is not None:
+                self._cache.code[key] = code
+        return code
+
+
+class _CompileOnce(importlib.abc.MetaPathFinder):
+    """Serves the modules the sandbox re-imports for each workflow run from code compiled once.
+
+    The sandbox executes a workflow's module (and the packages above it) afresh for every run,
+    so a run starts from clean module state. Compiling that source again each time is the
+    costliest part of starting a run when Python has no bytecode cache to read (an editable
+    install, PYTHONDONTWRITEBYTECODE, a read-only tree). Executing the same code object again
+    is what Python does with a .pyc; each run still gets fresh module state.
+    """
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.code: dict[tuple[str, int, int], CodeType] = {}
+        # Where each module was found (file, package search path): finding it again walks the
+        # import path with a stat per entry, for an answer that doesn't change.
+        self._found: dict[tuple[str, tuple[str, ...] | None], tuple[str, list[str] | None]] = {}
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in self.names:
+            return None
+        key = (fullname, tuple(path) if path is not None else None)
+        found = self._found.get(key)
+        if found is not None and os.path.isfile(found[0]):
+            origin, locations = found
+            return importlib.util.spec_from_file_location(
+                fullname,
+                origin,
+                loader=_SourceLoader(fullname, origin, self),
+                submodule_search_locations=None if locations is None else list(locations),
+            )
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec: importlib.machinery.ModuleSpec | None = finder.find_spec(fullname, path, target)
+            if spec is None:
+                continue
+            loader = spec.loader
+            if type(loader) is importlib.machinery.SourceFileLoader and spec.origin:
+                spec.loader = _SourceLoader(fullname, spec.origin, self)
+                locations = spec.submodule_search_locations
+                self._found[key] = (spec.origin, None if locations is None else list(locations))
+            return spec
+        return None
+
+
+_COMPILE_ONCE = _CompileOnce()
+_COMPILE_ONCE_LOCK = threading.Lock()
+
+
+def _compile_once(module: str) -> None:
+    """Serve ``module`` and its parent packages through the compile-once finder."""
+    parts = module.split(".")
+    with _COMPILE_ONCE_LOCK:
+        _COMPILE_ONCE.names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        if _COMPILE_ONCE not in sys.meta_path:
+            sys.meta_path.insert(0, _COMPILE_ONCE)
+
+
+@dataclasses.dataclass(frozen=True)
+class _SandboxRunner(SandboxedWorkflowRunner):
+    """The SDK's sandbox; each workflow module it re-imports per run is compiled only once."""
+
+    def prepare_workflow(self, defn: _Definition) -> None:
+        if defn.cls.__module__ != "__main__":
+            _compile_once(defn.cls.__module__)
+        super().prepare_workflow(defn)
+
+
 def _with_passthrough(existing: WorkflowRunner | None) -> WorkflowRunner:
     runner = existing if existing is not None else SandboxedWorkflowRunner()
     if not isinstance(runner, SandboxedWorkflowRunner):
         return runner  # an unsandboxed runner shares every module already
     modules = (*SANDBOX_PASSTHROUGH, *_core_modules())
-    return dataclasses.replace(
-        runner, restrictions=runner.restrictions.with_passthrough_modules(*modules)
+    sandbox = _SandboxRunner(
+        restrictions=runner.restrictions.with_passthrough_modules(*modules),
+        runner_class=runner.runner_class,
     )
+    sandbox.set_worker_level_failure_exception_types(runner._worker_level_failure_exception_types)
+    return sandbox
 
 
 def landed_plugin() -> SimplePlugin:

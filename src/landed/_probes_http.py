@@ -7,10 +7,11 @@ import asyncio
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import quote, urlsplit
+from typing import Any, Final
+from urllib.parse import quote, unquote, urlsplit
 
-import httpx
+import aiohttp
+import yarl
 
 from landed._contract import (
     CallLogProbe,
@@ -44,6 +45,7 @@ class Fetched:
     capture: Capture
 
 
+@functools.lru_cache(maxsize=1024)
 def _origin(url: str) -> tuple[str, str, int | None]:
     parts = urlsplit(url)
     return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
@@ -62,7 +64,7 @@ def _target(name: str | None, cfg: SourceConfig | None, url: str) -> str:
         if cfg is None or cfg.allow_absolute_urls:
             return url
         base = cfg.url or ""
-        if base and _origin(url) == _origin(base) and url.startswith(base.rstrip("/")):
+        if base and _origin(url) == _origin(base) and _under(url, base):
             return url
         raise ProbeError(
             f"source {name!r} does not allow absolute URLs; give a path relative to its base, "
@@ -72,10 +74,30 @@ def _target(name: str | None, cfg: SourceConfig | None, url: str) -> str:
         raise ProbeError(
             f"{url!r} is relative, so the probe must name an http source whose url is the base"
         )
-    segments = urlsplit(url).path.split("/")
-    if ".." in segments or url.startswith("//"):
+    if _climbs(urlsplit(url).path) or url.startswith("//"):
         raise ProbeError(f"{url!r} climbs out of the source's base; '..' is not allowed")
     return cfg.url.rstrip("/") + "/" + url.lstrip("/")
+
+
+def _climbs(path: str) -> bool:
+    """A ``..`` segment, as the server may see it: each ``/`` segment percent-decoded (twice,
+    for a proxy that decodes once more), with ``\\`` read as a separator. An encoded slash
+    stays data inside its segment (an object id like ``..%2Fadmin`` is one segment)."""
+    for segment in path.split("/"):
+        for text in (segment, unquote(segment), unquote(unquote(segment))):
+            if ".." in text.split("\\"):
+                return True
+    return False
+
+
+def _under(url: str, base: str) -> bool:
+    """``url``'s path lies inside ``base``'s path, checked whole segments at a time after
+    decoding, so ``/api/../admin``, ``/api/%2e%2e/admin`` and ``/api-admin`` are all outside."""
+    path, root = urlsplit(url).path, urlsplit(base).path.rstrip("/")
+    if _climbs(path):
+        return False
+    decoded = unquote(path)
+    return not root or decoded == root or decoded.startswith(root + "/")
 
 
 async def fetch(
@@ -101,49 +123,45 @@ async def _fetch(
     target: str,
     limits: Limits,
 ) -> Fetched:
-    async with registry.http_client(name, cfg) as client:
-        return await _fetch_with(client, name, cfg, target, limits)
-
-
-async def _fetch_with(
-    client: httpx.AsyncClient,
-    name: str | None,
-    cfg: SourceConfig | None,
-    target: str,
-    limits: Limits,
-) -> Fetched:
+    session = registry.http_session(name, cfg)
     url = target
     creds = cfg.auth_headers() if cfg is not None else {}
-    home = _origin(cfg.url) if cfg is not None and cfg.url else None
+    home = _origin(cfg.url) if creds and cfg is not None and cfg.url else None
+    follow = cfg is not None and cfg.follow_redirects
     for _ in range(_MAX_REDIRECTS + 1):
         # Credentials only travel to the source's own origin, never to an absolute URL
         # elsewhere or to wherever a redirect points.
-        headers = creds if home is not None and _origin(target) == home else {}
+        headers = creds if home is not None and _origin(target) == home else None
         capture = Capture(keep=limits.read_cap, limit=limits.read_limit)
         try:
-            async with client.stream("GET", _parsed(target), headers=headers) as resp:
+            async with session.get(_parsed(target), headers=headers, allow_redirects=False) as resp:
                 location = resp.headers.get("location")
-                if resp.is_redirect and location and cfg is not None and cfg.follow_redirects:
-                    target = str(resp.url.join(location))
+                if follow and location and resp.status in _REDIRECTS:
+                    target = str(resp.url.join(yarl.URL(location)))
                     continue
-                async for chunk in resp.aiter_bytes():
+                async for chunk in resp.content.iter_any():
                     if not capture.feed(chunk):
                         raise ProbeError(
                             f"the response passed the read limit of {capture.limit} bytes; "
                             "nothing whole was read",
                             capture,
                         )
-                return Fetched(resp.status_code, str(resp.url), capture)
-        except httpx.HTTPError as exc:
+                return Fetched(resp.status, str(resp.url), capture)
+        except (aiohttp.ClientError, ValueError) as exc:
+            # ValueError: a URL yarl cannot parse or a redirect to one.
             detail = str(exc) or type(exc).__name__
             raise ProbeError(f"GET {_display(target)} failed: {detail}") from None
     raise ProbeError(f"GET {_display(url)} redirected more than {_MAX_REDIRECTS} times")
 
 
+_REDIRECTS: Final = frozenset((301, 302, 303, 307, 308))
+
+
 @functools.lru_cache(maxsize=1024)
-def _parsed(url: str) -> httpx.URL:
-    """httpx parses URLs in Python; a verifier reads the same few URLs again and again."""
-    return httpx.URL(url)
+def _parsed(url: str) -> yarl.URL:
+    """Parsing a URL costs more than sending it; a verifier reads the same few URLs again and
+    again."""
+    return yarl.URL(url)
 
 
 def _display(url: str) -> str:

@@ -32,6 +32,9 @@ _KV_PASSWORD = re.compile(r"(?i)\b(password|passwd|pwd|secret|token|api_key)=([^
 
 # Cheap first look: text without any of these has nothing credential-shaped to redact.
 _HINTS = re.compile(r"(?i)auth|api.?key|cookie|bearer|basic|://|pass|pwd|secret|token")
+# The same look for ASCII text, lowercased first: several times faster than (?i), and for ASCII
+# text exactly equivalent (case-insensitive matching of ASCII letters is lowercasing).
+_HINTS_LOWER = re.compile(r"auth|api.?key|cookie|bearer|basic|://|pass|pwd|secret|token")
 
 # C0 controls (except tab and newline), DEL and C1 controls: ESC starts ANSI sequences that can
 # rewrite a terminal, so evidence shown to a person carries them escaped, never raw.
@@ -66,7 +69,10 @@ class Redactor:
     def __call__(self, text: str) -> str:
         if self._pattern is not None:
             text = self._pattern.sub(REDACTED, text)
-        if not _HINTS.search(text):
+        if text.isascii():
+            if not _HINTS_LOWER.search(text.lower()):
+                return text
+        elif not _HINTS.search(text):
             return text
         text = _HEADER_LINE.sub(lambda m: m.group(1) + REDACTED, text)
         text = _JSON_HEADER.sub(lambda m: m.group(1) + m.group(2) + REDACTED + m.group(2), text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,9 +56,23 @@ _P4 = ProofLevel.P4
 
 
 class ScoreTally:
-    """Running counts for a stream of graded receipts; ``scorecard()`` reads them out."""
+    """Running counts for a stream of graded receipts; ``scorecard()`` reads them out.
 
-    __slots__ = ("cost", "cost_logged", "done_claimed", "done_proven", "held", "revenue", "settled")
+    Dollar sums are kept exact (as integers of 2**-82 dollars, with a Fraction for the rare value
+    too small for that grid), so tallies of parts of a file merge into exactly the tally of the
+    whole, in any order."""
+
+    __slots__ = (
+        "cost",
+        "cost_logged",
+        "cost_rest",
+        "done_claimed",
+        "done_proven",
+        "held",
+        "revenue",
+        "revenue_rest",
+        "settled",
+    )
 
     def __init__(self) -> None:
         self.done_claimed = 0
@@ -65,8 +80,10 @@ class ScoreTally:
         self.held = 0
         self.settled = 0
         self.cost_logged = 0
-        self.cost = 0.0
-        self.revenue = 0.0
+        self.cost = 0  # in units of 2**-82 dollars
+        self.cost_rest = Fraction(0)
+        self.revenue = 0
+        self.revenue_rest = Fraction(0)
 
     def add(self, view: ScoredView, graded: RawGrade) -> None:
         self.settled += 1
@@ -77,18 +94,35 @@ class ScoreTally:
         if graded.proven_status is _HELD:
             self.held += 1
         cost = view.cost
-        if cost is not None and cost.usd is not None and math.isfinite(cost.usd):
-            self.cost_logged += 1
-            self.cost += cost.usd
+        if cost is not None:
+            usd = cost.usd
+            if usd is not None and math.isfinite(usd):
+                self.cost_logged += 1
+                scaled = usd * _SCALE
+                if scaled.is_integer():
+                    self.cost += int(scaled)
+                else:
+                    self.cost_rest += Fraction(usd)
         # Revenue counts only where landed's own grade reached P4, never the agent's word for it.
         if graded.proof_level is _P4 and graded.meets_bar:
             extension = view.landed
             revenue = extension.revenue_usd if extension is not None else None
             if revenue is not None and math.isfinite(revenue):
-                self.revenue += revenue
+                scaled = revenue * _SCALE
+                if scaled.is_integer():
+                    self.revenue += int(scaled)
+                else:
+                    self.revenue_rest += Fraction(revenue)
+
+    def merge(self, other: ScoreTally) -> None:
+        """Add the counts of ``other`` (a tally of another part of the input) to this one."""
+        for name in self.__slots__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def scorecard(self) -> Scorecard:
-        cost = round(self.cost, 6) if self.cost_logged else None
+        total = float(Fraction(self.cost, _SCALE_INT) + self.cost_rest)
+        revenue = float(Fraction(self.revenue, _SCALE_INT) + self.revenue_rest)
+        cost = round(total, 6) if self.cost_logged else None
         return Scorecard(
             done_claimed=self.done_claimed,
             done_proven=self.done_proven,
@@ -101,8 +135,15 @@ class ScoreTally:
             cost_per_verified_task=(
                 round(cost / self.done_proven, 6) if cost is not None and self.done_proven else None
             ),
-            verified_revenue_usd=round(self.revenue, 2),
+            verified_revenue_usd=round(revenue, 2),
         )
+
+
+# Multiplying a double by 2**82 is exact (or overflows to inf, which is not whole); when the
+# product is whole (any value of magnitude >= 2**-30 with a finite product), its int holds the
+# value exactly, and the rare other value goes into a Fraction.
+_SCALE_INT = 1 << 82
+_SCALE = float(_SCALE_INT)
 
 
 def _ratio(part: int, whole: int) -> float | None:

@@ -140,6 +140,16 @@ class RunnerSettings(RoleSettings):
         default_factory=list, description="Verifier public keys (.pub files or directories)."
     )
     max_cached_workflows: int = Field(default=1000, ge=0)
+    pre_read: bool = Field(
+        default=True,
+        description="Read each step's before-state so a proof can't be vacuous (the operator's "
+        "choice, not the task's).",
+    )
+    task_may_skip_pre_read: bool = Field(
+        default=False,
+        description="Honour a task's pre_read: false (for tasks whose probe is keyed to the task "
+        "itself, and benchmarks).",
+    )
 
     _split_trust = field_validator("trust", mode="before")(_split)
 

@@ -35,7 +35,11 @@ __all__ = [
 
 ALGORITHM = "ed25519"
 # Domain separation: these bytes can never be mistaken for another landed signature.
-_PURPOSE = "landed.observation.v1"
+# v2 binds the phase (before/after) and the workflow run, so a pre-read or a reading from
+# another run cannot stand in for this run's read-back.
+_PURPOSE = "landed.observation.v2"
+#: The only phase whose signed readings count as a read-back of the outcome.
+AFTER = "after"
 
 
 class SigningError(Exception):
@@ -177,9 +181,16 @@ class TrustStore(Mapping[str, Ed25519PublicKey]):
 
 
 def observation_payload(
-    *, task_id: str, attempt: int, proof: ProofItem, observation: Mapping[str, Any] | Observation
+    *,
+    task_id: str,
+    attempt: int,
+    proof: ProofItem,
+    observation: Mapping[str, Any] | Observation,
+    phase: str = AFTER,
+    run_id: str = "",
 ) -> bytes:
-    """The exact bytes signed: the claim (task, attempt, proof fields) and what was observed.
+    """The exact bytes signed: the claim (task, attempt, phase, run, proof fields) and what was
+    observed.
 
     Values pass through their models first, so a receipt that went through JSON and back
     (ledger, export) yields the same bytes; any edit to a bound field yields different ones.
@@ -195,6 +206,8 @@ def observation_payload(
         "purpose": _PURPOSE,
         "task_id": task_id,
         "attempt": attempt,
+        "phase": phase,
+        "run_id": run_id,
         **item,
         "observation": obs.model_dump(mode="json"),
     }
@@ -202,15 +215,30 @@ def observation_payload(
 
 
 def sign_proof(
-    key: KeyPair, *, task_id: str, attempt: int, proof: ProofItem, observation: Observation
+    key: KeyPair,
+    *,
+    task_id: str,
+    attempt: int,
+    proof: ProofItem,
+    observation: Observation,
+    phase: str = AFTER,
+    run_id: str = "",
 ) -> ProofItem:
-    """A copy of ``proof`` carrying ``landed.observation`` and ``landed.signature``.
+    """A copy of ``proof`` carrying ``landed.observation``, ``landed.phase``, ``landed.run_id``
+    and ``landed.signature``.
 
     Set every other proof field (result, checked_by, checked_at, ...) before signing: the
-    signature covers them, and changing one afterwards makes it fail.
+    signature covers them, and changing one afterwards makes it fail. ``phase`` is ``before``
+    for a pre-read (never a proof of the outcome) and ``after`` for a read-back; ``run_id`` is
+    the workflow run the reading belongs to (the receipt's ``landed.run_id``).
     """
     payload = observation_payload(
-        task_id=task_id, attempt=attempt, proof=proof, observation=observation
+        task_id=task_id,
+        attempt=attempt,
+        proof=proof,
+        observation=observation,
+        phase=phase,
+        run_id=run_id,
     )
     signed = SignedObservation(
         key_id=key.key_id,
@@ -218,7 +246,12 @@ def sign_proof(
         payload_sha256=hashlib.sha256(payload).hexdigest(),
         signature=base64.b64encode(key.sign(payload)).decode(),
     )
-    extra = {"observation": observation.model_dump(mode="json"), "signature": signed.model_dump()}
+    extra = {
+        "observation": observation.model_dump(mode="json"),
+        "phase": phase,
+        "run_id": run_id,
+        "signature": signed.model_dump(),
+    }
     return proof.model_copy(update={"landed": {**(proof.landed or {}), **extra}})
 
 
@@ -241,8 +274,20 @@ def check_proof(
     if public_key is None:
         return f"key {signed.key_id} is not trusted; pass its public key with --trust"
     attempt = receipt.landed.attempt if receipt.landed is not None else 1
+    phase = landed.get("phase", AFTER)
+    run_id = landed.get("run_id", "")
+    if not isinstance(phase, str) or not isinstance(run_id, str):
+        return "the signed phase or run id is malformed (landed.phase, landed.run_id)"
+    receipt_run = getattr(receipt.landed, "run_id", None) or ""
+    if not isinstance(receipt_run, str):
+        receipt_run = ""
     payload = observation_payload(
-        task_id=receipt.task_id, attempt=attempt, proof=proof, observation=observation
+        task_id=receipt.task_id,
+        attempt=attempt,
+        proof=proof,
+        observation=observation,
+        phase=phase,
+        run_id=run_id,
     )
     if hashlib.sha256(payload).hexdigest() != signed.payload_sha256:
         return "the signed claim differs from this receipt: it was changed after signing"
@@ -250,6 +295,16 @@ def check_proof(
         public_key.verify(signature, payload)
     except InvalidSignature:
         return f"the signature does not verify with key {signed.key_id}"
+    if phase != AFTER:
+        return (
+            f"the signed reading is a {phase!r} reading (the state before the act), not a "
+            "read-back after it"
+        )
+    if run_id != receipt_run:
+        return (
+            f"the reading was signed for workflow run {run_id or '(none)'!r}, not this "
+            f"receipt's run {receipt_run or '(none)'!r}: it was carried over from another run"
+        )
     if proof.result == Outcome.PASS and observation.outcome != Outcome.PASS:
         return f"the proof says pass but the signed observation says {observation.outcome}"
     return None

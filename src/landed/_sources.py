@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import getpass
 import os
 import re
 import socket
 import tomllib
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -22,6 +20,7 @@ from landed._reading import ProbeError
 from landed._redact import Redactor
 
 if TYPE_CHECKING:
+    import aiohttp
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = [
@@ -85,10 +84,22 @@ class SourceConfig(BaseModel):
         default=False,
         description="http: accept absolute URLs in probes (no credentials sent to another origin).",
     )
+    commands: list[str] = Field(
+        default_factory=list,
+        description="command: the argv prefixes (space-separated words) the verifier worker "
+        "may run for a task's command probe, e.g. 'git status'; shell strings never match.",
+    )
+    allow_any_command: bool = Field(
+        default=False,
+        description="command: let the verifier worker run any command a task names through this "
+        "source, shell strings included (the task then runs code as the verifier).",
+    )
     follow_redirects: bool = False
     verify_tls: bool = True
     max_timeout_s: float = Field(default=120.0, gt=0, description="Caps a probe's timeout_s.")
-    pool_size: int = Field(default=10, ge=1, description="sql (PostgreSQL): pool max size.")
+    pool_size: int = Field(
+        default=10, ge=1, description="sql (PostgreSQL): pool max size; http: connections."
+    )
 
     @model_validator(mode="after")
     def _infer_kind(self) -> SourceConfig:
@@ -179,9 +190,10 @@ class LandedSettings(BaseSettings):
     sources: dict[str, SourceConfig] = Field(default_factory=dict)
     observer: str | None = Field(default=None, description="Who observes (the verifier's name).")
     allow_unsourced: bool = Field(
-        default=True,
-        description="Allow probes without a source (absolute URLs, local files and commands); "
-        "a verifier that only trusts its configured sources sets this to false.",
+        default=False,
+        description="Allow probes without a source (absolute URLs, local files and commands). "
+        "Off by default: a probe then reads only configured sources. The CLI's own "
+        "`landed verify` and `landed guard` run with the user's authority and allow them.",
     )
     config_file: str | None = None
 
@@ -210,42 +222,27 @@ def default_observer(role: str = "landed") -> str:
     return f"{role}:{user}@{socket.gethostname()}"
 
 
-_UNSOURCED_LANES = 16
+_UNSOURCED_CONNECTIONS = 16
 
 
-class _Lanes:
-    """Up to ``size`` single-connection HTTP clients, created on demand, lent one at a time."""
+def _http_session(connections: int, cfg: SourceConfig | None) -> aiohttp.ClientSession:
+    """One kept-alive connection pool for a source, at most ``connections`` sockets."""
+    import aiohttp
 
-    def __init__(self, size: int, cfg: SourceConfig | None) -> None:
-        self._size = size
-        self._cfg = cfg
-        self._idle: list[httpx.AsyncClient] = []
-        self._all: list[httpx.AsyncClient] = []
-        self._free = asyncio.Semaphore(size)
-
-    async def take(self) -> httpx.AsyncClient:
-        import httpx
-
-        await self._free.acquire()
-        if self._idle:
-            return self._idle.pop()
-        client = httpx.AsyncClient(
-            verify=self._cfg.verify_tls if self._cfg else True,
-            follow_redirects=False,
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-            timeout=None,  # each probe's own timeout bounds it
-            trust_env=False,  # a proxy from the environment would sit between us and the source
-        )
-        self._all.append(client)
-        return client
-
-    def give(self, client: httpx.AsyncClient) -> None:
-        self._idle.append(client)
-        self._free.release()
-
-    async def aclose(self) -> None:
-        for client in self._all:
-            await client.aclose()
+    connector = aiohttp.TCPConnector(
+        limit=connections,
+        limit_per_host=0,
+        ssl=cfg is None or cfg.verify_tls,
+    )
+    return aiohttp.ClientSession(
+        connector=connector,
+        # Each probe's own deadline bounds it (asyncio.timeout in the probe), so the session
+        # adds no timers of its own.
+        timeout=aiohttp.ClientTimeout(total=None, connect=None, sock_connect=None, sock_read=None),
+        cookie_jar=aiohttp.DummyCookieJar(),  # one probe's cookies never ride along on the next
+        trust_env=False,  # a proxy from the environment would sit between us and the source
+        raise_for_status=False,
+    )
 
 
 class SourceRegistry:
@@ -259,7 +256,7 @@ class SourceRegistry:
         self,
         sources: Mapping[str, SourceConfig | Mapping[str, Any]] | None = None,
         *,
-        allow_unsourced: bool = True,
+        allow_unsourced: bool = False,
         observer: str | None = None,
         extra_secrets: Iterable[str] = (),
     ) -> None:
@@ -273,17 +270,21 @@ class SourceRegistry:
         self.redactor = Redactor([*secrets, *extra_secrets])
         self._pg_pools: dict[str, AsyncConnectionPool[Any]] = {}
         self._pool_lock = asyncio.Lock()
-        self._http: dict[str, _Lanes] = {}
+        self._http: dict[str, aiohttp.ClientSession] = {}
 
     @classmethod
     def from_settings(
-        cls, settings: LandedSettings | None = None, *, config_file: str | None = None
+        cls,
+        settings: LandedSettings | None = None,
+        *,
+        config_file: str | None = None,
+        allow_unsourced: bool | None = None,
     ) -> SourceRegistry:
+        """``allow_unsourced`` overrides the setting (None: use it)."""
         if settings is None:
             settings = LandedSettings(config_file=config_file) if config_file else LandedSettings()
-        return cls(
-            settings.sources, allow_unsourced=settings.allow_unsourced, observer=settings.observer
-        )
+        allow = settings.allow_unsourced if allow_unsourced is None else allow_unsourced
+        return cls(settings.sources, allow_unsourced=allow, observer=settings.observer)
 
     def names(self) -> list[str]:
         return sorted(name for name, _ in self._sources.values())
@@ -374,33 +375,26 @@ class SourceRegistry:
         await pool.open(wait=True, timeout=timeout)
         return pool
 
-    @contextlib.asynccontextmanager
-    async def http_client(
-        self, name: str | None, cfg: SourceConfig | None
-    ) -> AsyncIterator[httpx.AsyncClient]:
-        """Lend one kept-alive HTTP client of the source's lanes (``pool_size`` of them).
-
-        Each lane is a client with a single connection, used by one probe at a time: that
-        bounds the concurrency per source, and keeps httpcore's shared-pool bookkeeping (which
-        grows with the number of waiting requests) out of the hot path.
-        """
+    def http_session(self, name: str | None, cfg: SourceConfig | None) -> aiohttp.ClientSession:
+        """The source's kept-alive HTTP session: one connection pool of ``pool_size`` sockets
+        (16 for unsourced absolute URLs), shared by every probe of that source. A probe waits
+        for a free connection inside its own deadline, which bounds the concurrency per source.
+        Call from the event loop that will use it."""
         key = canonical_name(name) if name else ""
-        lanes = self._http.get(key)
-        if lanes is None:
-            lanes = self._http[key] = _Lanes(cfg.pool_size if cfg else _UNSOURCED_LANES, cfg)
-        client = await lanes.take()
-        try:
-            yield client
-        finally:
-            lanes.give(client)
+        session = self._http.get(key)
+        if session is None or session.closed:
+            session = self._http[key] = _http_session(
+                cfg.pool_size if cfg else _UNSOURCED_CONNECTIONS, cfg
+            )
+        return session
 
     async def aclose(self) -> None:
         pools, self._pg_pools = list(self._pg_pools.values()), {}
-        lanes, self._http = list(self._http.values()), {}
+        sessions, self._http = list(self._http.values()), {}
         for pool in pools:
             await pool.close()
-        for lane in lanes:
-            await lane.aclose()
+        for session in sessions:
+            await session.close()
 
     async def __aenter__(self) -> SourceRegistry:
         return self
@@ -414,10 +408,17 @@ class ConfigError(Exception):
 
 
 def load_registry(
-    *, config_file: str | None = None, role: str = "landed", extra_secrets: Iterable[str] = ()
+    *,
+    config_file: str | None = None,
+    role: str = "landed",
+    extra_secrets: Iterable[str] = (),
+    allow_unsourced: bool | None = None,
 ) -> SourceRegistry:
     """A registry from the environment and ``landed.toml``; a bad configuration becomes a
-    ConfigError whose message carries field names only, never the values (they may be secrets)."""
+    ConfigError whose message carries field names only, never the values (they may be secrets).
+
+    ``allow_unsourced`` overrides the setting: the CLI's own commands pass True because the
+    person running them is the one who configures (their own authority)."""
     try:
         settings = LandedSettings(config_file=config_file) if config_file else LandedSettings()
     except ValidationError as exc:
@@ -430,7 +431,7 @@ def load_registry(
         raise ConfigError(f"the verifier configuration could not be read: {exc}") from None
     return SourceRegistry(
         settings.sources,
-        allow_unsourced=settings.allow_unsourced,
+        allow_unsourced=settings.allow_unsourced if allow_unsourced is None else allow_unsourced,
         observer=settings.observer or default_observer(role),
         extra_secrets=extra_secrets,
     )

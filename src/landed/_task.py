@@ -8,7 +8,14 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from landed._contract import Contract, Observation
 from landed._ladder import READ_BACK_KINDS
@@ -179,18 +186,29 @@ class TaskSpec(_Strict):
     loop: str | None = Field(default=None, description="The loop this task belongs to (GOV-9).")
     pre_read: bool = Field(
         default=True,
-        description="Read the before-state so a proof can't be vacuous. Turn off only when the "
-        "outcome cannot hold before the act (e.g. a row keyed by this task's idempotency key).",
+        description="Ask to skip the before-state read (false). The runner decides: it reads the "
+        "before-state unless LANDED_RUNNER_PRE_READ is off, and honours false here only when "
+        "LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ is on; without a pre-read a constant probe "
+        "(select 45) would pass as proof.",
     )
     retry: RetryBudget = Field(default_factory=RetryBudget)
     timeouts: StepTimeouts = Field(default_factory=StepTimeouts)
+
+    @field_validator("time_cap")
+    @classmethod
+    def _time_cap_bounds(cls, value: timedelta) -> timedelta:
+        # A field validator, so the error names the field (time_cap), not the document.
+        if not timedelta(seconds=1) <= value <= timedelta(days=7):
+            raise ValueError(
+                "time_cap must be between 1 second and 7 days (GOV-4); give seconds or an "
+                "ISO 8601 duration such as PT30M"
+            )
+        return value
 
     @model_validator(mode="after")
     def _bounds(self) -> TaskSpec:
         if self.idempotency_key is None:
             self.idempotency_key = self.task_id
-        if not timedelta(seconds=1) <= self.time_cap <= timedelta(days=7):
-            raise ValueError("time_cap must be between 1 second and 7 days (GOV-4)")
         return self
 
     @property
@@ -234,12 +252,26 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
     else:
         try:
             raw = json.loads(data) if isinstance(data, str | bytes) else dict(data)
+        except UnicodeDecodeError:
+            raise TaskSpecError(
+                [("(document)", "not UTF-8 JSON text (binary data?); give the task spec as JSON")]
+            ) from None
         except json.JSONDecodeError as exc:
             raise TaskSpecError([("(document)", f"not JSON: {exc}")]) from None
+        except RecursionError:
+            raise TaskSpecError(
+                [("(document)", "JSON nested too deeply to read; a task spec is a flat object")]
+            ) from None
+        except (TypeError, ValueError) as exc:
+            raise TaskSpecError([("(document)", f"not a task spec: {exc}")]) from None
         if not isinstance(raw, dict):
             raise TaskSpecError([("(document)", "a task spec is a JSON object")])
         try:
             spec = TaskSpec.model_validate(raw)
+        except RecursionError:
+            raise TaskSpecError(
+                [("(document)", "JSON nested too deeply to read; a task spec is a flat object")]
+            ) from None
         except ValidationError as exc:
             raise TaskSpecError(
                 [
@@ -262,8 +294,9 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
         )
     if spec.proof_plan and not spec.pre_read:
         warnings.append(
-            "pre_read is off: a read-back cannot tell an outcome that already held from one "
-            "the act produced (vacuous); keep it on unless the probe is keyed to this task"
+            "pre_read is false: the runner still reads the before-state unless its operator "
+            "allows tasks to skip it (LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ); without one a "
+            "read-back cannot tell an outcome that already held from one the act produced"
         )
     for i, c in enumerate(spec.proof_plan):
         if c.expect.type == "non_empty":
@@ -304,6 +337,12 @@ class Routing(BaseModel):
         default_factory=list,
         description="PEM public keys of the verifiers whose signatures the runner accepts.",
     )
+    pre_read: bool = Field(
+        default=True, description="The runner reads each step's before-state (the operator's)."
+    )
+    task_may_skip_pre_read: bool = Field(
+        default=False, description="The runner honours a task's pre_read: false."
+    )
 
 
 class PlanInput(BaseModel):
@@ -327,6 +366,7 @@ class VerifyInput(BaseModel):
     indexes: list[int]
     before: list[Observation | None] = Field(default_factory=list)
     read: int = Field(default=1, description="Which read of this phase (probe-error re-reads).")
+    run_id: str = Field(default="", description="The workflow run the read belongs to (signed).")
 
 
 class VerifyReading(BaseModel):
@@ -335,6 +375,11 @@ class VerifyReading(BaseModel):
     index: int
     observation: Observation
     proof: ProofItem = Field(description="Receipt entry, signed by the verifier when it has a key.")
+    refused: bool = Field(
+        default=False,
+        description="The verifier's configuration does not allow this probe: nothing was "
+        "observed, and reading again cannot change that (never re-read).",
+    )
 
 
 class VerifyOutput(BaseModel):

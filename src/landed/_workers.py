@@ -119,7 +119,12 @@ async def build_worker(
             )
         key = KeyPair.load(settings.signing_key)
         if registry is None:
-            registry = SourceRegistry.from_settings()
+            registry = SourceRegistry.from_settings(allow_unsourced=False)
+        from landed._verifier_policy import redact_key
+
+        # The key itself stays out of evidence whatever a probe prints (the registry already
+        # redacts every configured source credential).
+        redact_key(registry, key, settings.signing_key)
         view["key_id"] = key.key_id
         view["sources"] = sorted(registry.names())
         verify = VerifyActivities(registry, identity, key)
@@ -155,6 +160,8 @@ async def build_worker(
             verifier_task_queue=settings.verifier_task_queue,
             runner=identity,
             trusted_keys=pems,
+            pre_read=settings.pre_read,
+            task_may_skip_pre_read=settings.task_may_skip_pre_read,
         )
         runner = RunnerActivities(ledger, routing)
         view["ledger"] = ledger.url

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import shutil
 import sys
 import tempfile
@@ -14,16 +15,26 @@ from typing import IO, Annotated, Any, Final, TextIO
 import orjson
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from landed._check import Record, SignatureCheck, check_stream
+from landed._check import (
+    FilePart,
+    Record,
+    SignatureCheck,
+    check_range,
+    check_stream,
+    count_lines,
+    split_point,
+)
 from landed._cli import app
 from landed._grading import RawGrade
-from landed._intake import InvalidLine
+from landed._intake import EMPTY_INPUT, InvalidLine
 from landed._ladder import ProofLevel
 from landed._live import LiveOptions
-from landed._scorecard import Scorecard, format_money, format_rate
+from landed._scorecard import Scorecard, ScoreTally, format_money, format_rate
 from landed._signing import SigningError, TrustStore
 
 __all__ = ["CheckReport", "TrustUnavailable", "render_text", "run_check"]
@@ -32,12 +43,18 @@ EXIT_OK: Final = 0
 EXIT_MISSED: Final = 1
 EXIT_INVALID: Final = 3
 
+#: Offline, a file at least this large is graded in two processes (see run_check).
+SPLIT_MIN_BYTES: Final = 32 << 20
+
 _EPILOG = (
     "Exit codes: 0 every done claim (done, verified, reconciled and kin) meets its bar; "
     "1 at least one does not; 3 invalid input (a bad line, empty input, an unreadable file) "
     "or a --trust key that cannot be read. Invalid lines are reported and the rest is still "
     "scored. With --trust, a read-back whose signature is missing, unknown or wrong counts as "
-    "an assertion."
+    "an assertion; business_outcome.verified and landed.revenue_usd are not signed, so P4 needs "
+    "a signed read-back of the kind the business outcome's class names (payment, sent_log, "
+    "call_log, provider_object) and revenue counts only where a signed payment read-back "
+    "observed that amount."
 )
 
 
@@ -102,15 +119,20 @@ class _JsonSink(_Counts):
 
     __slots__ = ("_batch", "_file", "_invalid", "_out", "_started")
 
-    def __init__(self, out: IO[bytes], file: str) -> None:
+    def __init__(self, out: IO[bytes], file: str, *, invalid: IO[bytes] | None = None) -> None:
         super().__init__()
         self._out = out
         self._file = file
         self._batch: list[dict[str, Any]] = []
         self._started = False
         # Closed by finish(), which copies it out.
-        self._invalid: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115
-        out.write(b'{"tasks":[')
+        self._invalid: IO[bytes] = (
+            tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115
+            if invalid is None
+            else invalid
+        )
+        if invalid is None:  # the sink of a file's second part writes only its items
+            out.write(b'{"tasks":[')
 
     def task(self, line: int, record: Record, graded: RawGrade) -> None:
         self.count(graded)
@@ -134,6 +156,31 @@ class _JsonSink(_Counts):
             self._out.write(orjson.dumps(self._batch)[1:-1])
             self._started = True
             self._batch.clear()
+
+    def part_state(self) -> tuple[bool, int, int]:
+        """What the sink of a file's second part hands back (its items are in its files)."""
+        self._flush()
+        self._out.flush()
+        self._invalid.flush()
+        return self._started, self.invalid_count, self.missed_count
+
+    def merge(self, state: tuple[bool, int, int], tasks: IO[bytes], invalid: IO[bytes]) -> None:
+        """Append the second part's tasks and invalid lines after this part's."""
+        started, invalid_count, missed_count = state
+        self._flush()
+        if started:
+            if self._started:
+                self._out.write(b",")
+            tasks.seek(0)
+            shutil.copyfileobj(tasks, self._out)
+            self._started = True
+        if invalid_count:
+            if self.invalid_count:
+                self._invalid.write(b",")
+            invalid.seek(0)
+            shutil.copyfileobj(invalid, self._invalid)
+        self.invalid_count += invalid_count
+        self.missed_count += missed_count
 
     def finish(self, scorecard: Scorecard) -> None:
         self._flush()
@@ -174,6 +221,34 @@ class CheckReport(_Counts):
         if len(self.invalid_rows) < self.max_rows:
             self.invalid_rows.append(item)
 
+    def part_state(self) -> tuple[Any, ...]:
+        """What the report of a file's second part hands back (bounded by ``max_rows``)."""
+        return (
+            self.rows,
+            self.invalid_rows,
+            self.hidden_tasks,
+            self.hidden_missed,
+            self.invalid_count,
+            self.missed_count,
+        )
+
+    def merge(self, state: tuple[Any, ...]) -> None:
+        """Take the second part's report as if its lines had come after this part's."""
+        rows, invalid_rows, hidden_tasks, hidden_missed, invalid_count, missed_count = state
+        for row in rows:
+            if len(self.rows) < self.max_rows:
+                self.rows.append(row)
+            else:
+                self.hidden_tasks += 1
+                if row[3].claims_done and not row[3].meets_bar:
+                    self.hidden_missed += 1
+        self.hidden_tasks += hidden_tasks
+        self.hidden_missed += hidden_missed
+        room = self.max_rows - len(self.invalid_rows)
+        self.invalid_rows.extend(invalid_rows[: max(room, 0)])
+        self.invalid_count += invalid_count
+        self.missed_count += missed_count
+
 
 # --- text ----------------------------------------------------------------------------------------
 
@@ -182,10 +257,28 @@ def _clip(text: str, limit: int = 48) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
+# Control characters (C0, DEL, C1) and bidi overrides in text from a receipt would reach the
+# terminal raw (an ESC clears the screen, a bidi override reverses the text): show them escaped.
+_CONTROLS: Final = {
+    c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+    for c in (*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}
+
+
+def _safe(text: str) -> str:
+    """User text as plain, visible characters (no control characters)."""
+    return text.translate(_CONTROLS)
+
+
+def _cell(text: str, limit: int = 48) -> Text:
+    """A table cell holding user text: never read as rich markup ("[/]" is a task id too)."""
+    return Text(_clip(_safe(text), limit))
+
+
 def render_text(report: CheckReport, scorecard: Scorecard, console: Console) -> None:
     """The per-task table, the invalid lines, the scorecard and a one-line summary."""
     if report.rows:
-        table = Table(title=f"landed check: {report.file}", title_justify="left")
+        table = Table(title=Text(f"landed check: {_safe(report.file)}"), title_justify="left")
         table.add_column("line", justify="right", style="dim")
         table.add_column("task", overflow="fold")
         table.add_column("claimed", overflow="fold")
@@ -199,16 +292,16 @@ def render_text(report: CheckReport, scorecard: Scorecard, console: Console) -> 
                 bar = "[green]yes[/green]" if graded.meets_bar else "[bold red]NO[/bold red]"
             rules = " ".join(dict.fromkeys(rule for rule, _ in graded.findings)) or "-"
             proven = f"{graded.proof_level.label} {graded.proven_status.value}"
-            table.add_row(str(line), _clip(task_id), _clip(claimed, 24), proven, bar, rules)
+            table.add_row(str(line), _cell(task_id), _cell(claimed, 24), proven, bar, rules)
         console.print(table)
         explained = [row for row in report.rows if row[3].findings]
         if explained:
             console.print("[bold]findings[/bold]")
         for line, task_id, _claimed, graded in explained:
-            console.print(f"  {task_id} (line {line})", markup=False, highlight=False)
+            console.print(f"  {_safe(task_id)} (line {line})", markup=False, highlight=False)
             for rule, message in graded.findings:
                 console.print(
-                    f"    {rule:<6} {message}", markup=False, highlight=False, soft_wrap=True
+                    f"    {rule:<6} {_safe(message)}", markup=False, highlight=False, soft_wrap=True
                 )
     if report.hidden_tasks:
         console.print(
@@ -222,7 +315,10 @@ def render_text(report: CheckReport, scorecard: Scorecard, console: Console) -> 
         for item in report.invalid_rows:
             where = f"{report.file}:{item.line}" if item.line else report.file
             console.print(
-                f"  {where}: {item.reason}", markup=False, highlight=False, soft_wrap=True
+                f"  {_safe(where)}: {_safe(item.reason)}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
             )
         if report.invalid_count > len(report.invalid_rows):
             console.print(f"  ... and {report.invalid_count - len(report.invalid_rows):,} more")
@@ -310,14 +406,17 @@ def run_check(
     timeout: float = 10.0,
     max_rows: int = 200,
     out: TextIO | None = None,
+    split_min_bytes: int = SPLIT_MIN_BYTES,
 ) -> int:
-    """Everything ``landed check`` does; returns the exit code. ``out`` defaults to stdout."""
+    """Everything ``landed check`` does; returns the exit code. ``out`` defaults to stdout. An
+    offline check of a file of at least ``split_min_bytes`` grades its second half in a second
+    process, with the same results."""
     stdout = out if out is not None else sys.stdout
     err = Console(stderr=True)
     try:
         signature_ok = _load_trust(trust)
     except TrustUnavailable as exc:
-        err.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        err.print(f"[bold red]error:[/bold red] {escape(_safe(str(exc)))}", highlight=False)
         return EXIT_INVALID
     options = LiveOptions(concurrency=concurrency, timeout_s=timeout) if live else None
     with _open_source(source) as (stream, name, problem):
@@ -327,17 +426,88 @@ def run_check(
             sink.invalid(InvalidLine(line=0, reason=problem or "unreadable"))
             card = Scorecard(**_EMPTY_CARD)
         else:
-            with _progress_bar(live) as progress:
-                card = check_stream(
-                    stream, sink, live=options, signature_ok=signature_ok, progress=progress
-                )
+            split = None
+            if options is None and signature_ok is None:
+                split = split_point(stream.fileno(), split_min_bytes) if _has_fd(stream) else None
+            if split is not None:
+                card = _check_split(stream.fileno(), split, sink, name, max_rows)
+            else:
+                with _progress_bar(live) as progress:
+                    card = check_stream(
+                        stream, sink, live=options, signature_ok=signature_ok, progress=progress
+                    )
     if isinstance(sink, _JsonSink):
         sink.finish(card)
         if problem:
-            err.print(f"[bold red]error:[/bold red] {name}: {problem}", highlight=False)
+            err.print(
+                f"[bold red]error:[/bold red] {escape(_safe(f'{name}: {problem}'))}",
+                highlight=False,
+            )
     else:
         render_text(sink, card, Console(file=stdout, width=_width(stdout)))
     return sink.exit_code
+
+
+def _has_fd(stream: IO[bytes]) -> bool:
+    try:
+        stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return False
+    return True
+
+
+def _check_split(
+    fd: int, split: int, sink: _JsonSink | CheckReport, name: str, max_rows: int
+) -> Scorecard:
+    """Grade bytes ``split``.. of ``fd`` in a forked process while this one grades the bytes
+    before, then merge: the same tasks, invalid lines, numbers and scorecard, in the same order,
+    as one process. If the second process fails, this one grades its part too."""
+    size = os.fstat(fd).st_size
+    with (
+        tempfile.TemporaryFile() as state_file,
+        tempfile.TemporaryFile() as tasks_file,
+        tempfile.TemporaryFile() as invalid_file,
+    ):
+        pid = os.fork()
+        if pid == 0:  # the second process: never returns
+            code = 70
+            try:
+                part: _JsonSink | CheckReport
+                if isinstance(sink, _JsonSink):
+                    part = _JsonSink(tasks_file, name, invalid=invalid_file)
+                else:
+                    part = CheckReport(name, max_rows)
+                tally = ScoreTally()
+                seen, _ = check_range(
+                    FilePart(fd, split, size),
+                    part,
+                    tally,
+                    first_line=count_lines(fd, split),
+                    at_start=False,
+                )
+                pickle.dump((tally, seen, part.part_state()), state_file)
+                state_file.flush()
+                code = 0
+            finally:
+                os._exit(code)
+        tally = ScoreTally()
+        seen, last = check_range(FilePart(fd, 0, split), sink, tally)
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) == 0:
+            state_file.seek(0)
+            part_tally, part_seen, state = pickle.load(state_file)
+            tally.merge(part_tally)
+            if isinstance(sink, _JsonSink):
+                sink.merge(state, tasks_file, invalid_file)
+            else:
+                sink.merge(state)
+        else:
+            part_seen, _ = check_range(
+                FilePart(fd, split, size), sink, tally, first_line=last, at_start=False
+            )
+    if not (seen or part_seen):
+        sink.invalid(EMPTY_INPUT)
+    return tally.scorecard()
 
 
 _EMPTY_CARD: Final[dict[str, Any]] = {

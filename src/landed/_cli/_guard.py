@@ -32,7 +32,8 @@ what ends such a loop. Keep the hook's timeout above --deadline, and register th
 as `landed guard --contracts FILE --hook claude-code || exit 2` so that a landed that
 cannot even start still blocks (Claude Code treats exit codes other than 2 as non-blocking).
 
-Exit codes: 0 all contracts landed; 2 blocked (or a usage error, which also blocks)."""
+Exit codes: 0 every contract passed its probe; 2 blocked (or a usage error, which also
+blocks)."""
 
 
 def _paragraphs(text: str) -> str:
@@ -71,7 +72,10 @@ def guard_command(
             typer.echo("\n".join(result.reasons), err=True)
         else:
             checked = sum(1 for item in result.items if item.landed)
-            summary = [f"landed guard: {checked} completion contract(s) landed", *result.notes]
+            summary = [
+                f"landed guard: all {checked} completion contract(s) passed their probes",
+                *result.notes,
+            ]
             # In a hook, stdout on exit 0 is parsed as the hook's JSON answer: keep it empty.
             if not as_json or hook is not None:
                 typer.echo("\n".join(summary), err=hook is not None)

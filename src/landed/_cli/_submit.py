@@ -31,6 +31,11 @@ async def _submit(
     return out
 
 
+def _line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] or type(exc).__name__
+
+
 @app.command("submit")
 def submit(
     task_file: Path = typer.Argument(..., help="A TaskSpec as JSON ('-' reads stdin)."),
@@ -49,7 +54,8 @@ def submit(
     Submitting the same task id again never acts twice: it attaches to the existing task.
 
     Exit codes: 0 started (or, with --wait, settled as verified/reconciled); 1 settled but not
-    done, or Temporal unreachable; 3 invalid task spec (each bad field is named with the reason).
+    done, the workflow failed, Temporal refused the request or is unreachable; 3 invalid task
+    spec (each bad field is named with the reason; binary or too deeply nested input too).
     """
     from landed._task import TaskSpecError, check_spec
 
@@ -70,12 +76,39 @@ def submit(
     if not as_json:
         for warning in check.warnings:
             print(f"warning: {warning}", file=sys.stderr)
+    from temporalio.client import WorkflowFailureError
+    from temporalio.service import RPCError
+
     try:
         out = asyncio.run(_submit(data, wait, address, namespace, task_queue))
-    except RuntimeError as exc:
+    except WorkflowFailureError as exc:
+        cause = exc.cause if exc.cause is not None else exc
         print(
-            f"landed submit: cannot reach Temporal ({exc}); start it with `landed dev` or set "
-            f"TEMPORAL_ADDRESS",
+            f"landed submit: the task's workflow failed before settling "
+            f"({type(cause).__name__}: {_line(cause)}); nothing was settled as done: read its "
+            "history in the Temporal UI, fix the cause and submit again",
+            file=sys.stderr,
+        )
+        raise typer.Exit(1) from None
+    except RPCError as exc:
+        print(
+            f"landed submit: Temporal refused the request ({exc.status.name}: {_line(exc)}); "
+            "check --address, --namespace and --task-queue (or TEMPORAL_ADDRESS)",
+            file=sys.stderr,
+        )
+        raise typer.Exit(1) from None
+    except (RuntimeError, OSError, TimeoutError) as exc:
+        print(
+            f"landed submit: cannot reach Temporal ({_line(exc)}); start it with `landed dev` or "
+            "set TEMPORAL_ADDRESS",
+            file=sys.stderr,
+        )
+        raise typer.Exit(1) from None
+    except Exception as exc:  # never a traceback: name what went wrong
+        print(
+            f"landed submit: the submission failed ({type(exc).__name__}: {_line(exc)}); "
+            "it may or may not have started; submitting it again attaches to it and never "
+            "acts twice",
             file=sys.stderr,
         )
         raise typer.Exit(1) from None

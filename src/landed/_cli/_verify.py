@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import shlex
 from typing import Any
@@ -45,7 +46,8 @@ credentials than the action used.
 The raw output the probe returned is always printed as evidence (capped; control and
 ANSI escape characters are shown escaped; configured secrets are redacted).
 
-Exit codes: 0 the claim landed (pass); 1 empty, mismatch, vacuous or duplicated; 2 usage
+Exit codes: 0 pass (the probe returned what the expectation asks); 1 empty, mismatch,
+vacuous or duplicated; 2 usage
 error; 3 the probe failed and observed nothing (error, timeout, refused), or the input or
 configuration is invalid."""
 
@@ -81,6 +83,11 @@ def _expectation(
     if count is not None:
         given.append({"type": "count", "value": count})
     if at_least is not None:
+        if not math.isfinite(at_least):
+            raise typer.BadParameter(
+                f"--at-least needs a finite number, got {at_least}; give the least count "
+                "that must be seen, such as --at-least 45"
+            )
         value: int | float = int(at_least) if at_least == int(at_least) else at_least
         given.append({"type": "at_least", "value": value})
     if contains is not None:
@@ -142,9 +149,13 @@ def _print_human(verdict: Verdict) -> None:
     typer.echo(f"expectation: {verdict.expectation}")
     if verdict.outcome is Outcome.PROBE_ERROR:
         typer.echo(f"outcome: probe-error (nothing was observed): {verdict.message}")
+    elif verdict.landed:
+        # Say what was observed, not more: the probe may not read the system of record at all.
+        said = f"the probe returned what {verdict.expectation} expects"
+        typer.echo(f"outcome: pass: {said}: {verdict.message}")
     else:
-        word = "landed" if verdict.landed else "not landed"
-        typer.echo(f"outcome: {verdict.outcome.value} ({word}): {verdict.message}")
+        said = f"the probe did not return what {verdict.expectation} expects"
+        typer.echo(f"outcome: {verdict.outcome.value}: {said}: {verdict.message}")
     if verdict.note:
         typer.echo(f"note: {verdict.note}")
     typer.echo(f"observed by {obs.observer} in {obs.duration_ms:.1f} ms")
@@ -228,7 +239,12 @@ def verify_command(
             }
         probe_model = coerce_probe(probe)
         expect_model = coerce_expectation(expect)
-        registry = load_registry(config_file=config, role="landed-cli", extra_secrets=secrets)
+        # The CLI runs with the user's own authority (they configure it), so probes without a
+        # source (a local command, an absolute URL) stay allowed here; the verifier worker, which
+        # runs probes a task supplies, reads only what its configuration allows.
+        registry = load_registry(
+            config_file=config, role="landed-cli", extra_secrets=secrets, allow_unsourced=True
+        )
     except (InvalidContract, ConfigError) as exc:
         typer.echo(f"landed verify: {exc}", err=True)
         raise typer.Exit(EXIT_PROBE_FAILED) from None

@@ -1,0 +1,108 @@
+"""What the verifier worker agrees to read for a task: only what its own configuration allows."""
+
+from __future__ import annotations
+
+import base64
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from landed._contract import CommandProbe
+from landed._reading import ProbeError
+from landed._sources import SourceRegistry, config_key
+
+if TYPE_CHECKING:
+    from landed._signing import KeyPair
+
+__all__ = ["key_secrets", "redact_key", "refusal"]
+
+
+def refusal(probe: Any, registry: SourceRegistry) -> str | None:
+    """Why the verifier worker will not run ``probe``, or None when its configuration allows it.
+
+    A task's probes are supplied by the task, i.e. by the agent whose work is being checked,
+    and the verifier runs them with its own authority (its environment, its signing key, its
+    source credentials). So here, unlike on the CLI (where the person running it configures
+    it), a probe must name a configured source, and a command probe runs only when that source
+    pins its argv prefix or says ``allow_any_command``. A refusal is permanent: nothing was
+    observed and reading again cannot change it, so it is never a pass and never re-read.
+    """
+    name = getattr(probe, "source", None)
+    kind = getattr(probe, "kind", "?")
+    if name is None:
+        hint = (
+            "; an absolute URL is read only through an http source with allow_absolute_urls = true"
+            if kind in ("http", "git")
+            else ""
+        )
+        return (
+            f"refused: this {kind} probe names no source, and the verifier worker reads only "
+            f"sources its own configuration names{hint}; add a [sources.NAME] table (or "
+            f"LANDED_SOURCES__NAME__*) to the verifier's configuration and name it in the probe"
+        )
+    try:
+        cfg = registry.get(name)
+    except ProbeError as exc:
+        return f"refused: {exc}"
+    if isinstance(probe, CommandProbe):
+        if cfg.kind != "command":
+            return (
+                f"refused: source {name!r} is a {cfg.kind} source; a command probe runs only "
+                "through a source of kind command"
+            )
+        if cfg.allow_any_command:
+            return None
+        key = config_key(name)
+        fix = (
+            f"list the allowed argv prefix in the verifier's configuration ({key}COMMANDS="
+            f'\'["prog arg"]\' or commands = ["prog arg"] under [sources.{name}]), or set '
+            f"allow_any_command = true there"
+        )
+        if probe.shell:
+            return f"refused: source {name!r} does not run shell strings; {fix}"
+        if probe.env:
+            return (
+                f"refused: source {name!r} does not let a task set the command's environment "
+                f"(it could load code into an allowed program); set its env in the verifier's "
+                f"configuration instead, or {fix}"
+            )
+        if probe.cwd is not None and (
+            Path(probe.cwd).is_absolute() or ".." in Path(probe.cwd).parts
+        ):
+            return (
+                f"refused: the probe's cwd {probe.cwd!r} leaves source {name!r}'s working "
+                "directory; give a relative path below it"
+            )
+        for allowed in cfg.commands:
+            prefix = shlex.split(allowed)
+            if prefix and probe.argv[: len(prefix)] == prefix:
+                return None
+        return f"refused: source {name!r} does not allow the command {probe.argv[0]!r}; {fix}"
+    return None
+
+
+def key_secrets(pem: str, path: str | Path | None, raw: bytes = b"") -> list[str]:
+    """What of a signing key must never appear in evidence: the PEM, each of its body lines
+    (a probe could print one line at a time), the raw key as hex and base64, and where the key
+    lives. Redaction is the second line of defence: a probe that transforms the text (reverses
+    it, say) gets past it, which is why :func:`refusal` keeps such probes from running at all."""
+    found = [pem, pem.strip()]
+    if raw:
+        found.extend((raw.hex(), base64.b64encode(raw).decode()))
+    found.extend(line.strip() for line in pem.splitlines() if line.strip() and "-----" not in line)
+    if path is not None:
+        found.append(str(path))
+        found.append(str(Path(path).resolve()))
+    return found
+
+
+def redact_key(registry: SourceRegistry, key: KeyPair, path: str | Path | None) -> None:
+    """Add the verifier's signing key (and where it lives) to ``registry``'s redaction list."""
+    from cryptography.hazmat.primitives import serialization
+
+    raw = key.private_key.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+    registry.redactor = registry.redactor.with_secrets(
+        key_secrets(key.private_pem().decode(), path, raw)
+    )

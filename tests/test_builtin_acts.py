@@ -1,0 +1,72 @@
+"""Built-in acts never put the actor's credentials in what they report or raise: both reach the
+receipt and the ledger. A real HTTP server on 127.0.0.1, real SQLite, a refused PostgreSQL port."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from landed.activities.builtin_acts import http_request, sql_execute
+from landed_http import LocalHTTP
+
+from landed._acts import ActContext
+
+TOKEN = "CANARYtok9f3a"
+QUERY_SECRET = "CANARYq77x"
+USER = "CANARYuser"
+
+
+@pytest.fixture
+def server() -> Iterator[LocalHTTP]:
+    srv = LocalHTTP().start()
+    yield srv
+    srv.stop()
+
+
+def _ctx(**credentials: str) -> ActContext:
+    return ActContext(
+        task_id="t", attempt=1, idempotency_key="k", identity="actor@t", credentials=credentials
+    )
+
+
+def _clean(text: str) -> None:
+    for canary in (TOKEN, QUERY_SECRET, USER):
+        assert canary not in text, f"{canary} leaked: {text}"
+
+
+async def test_http_report_names_the_url_without_userinfo_or_query_secrets(
+    server: LocalHTTP,
+) -> None:
+    # The server echoes the token back in its body, as error pages sometimes do.
+    server.route("/api/posts", status=201, body=f"created; auth was {TOKEN}".encode())
+    base = server.base.replace("http://", f"http://{USER}:{TOKEN}@") + "/api"
+    ctx = _ctx(site=base)
+    report = await http_request(
+        {"credential": "site", "method": "GET", "path": f"posts?api_key={QUERY_SECRET}&page=1"},
+        ctx,
+    )
+    assert report.claimed_status == "done"
+    assert "/api/posts" in report.report and "HTTP 201" in report.report
+    assert "api_key=[redacted]" in report.report
+    _clean(report.report)
+
+
+async def test_http_errors_name_the_url_without_credentials() -> None:
+    ctx = _ctx(site=f"http://{USER}:{TOKEN}@127.0.0.1:1/api?token={QUERY_SECRET}")
+    with pytest.raises(RuntimeError) as err:
+        await http_request({"credential": "site", "timeout_s": 5}, ctx)
+    _clean(str(err.value))
+    assert "127.0.0.1:1" in str(err.value)
+
+
+async def test_sql_errors_never_quote_the_dsn(tmp_path: Path) -> None:
+    for dsn in (
+        f"mysql://{USER}:{TOKEN}@db/x",  # unsupported: the old message quoted dsn[:20]
+        f"postgresql://{USER}:{TOKEN}@127.0.0.1:1/db?connect_timeout=2",  # refused
+        f"sqlite:///{tmp_path}/{USER}-{TOKEN}/missing/x.db",  # cannot open
+    ):
+        with pytest.raises((RuntimeError, ValueError)) as err:
+            await sql_execute({"credential": "db", "statement": "select 1"}, _ctx(db=dsn))
+        _clean(str(err.value))
+        assert "sql.execute" in str(err.value)

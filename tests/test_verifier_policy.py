@@ -1,0 +1,188 @@
+"""The verifier worker runs a task's probes only as its own configuration allows, and never lets
+its signing key reach evidence. Real subprocesses, real files, a real key file on disk."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from landed.activities.verify import VerifyActivities
+
+from landed._contract import Contract, Outcome
+from landed._signing import KeyPair
+from landed._sources import LandedSettings, SourceRegistry
+from landed._task import VerifyInput, VerifyOutput
+from landed._verifier_policy import redact_key
+
+
+@pytest.fixture
+def key_file(tmp_path: Path) -> tuple[KeyPair, Path]:
+    key = KeyPair.generate()
+    private, _public = key.save(tmp_path / "keys")
+    return key, private
+
+
+def _pem_body(key: KeyPair) -> str:
+    lines = key.private_pem().decode().splitlines()
+    return "".join(line for line in lines if "-----" not in line)
+
+
+@pytest.fixture
+async def verifier(
+    tmp_path: Path, key_file: tuple[KeyPair, Path]
+) -> AsyncIterator[tuple[VerifyActivities, SourceRegistry]]:
+    key, private = key_file
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "report.txt").write_text("45 rows\n")
+    (root / "escape").symlink_to(private)
+    sources: dict[str, Any] = {
+        # A command source that pins what it runs, one that allows anything, a file root.
+        "tools": {"kind": "command", "path": str(tmp_path), "commands": ["echo", "git status"]},
+        "anything": {"kind": "command", "path": str(tmp_path), "allow_any_command": True},
+        "reports": {"kind": "file", "path": str(root)},
+        "site": {"url": "http://127.0.0.1:9/base"},
+    }
+    # allow_unsourced=True lets the observe() layer through on purpose: the verifier's own
+    # policy must refuse regardless of that flag.
+    async with SourceRegistry(sources, allow_unsourced=True, observer="verifier@t") as registry:
+        redact_key(registry, key, private)
+        yield VerifyActivities(registry, "verifier@t", key), registry
+
+
+async def _read(activities: VerifyActivities, *contracts: dict[str, Any]) -> VerifyOutput:
+    models = [Contract.model_validate({"action": "a", **c}) for c in contracts]
+    return await activities._verify(
+        VerifyInput(
+            task_id="t",
+            attempt=1,
+            phase="after",
+            contracts=models,
+            indexes=list(range(len(models))),
+            run_id="run-1",
+        )
+    )
+
+
+def _cmd(argv: list[str], source: str | None = None, **kw: Any) -> dict[str, Any]:
+    probe: dict[str, Any] = {"kind": "command", "argv": argv, **kw}
+    if source is not None:
+        probe["source"] = source
+    return {"probe": probe, "expect": {"type": "non_empty"}}
+
+
+async def test_task_commands_that_read_the_key_or_parent_env_never_run(
+    verifier: tuple[VerifyActivities, SourceRegistry],
+    key_file: tuple[KeyPair, Path],
+    tmp_path: Path,
+) -> None:
+    key, private = key_file
+    ran = tmp_path / "ran"
+    attacks = [
+        # The review's reproduction: the parent's environment holds the key path or PEM.
+        _cmd([f"touch {ran}; tr '\\0' '\\n' < /proc/$PPID/environ | rev"], shell=True),
+        _cmd(["sh", "-c", f"touch {ran}; cat {private}"]),
+        _cmd(["cat", str(private)], source="tools"),  # a pinned source: cat is not listed
+        _cmd([f"touch {ran}; cat {private}"], source="tools", shell=True),
+        _cmd(["echo", "x"], source="tools", env={"LD_PRELOAD": str(tmp_path / "evil.so")}),
+        _cmd(["echo", "x"], source="tools", cwd="/"),
+        _cmd(["cat", str(private)], source="reports"),  # not a command source
+        {"probe": {"kind": "file", "path": str(private)}, "expect": {"type": "non_empty"}},
+        {"probe": {"kind": "git", "ref": "HEAD"}, "expect": {"type": "non_empty"}},
+    ]
+    out = await _read(verifier[0], *attacks)
+    assert not ran.exists(), "a refused command ran anyway"
+    assert len(out.readings) == len(attacks)
+    for reading in out.readings:
+        assert reading.refused, reading.observation.message
+        assert reading.observation.outcome is Outcome.PROBE_ERROR
+        assert reading.proof.result == "probe-error"
+        assert reading.observation.message.startswith("refused: ")
+    text = out.model_dump_json()
+    assert _pem_body(key) not in text
+    messages = [r.observation.message for r in out.readings]
+    assert "LANDED_SOURCES__NAME__" in messages[0]  # names the configuration to add
+    assert "LANDED_SOURCES__TOOLS__COMMANDS" in messages[2]
+    assert "allow_any_command" in messages[3]
+
+
+async def test_allowed_commands_run_and_the_key_never_reaches_evidence(
+    verifier: tuple[VerifyActivities, SourceRegistry], key_file: tuple[KeyPair, Path]
+) -> None:
+    key, private = key_file
+    out = await _read(
+        verifier[0],
+        {**_cmd(["echo", "45"], source="tools"), "expect": {"type": "count", "value": 45}},
+        # The operator allowed any command here; even then the key is redacted, whole or by line.
+        _cmd(["cat", str(private)], source="anything"),
+        _cmd([f"echo {private}; grep -v -- ----- {private}"], source="anything", shell=True),
+    )
+    echo, whole, lines = out.readings
+    assert not echo.refused and echo.observation.outcome is Outcome.PASS
+    for reading in (whole, lines):
+        assert not reading.refused
+        evidence = reading.observation.evidence
+        assert evidence is not None and "[redacted]" in evidence.text
+        assert _pem_body(key) not in evidence.text
+        assert str(private) not in evidence.text
+    assert _pem_body(key) not in out.model_dump_json()
+    # (The probe itself names the path, as the task wrote it; what was observed never does.)
+    assert all(str(private) not in r.observation.model_dump_json() for r in out.readings)
+
+
+async def test_http_without_a_source_and_absolute_urls_off_base_are_refused(
+    verifier: tuple[VerifyActivities, SourceRegistry],
+) -> None:
+    out = await _read(
+        verifier[0],
+        {"probe": {"kind": "http", "url": "http://127.0.0.1:9/x"}, "expect": {"type": "non_empty"}},
+        {
+            "probe": {"kind": "http", "source": "site", "url": "http://127.0.0.1:9/other"},
+            "expect": {"type": "non_empty"},
+        },
+    )
+    unsourced, off_base = out.readings
+    assert unsourced.refused and "allow_absolute_urls" in unsourced.observation.message
+    # Named a source, but the URL leaves its base: the reader refuses it (nothing fetched).
+    assert off_base.observation.outcome is Outcome.PROBE_ERROR
+    assert "allow_absolute_urls" in off_base.observation.message
+
+
+async def test_file_probes_stay_inside_their_source_root(
+    verifier: tuple[VerifyActivities, SourceRegistry], key_file: tuple[KeyPair, Path]
+) -> None:
+    key, _private = key_file
+    out = await _read(
+        verifier[0],
+        {
+            "probe": {"kind": "file", "source": "reports", "path": "report.txt"},
+            "expect": {"type": "contains", "value": "45 rows"},
+        },
+        {
+            "probe": {"kind": "file", "source": "reports", "path": "escape"},
+            "expect": {"type": "non_empty"},
+        },
+        {
+            "probe": {"kind": "file", "source": "reports", "path": "../keys"},
+            "expect": {"type": "non_empty"},
+        },
+    )
+    inside, symlink, climb = out.readings
+    assert inside.observation.outcome is Outcome.PASS
+    for reading in (symlink, climb):
+        assert reading.observation.outcome is Outcome.PROBE_ERROR
+        assert "outside the source's root" in reading.observation.message
+    assert _pem_body(key) not in out.model_dump_json()
+
+
+def test_settings_read_only_configured_sources_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("LANDED_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(Path(__file__).parent)  # no landed.toml here
+    assert LandedSettings().allow_unsourced is False
+    assert SourceRegistry.from_settings().allow_unsourced is False
+    assert SourceRegistry.from_settings(allow_unsourced=True).allow_unsourced is True
