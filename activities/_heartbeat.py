@@ -20,8 +20,7 @@ async def heartbeating() -> AsyncIterator[None]:
     of waiting out the whole start-to-close timeout.
 
     The first beat waits one interval: the heartbeat timeout runs from the attempt's start, so
-    a beat at the start proves nothing the start didn't, and it would cost every short act and
-    read one more server write (the SDK sends a first heartbeat at once, unthrottled).
+    a beat at the start proves nothing the start didn't.
     """
     timeout = activity.info().heartbeat_timeout
     every = 5.0 if timeout is None else max(0.2, min(5.0, timeout.total_seconds() / 3))

@@ -194,10 +194,10 @@ def _with_passthrough(existing: WorkflowRunner | None) -> WorkflowRunner:
     if not isinstance(runner, SandboxedWorkflowRunner):
         return runner  # an unsandboxed runner shares every module already
     modules = (*SANDBOX_PASSTHROUGH, *_core_modules())
-    sandbox = _SandboxRunner(
-        restrictions=runner.restrictions.with_passthrough_modules(*modules),
-        runner_class=runner.runner_class,
-    )
+    restrictions = runner.restrictions.with_passthrough_modules(*modules)
+    if type(runner) is not SandboxedWorkflowRunner:
+        return dataclasses.replace(runner, restrictions=restrictions)  # a caller's own runner
+    sandbox = _SandboxRunner(restrictions=restrictions, runner_class=runner.runner_class)
     sandbox.set_worker_level_failure_exception_types(runner._worker_level_failure_exception_types)
     return sandbox
 
