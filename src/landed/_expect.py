@@ -192,11 +192,18 @@ def _parse_number(text: str, reading: Reading, *, whole: bool) -> tuple[Any, str
     return None, f"the probe returned {_short(stripped)}, which is not a {kind}"
 
 
-def _judge_count(expect: Count, reading: Reading) -> Judgement:
+def _no_number(reading: Reading) -> Judgement | None:
+    """``empty`` when the probe returned NULL or nothing at all: neither is a count of 0."""
     if reading.number is None:
         return _empty("NULL (not a count of 0)")
     if reading.number is NO_VALUE and _blank(reading):
         return _empty("no output (not a count of 0)")
+    return None
+
+
+def _judge_count(expect: Count, reading: Reading) -> Judgement:
+    if (nothing := _no_number(reading)) is not None:
+        return nothing
     count, why = _number(reading, whole=True)
     if count is None:
         return Judgement(Outcome.MISMATCH, f"{why}; expected exactly {expect.value}")
@@ -224,10 +231,8 @@ def _compare_count(count: int, wanted: int) -> Judgement:
 
 
 def _judge_at_least(expect: AtLeast, reading: Reading) -> Judgement:
-    if reading.number is None:
-        return _empty("NULL (not a count of 0)")
-    if reading.number is NO_VALUE and _blank(reading):
-        return _empty("no output (not a count of 0)")
+    if (nothing := _no_number(reading)) is not None:
+        return nothing
     number, why = _number(reading, whole=False)
     if number is None:
         return Judgement(Outcome.MISMATCH, f"{why}; expected at least {expect.value}")
