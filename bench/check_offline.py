@@ -44,7 +44,12 @@ else:
         code = run_check(path, as_json=(mode == "json"), out=out)
         elapsed = time.perf_counter() - start
     n = int(sys.argv[3])
-rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# A large file is graded by two processes (the second forked): count both peaks, summed, an
+# upper bound on what they held together.
+rss_mb = (
+    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+) / 1024
 print(f"{n} {elapsed} {rss_mb} {code}")
 """
 
@@ -157,27 +162,31 @@ def main(argv: list[str] | None = None) -> int:
     base_rate, base_rss, _ = _run("baseline", path, N)
     rate, rss, code = _run("text", path, N)
     json_rate, json_rss, _ = _run("json", path, N)
-    ratio = rate / base_rate
-    ok_rate, ok_ratio, ok_rss = rate >= TARGET_RATE, ratio >= TARGET_RATIO, rss < TARGET_RSS_MB
+    ratio, json_ratio = rate / base_rate, json_rate / base_rate
+    ok_rate, ok_ratio = rate >= TARGET_RATE, ratio >= TARGET_RATIO
+    ok_rss = max(rss, json_rss) < TARGET_RSS_MB
     rows = [
-        ("landed check (text report)", f"{rate:,.0f} receipts/s", f"peak RSS {rss:,.0f} MB"),
-        ("landed check --json", f"{json_rate:,.0f} receipts/s", f"peak RSS {json_rss:,.0f} MB"),
-        ("baseline: bare orjson loop", f"{base_rate:,.0f} lines/s", f"peak RSS {base_rss:,.0f} MB"),
+        ("landed check (text report)", f"{rate:,.0f} receipts/s", rss),
+        ("landed check --json", f"{json_rate:,.0f} receipts/s", json_rss),
+        ("baseline: bare orjson loop", f"{base_rate:,.0f} lines/s", base_rss),
     ]
     for label, figure, memory in rows:
-        print(f"  {label:<28} {figure:>20}   {memory}")
-    print(f"  ratio {ratio:.2f}x (--json {json_rate / base_rate:.2f}x); check exit code {code}")
+        print(f"  {label:<28} {figure:>20}   peak RSS {memory:,.0f} MB (all processes)")
+    print(f"  ratio {ratio:.2f}x (--json {json_ratio:.2f}x); check exit code {code}")
     verdict = {True: "PASS", False: "MISS"}
     print(
-        f"  target >= {TARGET_RATE:,.0f}/s: {verdict[ok_rate]}; >= {TARGET_RATIO}x: "
-        f"{verdict[ok_ratio]}; RSS < {TARGET_RSS_MB:.0f} MB: {verdict[ok_rss]}"
+        f"  target >= {TARGET_RATE:,.0f}/s: {verdict[ok_rate]} "
+        f"(--json {verdict[json_rate >= TARGET_RATE]}); >= {TARGET_RATIO}x: {verdict[ok_ratio]} "
+        f"(--json {verdict[json_ratio >= TARGET_RATIO]}); RSS < {TARGET_RSS_MB:.0f} MB: "
+        f"{verdict[ok_rss]}"
     )
     summary = {
         "figure": rate,
         "json_figure": json_rate,
         "baseline": base_rate,
         "ratio": ratio,
-        "peak_rss_mb": rss,
+        "json_ratio": json_ratio,
+        "peak_rss_mb": max(rss, json_rss),
         "pass": ok_rate and ok_ratio and ok_rss,
     }
     print(json.dumps(summary))

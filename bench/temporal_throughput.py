@@ -65,13 +65,13 @@ def _cpu_seconds(pid: int) -> float:
 
 
 async def _measure(
-    n: int, one: Callable[[int], Awaitable[bool]], pids: list[int]
-) -> tuple[float, int, float]:
+    n: int, one: Callable[[int], Awaitable[bool]], pids: dict[str, int]
+) -> tuple[float, int, dict[str, float]]:
     """Run n tasks with at most CONCURRENCY in flight.
 
     Returns tasks per second, how many passed, and the CPU milliseconds per task spent by the
-    processes in ``pids`` (server, workers, this client): a figure other load on the machine
-    does not inflate the way it inflates wall-clock throughput.
+    processes in ``pids`` (server, workers, this client), each by name: a figure other load on
+    the machine does not inflate the way it inflates wall-clock throughput.
     """
     gate = asyncio.Semaphore(CONCURRENCY)
 
@@ -79,11 +79,11 @@ async def _measure(
         async with gate:
             return await one(i)
 
-    cpu = sum(_cpu_seconds(p) for p in pids)
+    cpu = {name: _cpu_seconds(pid) for name, pid in pids.items()}
     started = time.perf_counter()
     results = await asyncio.gather(*(run(i) for i in range(n)))
     rate = n / (time.perf_counter() - started)
-    cpu_ms = (sum(_cpu_seconds(p) for p in pids) - cpu) * 1000 / n
+    cpu_ms = {name: (_cpu_seconds(pid) - cpu[name]) * 1000 / n for name, pid in pids.items()}
     return rate, sum(results), cpu_ms
 
 
@@ -172,8 +172,19 @@ async def _run() -> bool:
 
         server = stack.server.proc.pid if stack.server.proc else os.getpid()
         roles = {role: proc.pid for role, proc in stack.roles.items()}
-        base_pids = [server, roles["actor"], baseline.pid, os.getpid()]
-        task_pids = [server, roles["actor"], roles["verifier"], roles["runner"], os.getpid()]
+        base_pids = {
+            "server": server,
+            "actor": roles["actor"],
+            "workflow": baseline.pid,
+            "client": os.getpid(),
+        }
+        task_pids = {
+            "server": server,
+            "actor": roles["actor"],
+            "verifier": roles["verifier"],
+            "workflow": roles["runner"],
+            "client": os.getpid(),
+        }
         await _measure(WARMUP, act_only("warm-base"), base_pids)
         await _measure(WARMUP, agent_task("warm-full", True), task_pids)
         base_rate, _, base_cpu = await _measure(N, act_only("base"), base_pids)
@@ -188,28 +199,32 @@ async def _run() -> bool:
     lean_ratio, full_ratio = lean_rate / base_rate, full_rate / base_rate
     lean_verified = lean_rate * lean_ok / N
     full_verified = full_rate * full_ok / N
+    base_ms, lean_ms, full_ms = (sum(c.values()) for c in (base_cpu, lean_cpu, full_cpu))
     cores = os.cpu_count() or 1
     print(f"temporal throughput on landed dev ({N} tasks per flow, {CONCURRENCY} in flight)")
     print(
         f"  baseline  same act alone (BenchActOnly)        {base_rate:7.1f} tasks/s  "
-        f"cpu {base_cpu:5.1f} ms/task"
+        f"cpu {base_ms:5.1f} ms/task"
     )
     print(
         f"  figure    act + verify + settle (pre_read off) {lean_rate:7.1f} tasks/s  "
-        f"cpu {lean_cpu:5.1f} ms/task  ratio {lean_ratio:.2f}x (target >= {TARGET_RATIO}x)  "
+        f"cpu {lean_ms:5.1f} ms/task  ratio {lean_ratio:.2f}x (target >= {TARGET_RATIO}x)  "
         f"verified {lean_ok}/{N} = {lean_verified:.1f}/s (target >= {TARGET_RATE:.0f}/s)"
     )
     print(
         f"  figure    pre-read + act + verify + settle     {full_rate:7.1f} tasks/s  "
-        f"cpu {full_cpu:5.1f} ms/task  ratio {full_ratio:.2f}x (the default flow)  "
+        f"cpu {full_ms:5.1f} ms/task  ratio {full_ratio:.2f}x (the default flow)  "
         f"verified {full_ok}/{N} = {full_verified:.1f}/s"
     )
     print(
         f"  cpu-bound ceiling on {cores} dedicated cores: baseline "
-        f"{cores * 1000 / base_cpu:.0f}/s, act + verify + settle {cores * 1000 / lean_cpu:.0f}/s "
-        f"(ratio {base_cpu / lean_cpu:.2f}x), default flow {cores * 1000 / full_cpu:.0f}/s "
-        f"(ratio {base_cpu / full_cpu:.2f}x)"
+        f"{cores * 1000 / base_ms:.0f}/s, act + verify + settle {cores * 1000 / lean_ms:.0f}/s "
+        f"(ratio {base_ms / lean_ms:.2f}x), default flow {cores * 1000 / full_ms:.0f}/s "
+        f"(ratio {base_ms / full_ms:.2f}x)"
     )
+    for label, cpu in (("baseline", base_cpu), ("lean", lean_cpu), ("default", full_cpu)):
+        parts = "  ".join(f"{name} {ms:5.1f}" for name, ms in cpu.items())
+        print(f"  cpu ms/task by process, {label:8s}: {parts}")
     met = lean_ratio >= TARGET_RATIO and lean_verified >= TARGET_RATE and lean_ok == N
     print(f"  targets {'met' if met else 'NOT met'}")
     return met

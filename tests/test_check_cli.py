@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from landed._check import Record
 from landed._cli import app
+from landed._cli._check import _task_bytes, _task_json
+from landed._grading import RawGrade
+from landed._ladder import ProofLevel, Status
 
 LANDED = [sys.executable, "-m", "landed"]
 TASK_KEYS = {"task_id", "claimed_status", "proof_level", "meets_bar", "findings"}
@@ -282,6 +290,51 @@ def test_live_downgrades_proofs_that_no_longer_hold(tmp_path: Path, site: str) -
     assert b"re-reading" not in proc.stderr  # no progress bar when stderr is not a terminal
 
 
+def test_live_shows_a_progress_bar_on_a_terminal_and_keeps_stdout_clean(
+    tmp_path: Path, site: str
+) -> None:
+    # stderr is a real pseudo-terminal here, as in an interactive shell; /slow keeps the run
+    # going past the bar's first refresh.
+    receipts = [live_receipt(f"t{i}", f"{site}/ok") for i in range(40)]
+    path = jsonl(tmp_path / "live.jsonl", *receipts, live_receipt("slow", f"{site}/slow"))
+    leader, follower = os.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"}
+    for name in ("NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        env.pop(name, None)
+    proc = subprocess.Popen(
+        [*LANDED, "check", str(path), "--json", "--live", "--timeout", "1"],
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env=env,
+    )
+    os.close(follower)
+    seen: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal closed with the process
+                return
+            if not chunk:
+                return
+            seen.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        stdout, _ = proc.communicate(timeout=60)
+    finally:
+        reader.join(timeout=10)
+        os.close(leader)
+    terminal = b"".join(seen)
+    assert b"re-reading http_contains proofs" in terminal, terminal[-2000:]
+    # The bar lives on stderr only: stdout is still exactly one JSON report.
+    report = orjson.loads(stdout)
+    assert len(report["tasks"]) == 41
+    assert proc.returncode == 1  # /slow does not answer within 1 s
+
+
 def _mixed_lines(count: int) -> list[bytes]:
     # Every shape the reader knows, with costs that do not sum exactly in floating point.
     lines: list[bytes] = [b"\xef\xbb\xbf" + orjson.dumps(receipt("t-bom"))]
@@ -402,3 +455,38 @@ def test_live_leaves_a_ref_it_cannot_reread_as_it_is_with_a_note(tmp_path: Path,
     notes = [f["message"] for f in live["source-ref"]["findings"]]
     assert any("was not re-read live" in n and "not an http(s) URL" in n for n in notes), notes
     assert not live["weak-label"]["meets_bar"]  # a live fetch never upgrades it either
+
+
+# --- the --json encoder --------------------------------------------------------------------------
+
+_texts = st.text(max_size=30) | st.none()
+
+
+@given(
+    tasks=st.lists(
+        st.tuples(
+            st.integers(min_value=1, max_value=10**9),
+            _texts,
+            _texts,
+            st.sampled_from(list(ProofLevel)),
+            st.sampled_from([None, *ProofLevel]),
+            st.booleans(),
+            st.booleans(),
+            st.sampled_from(list(Status)),
+            st.lists(st.tuples(st.sampled_from(["DOD-2", "DOD-7"]), st.text(max_size=40))),
+        ),
+        max_size=20,
+    )
+)
+def test_each_json_task_is_byte_for_byte_the_reference_encoding(
+    tasks: list[tuple[Any, ...]],
+) -> None:
+    # The sink encodes a grade's fields once and reuses them; what it writes must be exactly
+    # what encoding the whole task object would write, for every grade seen again or not.
+    tails: dict[Any, bytes] = {}
+    for line, task_id, claimed, level, required, done, meets, proven, findings in tasks * 2:
+        record = cast(Record, SimpleNamespace(task_id=task_id, claimed_status=claimed))
+        graded = RawGrade(level, required, done, meets, proven, tuple(findings))
+        assert _task_bytes(line, record, graded, tails) == orjson.dumps(
+            _task_json(line, record, graded)
+        )

@@ -122,3 +122,37 @@ async def test_sandbox_compiles_once_but_runs_each_module_fresh(
     edited = sandboxed_class()
     assert edited.run.__code__ is not first.run.__code__
     assert "second" in edited.run.__code__.co_consts
+
+
+async def test_the_sandbox_shortcuts_give_the_sdks_own_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The plugin's sandbox runs the SDK's entry snippets from compiled code and answers the
+    # serialization-context questions without re-entering the sandbox: same answers, always.
+    from landed.workflows.agent_task import AgentTask
+    from temporalio.api.enums.v1 import CommandType
+    from temporalio.worker._command_aware_visitor import CommandInfo
+    from temporalio.worker.workflow_sandbox import _runner
+
+    made: list[Any] = []
+    original = _runner._Instance._create_instance
+
+    def spy(self: Any) -> None:
+        original(self)
+        made.append(self)
+
+    monkeypatch.setattr(_runner._Instance, "_create_instance", spy)
+    _with_passthrough(None).prepare_workflow(workflow._Definition.must_from_class(AgentTask))
+    (instance,) = made
+    assert type(instance).__name__ == "_CompiledInstance"
+    asked = [
+        None,
+        CommandInfo(command_type=CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK, command_seq=1),
+        CommandInfo(command_type=CommandType.COMMAND_TYPE_RECORD_MARKER, command_seq=2),
+    ]
+    for info in asked:
+        fast = instance.get_serialization_context(info)
+        assert fast == _runner._Instance.get_serialization_context(instance, info)
+        assert fast is not None and fast.workflow_id == instance.get_info().workflow_id
+        store = instance.get_external_store_context(info)
+        assert store == _runner._Instance.get_external_store_context(instance, info)

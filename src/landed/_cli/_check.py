@@ -80,19 +80,47 @@ def _load_trust(keys: str | Sequence[str] | None) -> SignatureCheck | None:
 _LABELS: Final = tuple(level.label for level in ProofLevel)
 
 
-def _task_json(line: int, record: Record, graded: RawGrade) -> dict[str, Any]:
+def _grade_json(graded: RawGrade) -> dict[str, Any]:
+    """The fields of a task's JSON object that depend only on its grade."""
     level, required, claims_done, meets_bar, proven, findings = graded
     return {
-        "task_id": record.task_id,
-        "claimed_status": record.claimed_status,
         "proof_level": _LABELS[level],
         "meets_bar": meets_bar,
         "findings": [{"rule": rule, "message": message} for rule, message in findings],
         "claims_done": claims_done,
         "required_level": None if required is None else _LABELS[required],
         "proven_status": proven,  # orjson writes an enum as its value
+    }
+
+
+def _task_json(line: int, record: Record, graded: RawGrade) -> dict[str, Any]:
+    """One entry of ``tasks`` in ``landed check --json``."""
+    return {
+        "task_id": record.task_id,
+        "claimed_status": record.claimed_status,
+        **_grade_json(graded),
         "line": line,
     }
+
+
+# Grades repeat across a file, so the grade's part of each task object is encoded once per
+# distinct grade (bounded: a file of all-different grades just encodes each).
+_TAIL_CACHE_MAX: Final = 4096
+
+
+def _task_bytes(line: int, record: Record, graded: RawGrade, tails: dict[Any, bytes]) -> bytes:
+    """``orjson.dumps(_task_json(line, record, graded))``, byte for byte."""
+    # The claimed status and the grade repeat across a file; the task id and line don't.
+    key = (record.claimed_status, graded)
+    tail = tails.get(key)
+    if tail is None:
+        if len(tails) >= _TAIL_CACHE_MAX:
+            tails.clear()
+        tail = tails[key] = b'"claimed_status":%b,%b' % (
+            orjson.dumps(record.claimed_status),
+            orjson.dumps(_grade_json(graded))[1:-1],
+        )
+    return b'{"task_id":%b,%b,"line":%d}' % (orjson.dumps(record.task_id), tail, line)
 
 
 class _Counts:
@@ -117,13 +145,14 @@ class _JsonSink(_Counts):
     """Writes ``{"tasks": [...], "invalid": [...], "scorecard": {...}}`` as it goes: tasks leave
     memory in batches, and invalid lines spill to a temporary file past a few megabytes."""
 
-    __slots__ = ("_batch", "_file", "_invalid", "_out", "_started")
+    __slots__ = ("_batch", "_file", "_invalid", "_out", "_started", "_tails")
 
     def __init__(self, out: IO[bytes], file: str, *, invalid: IO[bytes] | None = None) -> None:
         super().__init__()
         self._out = out
         self._file = file
-        self._batch: list[dict[str, Any]] = []
+        self._batch: list[bytes] = []
+        self._tails: dict[Any, bytes] = {}
         self._started = False
         # Closed by finish(), which copies it out.
         self._invalid: IO[bytes] = (
@@ -135,9 +164,11 @@ class _JsonSink(_Counts):
             out.write(b'{"tasks":[')
 
     def task(self, line: int, record: Record, graded: RawGrade) -> None:
-        self.count(graded)
-        self._batch.append(_task_json(line, record, graded))
-        if len(self._batch) >= 4096:
+        if graded.claims_done and not graded.meets_bar:
+            self.missed_count += 1
+        batch = self._batch
+        batch.append(_task_bytes(line, record, graded, self._tails))
+        if len(batch) >= 4096:
             self._flush()
 
     def invalid(self, item: InvalidLine) -> None:
@@ -149,11 +180,10 @@ class _JsonSink(_Counts):
         )
 
     def _flush(self) -> None:
-        # One orjson call per batch, written without the batch's own brackets.
         if self._batch:
             if self._started:
                 self._out.write(b",")
-            self._out.write(orjson.dumps(self._batch)[1:-1])
+            self._out.write(b",".join(self._batch))
             self._started = True
             self._batch.clear()
 
