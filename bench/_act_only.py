@@ -20,7 +20,6 @@ class ActOnly:
 
     @workflow.run
     async def run(self, spec: TaskSpec) -> ActReport:
-        queue = workflow.memo_value("actor_task_queue", type_hint=str)
         report: ActReport = await workflow.execute_activity(
             ACT_ACTIVITY,
             ActInput(
@@ -30,7 +29,7 @@ class ActOnly:
                 act=spec.act,
             ),
             result_type=ActReport,
-            task_queue=queue,
+            task_queue=spec.actor_task_queue,
             start_to_close_timeout=timedelta(minutes=5),
             retry_policy=RetryPolicy(maximum_attempts=1),
         )
