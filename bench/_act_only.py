@@ -20,6 +20,7 @@ class ActOnly:
 
     @workflow.run
     async def run(self, spec: TaskSpec) -> ActReport:
+        queue = workflow.memo_value("actor_task_queue", type_hint=str)
         report: ActReport = await workflow.execute_activity(
             ACT_ACTIVITY,
             ActInput(
@@ -29,7 +30,7 @@ class ActOnly:
                 act=spec.act,
             ),
             result_type=ActReport,
-            task_queue=spec.actor_task_queue,
+            task_queue=queue,
             start_to_close_timeout=timedelta(minutes=5),
             retry_policy=RetryPolicy(maximum_attempts=1),
         )

@@ -73,12 +73,12 @@ async def run_roles(
         "runner": RunnerSettings(
             task_queue=queues["runner"],
             identity=identities["runner"],
-            **{
-                "ledger_url": ledger_url,
-                "trust": [public],
-                "max_cached_workflows": max_cached_workflows,
-                **dict(runner or {}),
-            },
+            ledger_url=ledger_url,
+            actor_task_queue=queues["actor"],
+            verifier_task_queue=queues["verifier"],
+            trust=[public],
+            max_cached_workflows=max_cached_workflows,
+            **dict(runner or {}),
         ),
     }
     registry = SourceRegistry(dict(sources or {}), observer=identities["verifier"])
@@ -93,12 +93,7 @@ async def run_roles(
             await stack.enter_async_context(worker)
         temporal = await connect(identity=f"client@test-{tag}", address=address)
         yield Roles(
-            client=landed.Client(
-                temporal,
-                task_queue=queues["runner"],
-                actor_task_queue=queues["actor"],
-                verifier_task_queue=queues["verifier"],
-            ),
+            client=landed.Client(temporal, task_queue=queues["runner"]),
             temporal=temporal,
             ledger_url=ledger_url,
             public_key=public,

@@ -9,24 +9,31 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from landed._assemble import assemble_receipt, proof_item, unknown_write_report
+    from landed._assemble import (
+        assemble_receipt,
+        proof_item,
+        trust_from_pems,
+        unknown_write_report,
+    )
     from landed._contract import Observation, Outcome
     from landed._expect import label_for
-    from landed._grading import evaluate
+    from landed._grading import grade
     from landed._ladder import Status
     from landed._receipt import LandedExtension, ProofItem, Receipt
     from landed._task import (
         ACT_ACTIVITY,
         AGENT_TASK_WORKFLOW,
+        PLAN_ACTIVITY,
         SETTLE_ACTIVITY,
         VERIFY_ACTIVITY,
         ActInput,
         ActReport,
+        PlanInput,
         Progress,
         ReceiptQuery,
+        Routing,
         SettleInput,
         SettleOutput,
-        SignOff,
         Step,
         TaskSpec,
         VerifyInput,
@@ -57,10 +64,7 @@ _SETTLE_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=30),
     non_retryable_error_types=["LedgerConflict"],
 )
-# Settle appends only a receipt graded with the runner's own facts; a second grade uses the
-# facts the first settle returned, so a third is needed only if the runner's configuration
-# changed in between.
-_SIGN_OFF_ROUNDS = 3
+_LOCAL = timedelta(seconds=30)
 
 
 def _cause(err: BaseException) -> str:
@@ -118,49 +122,30 @@ class AgentTask:
         # started another way gets its owner with the verdict.
         owner_set = workflow.info().typed_search_attributes.get(LANDED_OWNER) is not None
         deadline = workflow.now() + spec.time_cap
+        routing = await workflow.execute_local_activity(
+            PLAN_ACTIVITY,
+            PlanInput(task_id=spec.task_id),
+            result_type=Routing,
+            start_to_close_timeout=_LOCAL,
+        )
         every = list(range(len(spec.proof_plan)))
         before: list[Observation | None] = [None] * len(every)
-        # A task may skip the pre-read; the runner's sign-off then refuses to call it verified
-        # unless its operator allows skipping (the policy is the runner's, read at settle).
-        self._pre_read = spec.pre_read
+        # The pre-read is the operator's choice (the runner's settings), not the agent's: a
+        # task's pre_read: false counts only where the runner allows tasks to skip it.
+        self._pre_read = routing.pre_read and (spec.pre_read or not routing.task_may_skip_pre_read)
         if self._pre_read and every:
             self._step = Step.PRE_READ
-            readings = await self._read("before", every, before, attempt=1)
+            readings = await self._read(routing, "before", every, before, attempt=1)
             before = [readings[i].observation for i in every]
 
-        report, after = await self._act_until_known(spec, before, deadline)
+        report, after = await self._act_until_known(spec, routing, before, deadline)
         self._report = report
         if after is None:
             self._step = Step.VERIFY
-            after = await self._read("after", every, before, attempt=self._attempt)
-        self._proofs = [self._independent(after[i], report).proof for i in every]
+            after = await self._read(routing, "after", every, before, attempt=self._attempt)
+        self._proofs = [self._independent(after[i], report, routing).proof for i in every]
 
-        self._step = Step.SETTLE
-        # Graded first with the facts a runner normally gives (every signature good, the
-        # pre-read not refused); settle checks them against its configuration and, where they
-        # differ, appends nothing and answers with its own, and the task is graded again.
-        facts = SignOff()
-        for _ in range(_SIGN_OFF_ROUNDS):
-            # Not shown to queries until the runner accepts it: a first grade may be optimistic.
-            final = self._grade(spec, report, facts)
-            out = await workflow.execute_local_activity(
-                SETTLE_ACTIVITY,
-                SettleInput(receipt=final, assumed=facts),
-                result_type=SettleOutput,
-                start_to_close_timeout=spec.timeouts.settle,
-                retry_policy=_SETTLE_RETRY,
-            )
-            if out.accepted:
-                break
-            facts = out.facts
-        else:
-            raise ApplicationError(
-                f"the runner's sign-off changed on each of {_SIGN_OFF_ROUNDS} settle attempts "
-                f"(its trusted keys or pre-read policy changed while settling); nothing was "
-                f"appended: start the task again once the runner's configuration is stable",
-                type="SignOffUnstable",
-                non_retryable=True,
-            )
+        final = self._grade(spec, routing, report)
         self._final = final
         updates = [
             LANDED_VERDICT.value_set(final.verdict or "unknown"),
@@ -169,12 +154,21 @@ class AgentTask:
         if not owner_set:
             updates.append(LANDED_OWNER.value_set(spec.owner))
         workflow.upsert_search_attributes(updates)
+        self._step = Step.SETTLE
+        await workflow.execute_local_activity(
+            SETTLE_ACTIVITY,
+            SettleInput(receipt=final),
+            result_type=SettleOutput,
+            start_to_close_timeout=spec.timeouts.settle,
+            retry_policy=_SETTLE_RETRY,
+        )
         self._step = Step.SETTLED
         return final
 
     async def _act_until_known(
         self,
         spec: TaskSpec,
+        routing: Routing,
         before: list[Observation | None],
         deadline: datetime,
     ) -> tuple[ActReport, dict[int, VerifyReading] | None]:
@@ -202,7 +196,7 @@ class AgentTask:
                         act=spec.act,
                     ),
                     result_type=ActReport,
-                    task_queue=spec.actor_task_queue,
+                    task_queue=routing.actor_task_queue,
                     schedule_to_close_timeout=remaining,
                     heartbeat_timeout=spec.timeouts.act_heartbeat,
                     retry_policy=_ACT_ONCE,
@@ -222,7 +216,7 @@ class AgentTask:
                 break
             # The write is unknown: read back before deciding (DOD-10).
             self._step = Step.RECONCILE
-            last = await self._read("after", every, before, attempt=attempt)
+            last = await self._read(routing, "after", every, before, attempt=attempt)
             if every and all(last[i].observation.outcome == Outcome.PASS for i in every):
                 # It landed: settle it; never run the act again.
                 self._act_error = error
@@ -248,6 +242,7 @@ class AgentTask:
 
     async def _read(
         self,
+        routing: Routing,
         phase: str,
         indexes: list[int],
         before: list[Observation | None],
@@ -277,7 +272,7 @@ class AgentTask:
                         run_id=workflow.info().run_id,
                     ),
                     result_type=VerifyOutput,
-                    task_queue=spec.verifier_task_queue,
+                    task_queue=routing.verifier_task_queue,
                     start_to_close_timeout=spec.timeouts.verify,
                     heartbeat_timeout=spec.timeouts.verify_heartbeat,
                     retry_policy=_VERIFY_RETRY,
@@ -285,7 +280,7 @@ class AgentTask:
             except ActivityError as err:
                 # The verifier could not be reached or crashed every time: nothing was observed.
                 for i in todo:
-                    got[i] = self._unobserved(i, f"verify failed: {_cause(err)}", attempt)
+                    got[i] = self._unobserved(i, routing, f"verify failed: {_cause(err)}", attempt)
                 break
             for reading in out.readings:
                 if reading.index in todo:
@@ -301,35 +296,31 @@ class AgentTask:
             if not todo:
                 break
         for i in todo:
-            got.setdefault(i, self._unobserved(i, "verifier returned no reading", attempt))
+            got.setdefault(i, self._unobserved(i, routing, "verifier returned no reading", attempt))
         return got
 
-    def _independent(self, reading: VerifyReading, report: ActReport) -> VerifyReading:
+    def _independent(
+        self, reading: VerifyReading, report: ActReport, routing: Routing
+    ) -> VerifyReading:
         """A reading made under the actor's own identity is not a read-back (DOD-2)."""
         if report.actor and reading.proof.checked_by == report.actor:
             why = f"read by the actor's identity {report.actor}; the actor can't grade itself"
-            return self._unobserved(reading.index, why, max(self._attempt, 1))
+            return self._unobserved(reading.index, routing, why, max(self._attempt, 1))
         return reading
 
-    @staticmethod
-    def _runner() -> str:
-        """Who issues the verdict: the runner serving this workflow's queue. Derived from the
-        history (not the worker process), so a replay on another runner issues the same one."""
-        return f"runner@{workflow.info().task_queue}"
-
-    def _unobserved(self, index: int, why: str, attempt: int) -> VerifyReading:
+    def _unobserved(self, index: int, routing: Routing, why: str, attempt: int) -> VerifyReading:
         contract = self._spec.proof_plan[index]
         obs = Observation(
             outcome=Outcome.PROBE_ERROR,
             expectation=label_for(contract.probe, contract.expect),
             kind=contract.probe.kind,
-            observer=self._runner(),
+            observer=routing.runner,
             observed_at=workflow.now(),
             duration_ms=0.0,
             message=why,
         )
         return VerifyReading(
-            index=index, observation=obs, proof=proof_item(contract, obs, checked_by=self._runner())
+            index=index, observation=obs, proof=proof_item(contract, obs, checked_by=routing.runner)
         )
 
     @staticmethod
@@ -337,7 +328,7 @@ class AgentTask:
         left = deadline - workflow.now()
         return left if left > timedelta(seconds=1) else None
 
-    def _grade(self, spec: TaskSpec, report: ActReport, facts: SignOff) -> Receipt:
+    def _grade(self, spec: TaskSpec, routing: Routing, report: ActReport) -> Receipt:
         key_ids = sorted(
             {
                 str(p.landed["signature"]["key_id"])
@@ -358,14 +349,8 @@ class AgentTask:
                 "run_id": workflow.info().run_id,
             },
         )
-        untrusted = set(facts.untrusted)
-
-        def signed(index: int) -> bool:
-            # As the runner's sign-off found: signed, and not among the proofs it distrusts.
-            landed = draft.proof[index].landed or {}
-            return isinstance(landed.get("signature"), dict) and index not in untrusted
-
-        result = evaluate(draft, signed).to_grade()
+        trust = trust_from_pems(routing.trusted_keys)
+        result = grade(draft, signature_ok=trust.signature_ok)
         findings = [f"{f.rule}: {f.message}" for f in result.findings]
         status, meets_bar = result.proven_status, result.meets_bar
         # grade() credits the strongest read-back; a task's plan is done only when every step
@@ -385,15 +370,6 @@ class AgentTask:
             )
         if self._unknown_write is not None:
             findings.append(f"DOD-10: {self._unknown_write}")
-        if facts.pre_read_refused and (status.is_done or status.rank > Status.EXECUTED.rank):
-            status = Status.EXECUTED
-            meets_bar = meets_bar and not result.claims_done
-        if facts.pre_read_refused:
-            findings.append(
-                "DOD-5: the task skipped its pre-read, so the read-back cannot tell an outcome "
-                "that already held from one the act produced, and this runner does not allow "
-                "skipping it (LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ): not verified"
-            )
         ext = LandedExtension.model_validate(
             {
                 **(draft.landed.model_dump() if draft.landed else {}),
@@ -406,7 +382,7 @@ class AgentTask:
         return draft.model_copy(
             update={
                 "verdict": status.value,
-                "verdict_by": self._runner(),
+                "verdict_by": routing.runner,
                 "landed": ext,
             }
         )

@@ -147,7 +147,7 @@ def assemble_receipt(
 
 
 def trust_from_pems(pems: list[str]) -> TrustStore:
-    """The runner's trusted verifier keys, from PEM text (its LANDED_RUNNER_TRUST files).
+    """The runner's trusted verifier keys, from PEM text (what the runner's routing carries).
 
     A PEM that is not an Ed25519 public key is skipped: trusting fewer keys only ever makes
     fewer proofs count, never more.

@@ -21,9 +21,9 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from landed._plugin import connect, worker_identity
 from landed._receipt import Receipt
+from landed._settings import DEFAULT_RUNNER_QUEUE
 from landed._task import (
     AGENT_TASK_WORKFLOW,
-    DEFAULT_RUNNER_QUEUE,
     SEARCH_ATTRIBUTES,
     Progress,
     ReceiptQuery,
@@ -73,26 +73,9 @@ class TaskHandle:
 class Client:
     """landed's client: submit tasks, watch them, fetch their receipts."""
 
-    def __init__(
-        self,
-        temporal: TemporalClient,
-        *,
-        task_queue: str = DEFAULT_RUNNER_QUEUE,
-        actor_task_queue: str | None = None,
-        verifier_task_queue: str | None = None,
-    ):
-        """``task_queue`` is the runner's; the actor and verifier queues fill in the tasks that
-        don't name their own (a task's defaults are landed-actor and landed-verifier)."""
+    def __init__(self, temporal: TemporalClient, *, task_queue: str = DEFAULT_RUNNER_QUEUE):
         self._temporal = temporal
         self._task_queue = task_queue
-        self._queues = {
-            name: queue
-            for name, queue in (
-                ("actor_task_queue", actor_task_queue),
-                ("verifier_task_queue", verifier_task_queue),
-            )
-            if queue
-        }
 
     @classmethod
     async def connect(
@@ -103,14 +86,10 @@ class Client:
         profile: str | None = None,
         task_queue: str | None = None,
         identity: str | None = None,
-        actor_task_queue: str | None = None,
-        verifier_task_queue: str | None = None,
     ) -> Client:
         """Connect like every landed process: Temporal's environment configuration
         (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS) unless given here.
-        ``task_queue`` is the runner's queue (default LANDED_TASK_QUEUE or landed-runner); the
-        actor's and verifier's default to the roles' own settings, LANDED_ACTOR_TASK_QUEUE and
-        LANDED_VERIFIER_TASK_QUEUE, where set."""
+        ``task_queue`` is the runner's queue (default LANDED_TASK_QUEUE or landed-runner)."""
         temporal = await connect(
             identity=identity or worker_identity("client"),
             address=address,
@@ -118,12 +97,7 @@ class Client:
             profile=profile,
         )
         queue = task_queue or os.environ.get("LANDED_TASK_QUEUE") or DEFAULT_RUNNER_QUEUE
-        return cls(
-            temporal,
-            task_queue=queue,
-            actor_task_queue=actor_task_queue or os.environ.get("LANDED_ACTOR_TASK_QUEUE"),
-            verifier_task_queue=verifier_task_queue or os.environ.get("LANDED_VERIFIER_TASK_QUEUE"),
-        )
+        return cls(temporal, task_queue=queue)
 
     @property
     def temporal(self) -> TemporalClient:
@@ -137,9 +111,6 @@ class Client:
         """
         check = check_spec(task)
         spec = check.spec
-        unset = {k: v for k, v in self._queues.items() if k not in spec.model_fields_set}
-        if unset:
-            spec = check_spec({**spec.model_dump(mode="json"), **unset}).spec
         try:
             handle: WorkflowHandle[Any, Receipt] = await self._temporal.start_workflow(
                 AGENT_TASK_WORKFLOW,

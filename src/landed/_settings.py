@@ -9,7 +9,6 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from landed._plugin import worker_identity
-from landed._task import DEFAULT_ACTOR_QUEUE, DEFAULT_RUNNER_QUEUE, DEFAULT_VERIFIER_QUEUE
 
 __all__ = [
     "DEFAULT_ACTOR_QUEUE",
@@ -21,6 +20,10 @@ __all__ = [
     "SeparationError",
     "VerifierSettings",
 ]
+
+DEFAULT_ACTOR_QUEUE = "landed-actor"
+DEFAULT_VERIFIER_QUEUE = "landed-verifier"
+DEFAULT_RUNNER_QUEUE = "landed-runner"
 
 
 class SeparationError(ValueError):
@@ -131,15 +134,21 @@ class RunnerSettings(RoleSettings):
         validation_alias=AliasChoices("LANDED_RUNNER_LEDGER_URL", "LANDED_LEDGER_URL"),
         description="Default: sqlite:///.landed/ledger.db.",
     )
+    actor_task_queue: str = DEFAULT_ACTOR_QUEUE
+    verifier_task_queue: str = DEFAULT_VERIFIER_QUEUE
     trust: Annotated[list[Path], NoDecode] = Field(
         default_factory=list, description="Verifier public keys (.pub files or directories)."
     )
     max_cached_workflows: int = Field(default=1000, ge=0)
+    pre_read: bool = Field(
+        default=True,
+        description="Read each step's before-state so a proof can't be vacuous (the operator's "
+        "choice, not the task's).",
+    )
     task_may_skip_pre_read: bool = Field(
         default=False,
-        description="Let a task that skipped its pre-read (pre_read: false) be verified: for "
-        "tasks whose probe is keyed to the task itself, and benchmarks. Off: such a task is "
-        "never verified.",
+        description="Honour a task's pre_read: false (for tasks whose probe is keyed to the task "
+        "itself, and benchmarks).",
     )
 
     _split_trust = field_validator("trust", mode="before")(_split)
@@ -147,6 +156,7 @@ class RunnerSettings(RoleSettings):
     def public_view(self) -> dict[str, Any]:
         return {
             **super().public_view(),
+            "actor_task_queue": self.actor_task_queue,
+            "verifier_task_queue": self.verifier_task_queue,
             "trusted_keys": len(self.trust),
-            "task_may_skip_pre_read": self.task_may_skip_pre_read,
         }

@@ -24,10 +24,8 @@ from landed._receipt import Cost, ProofItem, Receipt
 __all__ = [
     "ACT_ACTIVITY",
     "AGENT_TASK_WORKFLOW",
-    "DEFAULT_ACTOR_QUEUE",
-    "DEFAULT_RUNNER_QUEUE",
     "DEFAULT_TIME_CAP",
-    "DEFAULT_VERIFIER_QUEUE",
+    "PLAN_ACTIVITY",
     "SEARCH_ATTRIBUTES",
     "SETTLE_ACTIVITY",
     "VERIFY_ACTIVITY",
@@ -36,12 +34,13 @@ __all__ = [
     "ActSpec",
     "ApprovalGate",
     "ConsentGate",
+    "PlanInput",
     "Progress",
     "ReceiptQuery",
     "RetryBudget",
+    "Routing",
     "SettleInput",
     "SettleOutput",
-    "SignOff",
     "Step",
     "StepTimeouts",
     "SubmitCheck",
@@ -59,11 +58,7 @@ AGENT_TASK_WORKFLOW = "AgentTask"
 ACT_ACTIVITY = "landed.act"
 VERIFY_ACTIVITY = "landed.verify"
 SETTLE_ACTIVITY = "landed.settle"
-
-#: Task queues of the three roles unless configured otherwise (LANDED_<ROLE>_TASK_QUEUE).
-DEFAULT_ACTOR_QUEUE = "landed-actor"
-DEFAULT_VERIFIER_QUEUE = "landed-verifier"
-DEFAULT_RUNNER_QUEUE = "landed-runner"
+PLAN_ACTIVITY = "landed.plan"
 
 #: Custom search attributes (all Keyword) the workflow upserts, so the Web UI and
 #: ``temporal workflow list --query 'LandedVerdict="verified"'`` can filter settled tasks.
@@ -191,21 +186,10 @@ class TaskSpec(_Strict):
     loop: str | None = Field(default=None, description="The loop this task belongs to (GOV-9).")
     pre_read: bool = Field(
         default=True,
-        description="Read each step's before-state first, so a proof can't be vacuous. False "
-        "skips it, and the runner then refuses to call the task verified unless its operator "
-        "allows skipping (LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ): without a pre-read a constant "
-        "probe (select 45) would pass as proof.",
-    )
-    actor_task_queue: str = Field(
-        default=DEFAULT_ACTOR_QUEUE,
-        min_length=1,
-        description="Where the act runs (the actor's queue; landed.Client fills it in).",
-    )
-    verifier_task_queue: str = Field(
-        default=DEFAULT_VERIFIER_QUEUE,
-        min_length=1,
-        description="Where the read-back runs. Only the runner's trusted verifier keys make a "
-        "reading count, whichever worker serves this queue.",
+        description="Ask to skip the before-state read (false). The runner decides: it reads the "
+        "before-state unless LANDED_RUNNER_PRE_READ is off, and honours false here only when "
+        "LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ is on; without a pre-read a constant probe "
+        "(select 45) would pass as proof.",
     )
     retry: RetryBudget = Field(default_factory=RetryBudget)
     timeouts: StepTimeouts = Field(default_factory=StepTimeouts)
@@ -218,16 +202,6 @@ class TaskSpec(_Strict):
             raise ValueError(
                 "time_cap must be between 1 second and 7 days (GOV-4); give seconds or an "
                 "ISO 8601 duration such as PT30M"
-            )
-        return value
-
-    @field_validator("verifier_task_queue")
-    @classmethod
-    def _own_queue(cls, value: str, info: Any) -> str:
-        if value == info.data.get("actor_task_queue"):
-            raise ValueError(
-                "verifier_task_queue is the actor's queue; the read-back must run on the "
-                "verifier's own queue (default landed-verifier), never where the act runs"
             )
         return value
 
@@ -320,9 +294,9 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
         )
     if spec.proof_plan and not spec.pre_read:
         warnings.append(
-            "pre_read is false: without a before-state a read-back cannot tell an outcome that "
-            "already held from one the act produced, so the runner will not call this task "
-            "verified unless its operator allows skipping (LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ)"
+            "pre_read is false: the runner still reads the before-state unless its operator "
+            "allows tasks to skip it (LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ); without one a "
+            "read-back cannot tell an outcome that already held from one the act produced"
         )
     for i, c in enumerate(spec.proof_plan):
         if c.expect.type == "non_empty":
@@ -351,6 +325,28 @@ class ActReport(BaseModel):
 
 
 # --- step inputs and outputs (one model each) ---------------------------------------------------
+
+
+class Routing(BaseModel):
+    """Where the steps run, as the runner is configured (read once, recorded in history)."""
+
+    actor_task_queue: str
+    verifier_task_queue: str
+    runner: str = Field(description="Runner worker identity; the receipt's verdict_by.")
+    trusted_keys: list[str] = Field(
+        default_factory=list,
+        description="PEM public keys of the verifiers whose signatures the runner accepts.",
+    )
+    pre_read: bool = Field(
+        default=True, description="The runner reads each step's before-state (the operator's)."
+    )
+    task_may_skip_pre_read: bool = Field(
+        default=False, description="The runner honours a task's pre_read: false."
+    )
+
+
+class PlanInput(BaseModel):
+    task_id: str
 
 
 class ActInput(BaseModel):
@@ -392,38 +388,12 @@ class VerifyOutput(BaseModel):
     readings: list[VerifyReading]
 
 
-class SignOff(BaseModel):
-    """The runner's own facts about a graded receipt, which only the runner's configuration
-    can tell: whose signatures it trusts and whether a task may skip its pre-read. The workflow
-    grades with the facts it assumes; settle appends only when they are the runner's."""
-
-    model_config = ConfigDict(frozen=True)
-
-    untrusted: list[int] = Field(
-        default_factory=list,
-        description="Indexes of signed proofs whose signature this runner does not accept "
-        "(unknown key, bad signature, changed after signing): assertions, not read-backs.",
-    )
-    pre_read_refused: bool = Field(
-        default=False,
-        description="The task skipped its pre-read and this runner does not allow that.",
-    )
-
-
 class SettleInput(BaseModel):
     receipt: Receipt
-    assumed: SignOff = Field(description="The runner facts the receipt was graded with.")
 
 
 class SettleOutput(BaseModel):
-    accepted: bool = Field(
-        description="The receipt was graded with this runner's facts and is in the ledger; "
-        "otherwise nothing was appended and ``facts`` says what to grade with."
-    )
-    facts: SignOff
-    appended: bool = Field(
-        default=False, description="False when (task_id, attempt) was already in the ledger."
-    )
+    appended: bool = Field(description="False when (task_id, attempt) was already in the ledger.")
     ledger: str = ""
 
 

@@ -19,7 +19,7 @@ from temporalio.worker import Worker
 from landed._plugin import connect
 from landed._settings import ActorSettings, RoleSettings, RunnerSettings, VerifierSettings
 from landed._sources import SourceRegistry
-from landed._task import SEARCH_ATTRIBUTES
+from landed._task import SEARCH_ATTRIBUTES, Routing
 
 __all__ = ["ROLES", "RoleError", "build_worker", "ensure_search_attributes", "run_role"]
 
@@ -137,7 +137,6 @@ async def build_worker(
         )
         return worker, view, registry.aclose
     if isinstance(settings, RunnerSettings):
-        from landed._assemble import trust_from_pems
         from landed._ledger import open_ledger
 
         RunnerActivities = _load("landed.activities.runner", "RunnerActivities")
@@ -148,19 +147,29 @@ async def build_worker(
                 "the runner trusts no verifier key, so no task could ever be verified; set "
                 "LANDED_RUNNER_TRUST to the verifier's .pub file (from `landed keys new`)"
             )
+        if settings.verifier_task_queue == settings.actor_task_queue:
+            raise RoleError(
+                "LANDED_RUNNER_VERIFIER_TASK_QUEUE equals LANDED_RUNNER_ACTOR_TASK_QUEUE; the "
+                "verify step must run on the verifier's own queue"
+            )
         pems = _read_pems(settings.trust)
         await ensure_search_attributes(client)
         ledger = await open_ledger(settings.ledger_url)
-        trust = trust_from_pems(pems)
-        runner = RunnerActivities(
-            ledger, trust.signature_ok, may_skip_pre_read=settings.task_may_skip_pre_read
+        routing = Routing(
+            actor_task_queue=settings.actor_task_queue,
+            verifier_task_queue=settings.verifier_task_queue,
+            runner=identity,
+            trusted_keys=pems,
+            pre_read=settings.pre_read,
+            task_may_skip_pre_read=settings.task_may_skip_pre_read,
         )
+        runner = RunnerActivities(ledger, routing)
         view["ledger"] = ledger.url
         worker = Worker(
             client,
             task_queue=settings.task_queue,
             workflows=[AgentTask],
-            activities=[runner.settle],
+            activities=[runner.plan, runner.settle],
             identity=identity,
             max_cached_workflows=settings.max_cached_workflows,
             max_concurrent_activities=settings.max_concurrent_activities,
