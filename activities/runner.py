@@ -6,6 +6,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from landed._ledger import Ledger, LedgerConflict
+from landed._receipt import Receipt
 from landed._task import (
     PLAN_ACTIVITY,
     SETTLE_ACTIVITY,
@@ -36,6 +37,23 @@ class RunnerActivities:
         try:
             appended = await self._ledger.append(inp.receipt)
         except LedgerConflict as exc:
+            stored = await self._same_but_time(inp.receipt)
+            if stored is not None:
+                # An earlier try of this step appended it, then the runner stopped before the
+                # workflow recorded that; the retry graded the same receipt at a later time.
+                return SettleOutput(
+                    appended=False, ledger=self._ledger.url, settled_at=stored.settled_at
+                )
             # The same attempt with different content: retrying cannot change the ledger.
             raise ApplicationError(str(exc), type="LedgerConflict", non_retryable=True) from exc
         return SettleOutput(appended=appended, ledger=self._ledger.url)
+
+    async def _same_but_time(self, receipt: Receipt) -> Receipt | None:
+        """The stored receipt of this (task_id, attempt) if it differs only in settled_at."""
+        attempt = receipt.landed.attempt if receipt.landed is not None else 1
+        bare = receipt.model_copy(update={"settled_at": None})
+        for stored in await self._ledger.get(receipt.task_id):
+            stored_attempt = stored.landed.attempt if stored.landed is not None else 1
+            if stored_attempt == attempt and stored.model_copy(update={"settled_at": None}) == bare:
+                return stored
+        return None

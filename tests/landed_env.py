@@ -71,14 +71,16 @@ async def run_roles(
             actor_task_queue=queues["actor"],
         ),
         "runner": RunnerSettings(
-            task_queue=queues["runner"],
-            identity=identities["runner"],
-            ledger_url=ledger_url,
-            actor_task_queue=queues["actor"],
-            verifier_task_queue=queues["verifier"],
-            trust=[public],
-            max_cached_workflows=max_cached_workflows,
-            **dict(runner or {}),
+            **{
+                "task_queue": queues["runner"],
+                "identity": identities["runner"],
+                "ledger_url": ledger_url,
+                "actor_task_queue": queues["actor"],
+                "verifier_task_queue": queues["verifier"],
+                "trust": [public],
+                "max_cached_workflows": max_cached_workflows,
+                **dict(runner or {}),
+            }
         ),
     }
     registry = SourceRegistry(dict(sources or {}), observer=identities["verifier"])

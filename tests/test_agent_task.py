@@ -5,23 +5,27 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from landed.activities.verify import VerifyActivities
 from landed.workflows.agent_task import AgentTask
 from landed_env import Roles, run_roles
 from landed_sor import Site, act_runs, make_rows_db, row_count
+from temporalio import activity
 from temporalio.client import WorkflowHistory
-from temporalio.worker import Replayer
+from temporalio.worker import Replayer, Worker
 
 import landed
 from landed._assemble import proof_item
-from landed._contract import Contract, Observation, Outcome
-from landed._plugin import landed_plugin
+from landed._contract import Contract, NonEmpty, Observation, Outcome
+from landed._plugin import connect, landed_plugin
 from landed._signing import KeyPair, sign_proof
-from landed._task import VERIFY_ACTIVITY
+from landed._sources import SourceRegistry
+from landed._task import VERIFY_ACTIVITY, VerifyInput, VerifyOutput
 
 HISTORIES = Path(__file__).parent / "histories"
 
@@ -449,6 +453,58 @@ async def test_a_reading_under_the_actors_identity_is_not_a_read_back(
     assert proof.checked_by == roles.identities["runner"]
     assert "can't grade itself" in str((proof.landed or {}).get("observation"))
     assert receipt.verdict not in ("verified", "reconciled")
+
+
+class _Relay(VerifyActivities):
+    """Answers on a queue the runner sends reads to, and asks the real verifier (its key, its
+    sources) something other than the workflow asked: the signature on the answer is genuine."""
+
+    def __init__(self, mode: str, registry: SourceRegistry, identity: str, key: KeyPair) -> None:
+        super().__init__(registry, identity, key)
+        self._mode = mode
+
+    @activity.defn(name=VERIFY_ACTIVITY)
+    async def verify(self, inp: VerifyInput) -> VerifyOutput:
+        if self._mode == "no-before":
+            inp = inp.model_copy(update={"before": [None] * len(inp.indexes)})
+        else:  # an easier expectation than the plan's
+            easier = [c.model_copy(update={"expect": NonEmpty()}) for c in inp.contracts]
+            inp = inp.model_copy(update={"contracts": easier, "before": []})
+        return await self._verify(inp)
+
+
+@pytest.mark.parametrize("mode", ["no-before", "easier-expect"])
+async def test_a_relayed_reading_of_something_else_is_not_a_read_back(
+    temporal_dev: str, tmp_path: Path, db: Path, mode: str
+) -> None:
+    """45 rows were there before; the act writes none. A worker on the queue the runner reads
+    from relays each read to the real verifier without the before-state, or under an easier
+    expectation: the readings come back signed with the trusted key, and still count for
+    nothing, because each is held to its plan step and the task's pre-read."""
+    make_rows_db(db, preexisting=45, batch="pre")
+    relay_queue = f"relay-{uuid.uuid4().hex[:8]}"
+    sources = {"rows-db": {"url": f"sqlite:///{db}"}}
+    async with run_roles(
+        temporal_dev,
+        tmp_path,
+        credentials={"rows-db": f"sqlite:///{db}"},
+        sources=sources,
+        runner={"verifier_task_queue": relay_queue},
+    ) as roles:
+        identity = roles.identities["verifier"]
+        key = KeyPair.load(roles.public_key.with_suffix(".key"))
+        relay = _Relay(mode, SourceRegistry(sources, observer=identity), identity, key)
+        client = await connect(identity=identity, address=temporal_dev)
+        async with Worker(client, task_queue=relay_queue, activities=[relay.verify]):
+            receipt = await roles.client.run(
+                rows_task(f"relayed-{mode}", db, expect=45, batch="pre")
+            )
+    (proof,) = _read_back(receipt)
+    assert proof.result == "probe-error", proof
+    assert receipt.verdict != "verified"
+    assert receipt.landed is not None and receipt.landed.proof_level != "P3"
+    observation = str((proof.landed or {}).get("observation"))
+    assert ("before-state" if mode == "no-before" else "expectation") in observation
 
 
 async def test_the_task_cannot_switch_off_the_pre_read(

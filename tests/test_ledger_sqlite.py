@@ -194,3 +194,30 @@ async def test_a_file_that_is_not_sqlite_is_a_clear_error(tmp_path: Path) -> Non
     path.write_bytes(b"this is not a database" * 100)
     with pytest.raises(LedgerError, match="not a usable landed ledger"):
         await open_ledger(url(path))
+
+
+async def test_settle_after_a_runner_stopped_past_its_append_keeps_the_stored_receipt(
+    tmp_path: Path,
+) -> None:
+    # A runner appended, then stopped before Temporal recorded settle; the workflow task ran
+    # again later, so the same receipt was graded at another time. The ledger keeps the first
+    # and settle hands back its time; different content is still a conflict, never retried.
+    from landed.activities.runner import RunnerActivities
+    from temporalio.exceptions import ApplicationError
+
+    from landed._task import Routing, SettleInput
+
+    routing = Routing(actor_task_queue="a", verifier_task_queue="v", runner="runner")
+    async with await open_ledger(url(tmp_path / "l.db")) as ledger:
+        settle = RunnerActivities(ledger, routing).settle
+        first = receipt("stopped")
+        assert (await settle(SettleInput(receipt=first))).appended is True
+        later = first.model_copy(update={"settled_at": datetime(2026, 11, 7, 2, tzinfo=UTC)})
+        again = await settle(SettleInput(receipt=later))
+        assert again.appended is False and again.settled_at == first.settled_at
+        assert [r.settled_at for r in await ledger.get("stopped")] == [first.settled_at]
+        changed = later.model_copy(update={"verdict": "failed"})
+        with pytest.raises(ApplicationError) as err:
+            await settle(SettleInput(receipt=changed))
+        assert err.value.type == "LedgerConflict" and err.value.non_retryable
+        assert len(await ledger.get("stopped")) == 1

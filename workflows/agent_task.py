@@ -15,7 +15,7 @@ with workflow.unsafe.imports_passed_through():
         trust_from_pems,
         unknown_write_report,
     )
-    from landed._contract import Observation, Outcome
+    from landed._contract import Observation, Outcome, probe_digest
     from landed._expect import label_for
     from landed._grading import grade
     from landed._ladder import Status
@@ -143,7 +143,9 @@ class AgentTask:
         if after is None:
             self._step = Step.VERIFY
             after = await self._read(routing, "after", every, before, attempt=self._attempt)
-        self._proofs = [self._independent(after[i], report, routing).proof for i in every]
+        self._proofs = [
+            self._independent(after[i], before[i], report, routing).proof for i in every
+        ]
 
         final = self._grade(spec, routing, report)
         self._final = final
@@ -155,13 +157,17 @@ class AgentTask:
             updates.append(LANDED_OWNER.value_set(spec.owner))
         workflow.upsert_search_attributes(updates)
         self._step = Step.SETTLE
-        await workflow.execute_local_activity(
+        settled = await workflow.execute_local_activity(
             SETTLE_ACTIVITY,
             SettleInput(receipt=final),
             result_type=SettleOutput,
             start_to_close_timeout=spec.timeouts.settle,
             retry_policy=_SETTLE_RETRY,
         )
+        if settled.settled_at is not None and settled.settled_at != final.settled_at:
+            # The ledger kept this receipt from an earlier try: return exactly what it holds.
+            final = final.model_copy(update={"settled_at": settled.settled_at})
+            self._final = final
         self._step = Step.SETTLED
         return final
 
@@ -300,12 +306,36 @@ class AgentTask:
         return got
 
     def _independent(
-        self, reading: VerifyReading, report: ActReport, routing: Routing
+        self,
+        reading: VerifyReading,
+        before: Observation | None,
+        report: ActReport,
+        routing: Routing,
     ) -> VerifyReading:
-        """A reading made under the actor's own identity is not a read-back (DOD-2)."""
+        """A reading counts only if another identity made it (DOD-2) of this plan step: its
+        probe, its expectation and, after a pre-read, against the before-state this task read.
+
+        The verifier signs what it was asked and what it saw; whoever can answer on its queue
+        could ask it something else (an easier expectation, no before-state) and hand back a
+        genuine signature. So the workflow holds each reading to the step it asked for."""
+        attempt = max(self._attempt, 1)
         if report.actor and reading.proof.checked_by == report.actor:
             why = f"read by the actor's identity {report.actor}; the actor can't grade itself"
-            return self._unobserved(reading.index, routing, why, max(self._attempt, 1))
+            return self._unobserved(reading.index, routing, why, attempt)
+        obs = reading.observation
+        if obs.outcome == Outcome.PROBE_ERROR:
+            return reading  # nothing was observed: it cannot count either way
+        contract = self._spec.proof_plan[reading.index]
+        step = f"plan step #{reading.index + 1}"
+        if obs.probe_sha256 != probe_digest(contract.probe) or obs.kind != contract.probe.kind:
+            why = f"the reading is not of {step}'s probe (another probe was run)"
+            return self._unobserved(reading.index, routing, why, attempt)
+        if obs.expectation != label_for(contract.probe, contract.expect):
+            why = f"the reading was judged under {obs.expectation!r}, not {step}'s expectation"
+            return self._unobserved(reading.index, routing, why, attempt)
+        if before is not None and obs.before_value != before.value:
+            why = f"the reading was not judged against {step}'s before-state from the pre-read"
+            return self._unobserved(reading.index, routing, why, attempt)
         return reading
 
     def _unobserved(self, index: int, routing: Routing, why: str, attempt: int) -> VerifyReading:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import datetime
 from enum import StrEnum
@@ -37,6 +38,7 @@ __all__ = [
     "Regex",
     "RungAtLeast",
     "SentLogProbe",
+    "probe_digest",
 ]
 
 
@@ -368,3 +370,9 @@ class Observation(BaseModel):
     probe_sha256: str | None = Field(
         default=None, description="sha256 of the probe's canonical JSON: what was read."
     )
+
+
+def probe_digest(probe: BaseModel) -> str:
+    """sha256 of the probe's JSON (fields in model order, compact): binds an observation to
+    exactly what was run."""
+    return hashlib.sha256(probe.model_dump_json().encode()).hexdigest()

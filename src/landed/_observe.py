@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -24,6 +23,7 @@ from landed._contract import (
     ProviderObjectProbe,
     RecordProbe,
     SentLogProbe,
+    probe_digest,
 )
 from landed._expect import Judgement, is_weak, judge, judge_with_before, label_for
 from landed._probes_http import read_deployment, read_http, read_object, read_outbound, read_payment
@@ -65,12 +65,6 @@ _RUNNERS: dict[type, tuple[tuple[SourceKind, ...], _Runner]] = {
 
 # Past its own timeout a runner gets this long to give up cleanly before it is cancelled.
 _GRACE_S = 1.0
-
-
-def probe_digest(probe: Any) -> str:
-    """sha256 of the probe's JSON (fields in model order, compact): binds an observation to
-    exactly what was run."""
-    return hashlib.sha256(probe.model_dump_json().encode()).hexdigest()
 
 
 def _jsonable_value(value: Any, redactor: Redactor) -> Any:

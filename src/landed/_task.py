@@ -395,6 +395,11 @@ class SettleInput(BaseModel):
 class SettleOutput(BaseModel):
     appended: bool = Field(description="False when (task_id, attempt) was already in the ledger.")
     ledger: str = ""
+    settled_at: datetime | None = Field(
+        default=None,
+        description="When the ledger already held this receipt from an earlier try of the same "
+        "step (a runner that stopped after appending), the time stored then.",
+    )
 
 
 class Step(StrEnum):
