@@ -455,6 +455,32 @@ async def test_a_reading_under_the_actors_identity_is_not_a_read_back(
     assert receipt.verdict not in ("verified", "reconciled")
 
 
+async def test_a_verifier_nobody_runs_settles_not_done_by_the_time_cap(
+    temporal_dev: str, tmp_path: Path, db: Path
+) -> None:
+    """No worker polls the verifier queue: the reads wait until the time cap plus one read's
+    time, then count as not observed, and the task settles not done instead of hanging."""
+    async with run_roles(
+        temporal_dev,
+        tmp_path,
+        credentials={"rows-db": f"sqlite:///{db}"},
+        runner={"verifier_task_queue": f"nobody-{uuid.uuid4().hex[:8]}"},
+    ) as roles:
+        task = {
+            **rows_task("no-verifier", db, expect=2, batch="nv", write=2),
+            "time_cap": 2,
+            "timeouts": {"verify": 1},
+        }
+        receipt = await asyncio.wait_for(roles.client.run(task), timeout=60)
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get("no-verifier")
+    (proof,) = _read_back(receipt)
+    assert proof.result == "probe-error"
+    assert "verify failed" in str((proof.landed or {}).get("observation"))
+    assert receipt.verdict != "verified"
+    assert [r.verdict for r in stored] == [receipt.verdict]  # settled, once
+
+
 class _Relay(VerifyActivities):
     """Answers on a queue the runner sends reads to, and asks the real verifier (its key, its
     sources) something other than the workflow asked: the signature on the answer is genuine."""

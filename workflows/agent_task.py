@@ -87,6 +87,7 @@ class AgentTask:
         self._act_error: str | None = None
         self._unknown_write: str | None = None
         self._pre_read = True
+        self._deadline: datetime | None = None
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -122,6 +123,7 @@ class AgentTask:
         # started another way gets its owner with the verdict.
         owner_set = workflow.info().typed_search_attributes.get(LANDED_OWNER) is not None
         deadline = workflow.now() + spec.time_cap
+        self._deadline = deadline
         routing = await workflow.execute_local_activity(
             PLAN_ACTIVITY,
             PlanInput(task_id=spec.task_id),
@@ -279,6 +281,10 @@ class AgentTask:
                     ),
                     result_type=VerifyOutput,
                     task_queue=routing.verifier_task_queue,
+                    # A verifier nobody runs must not hold the task forever: the read waits
+                    # for one until the time cap (GOV-4), plus one read's time so an act that
+                    # ran into the cap can still be reconciled; then it is not observed.
+                    schedule_to_close_timeout=self._read_budget(),
                     start_to_close_timeout=spec.timeouts.verify,
                     heartbeat_timeout=spec.timeouts.verify_heartbeat,
                     retry_policy=_VERIFY_RETRY,
@@ -352,6 +358,12 @@ class AgentTask:
         return VerifyReading(
             index=index, observation=obs, proof=proof_item(contract, obs, checked_by=routing.runner)
         )
+
+    def _read_budget(self) -> timedelta:
+        left = timedelta(0)
+        if self._deadline is not None:
+            left = max(left, self._deadline - workflow.now())
+        return left + self._spec.timeouts.verify
 
     @staticmethod
     def _remaining(deadline: datetime) -> timedelta | None:
