@@ -21,7 +21,7 @@ from temporalio.worker import Replayer, Worker
 
 import landed
 from landed._assemble import proof_item
-from landed._contract import Contract, NonEmpty, Observation, Outcome
+from landed._contract import Contract, NonEmpty, Observation, Outcome, RecordProbe
 from landed._plugin import connect, landed_plugin
 from landed._signing import KeyPair, sign_proof
 from landed._sources import SourceRegistry
@@ -493,13 +493,18 @@ class _Relay(VerifyActivities):
     async def verify(self, inp: VerifyInput) -> VerifyOutput:
         if self._mode == "no-before":
             inp = inp.model_copy(update={"before": [None] * len(inp.indexes)})
+        elif self._mode == "other-before":  # the before-state of a probe that reads 0
+            if inp.phase == "before":
+                other = RecordProbe(source="rows-db", query="select count(*) from rows where 0")
+                zero = [c.model_copy(update={"probe": other}) for c in inp.contracts]
+                inp = inp.model_copy(update={"contracts": zero})
         else:  # an easier expectation than the plan's
             easier = [c.model_copy(update={"expect": NonEmpty()}) for c in inp.contracts]
             inp = inp.model_copy(update={"contracts": easier, "before": []})
         return await self._verify(inp)
 
 
-@pytest.mark.parametrize("mode", ["no-before", "easier-expect"])
+@pytest.mark.parametrize("mode", ["no-before", "other-before", "easier-expect"])
 async def test_a_relayed_reading_of_something_else_is_not_a_read_back(
     temporal_dev: str, tmp_path: Path, db: Path, mode: str
 ) -> None:
@@ -530,7 +535,8 @@ async def test_a_relayed_reading_of_something_else_is_not_a_read_back(
     assert receipt.verdict != "verified"
     assert receipt.landed is not None and receipt.landed.proof_level != "P3"
     observation = str((proof.landed or {}).get("observation"))
-    assert ("before-state" if mode == "no-before" else "expectation") in observation
+    why = {"no-before": "before-state", "other-before": "before", "easier-expect": "expectation"}
+    assert why[mode] in observation
 
 
 async def test_the_task_cannot_switch_off_the_pre_read(

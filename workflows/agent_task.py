@@ -138,7 +138,8 @@ class AgentTask:
         if self._pre_read and every:
             self._step = Step.PRE_READ
             readings = await self._read(routing, "before", every, before, attempt=1)
-            before = [readings[i].observation for i in every]
+            # A before-state of anything but this step would let a change look like the act's.
+            before = [self._of_step(readings[i], None, routing, 1).observation for i in every]
 
         report, after = await self._act_until_known(spec, routing, before, deadline)
         self._report = report
@@ -225,6 +226,7 @@ class AgentTask:
             # The write is unknown: read back before deciding (DOD-10).
             self._step = Step.RECONCILE
             last = await self._read(routing, "after", every, before, attempt=attempt)
+            last = {i: self._of_step(last[i], before[i], routing, attempt) for i in every}
             if every and all(last[i].observation.outcome == Outcome.PASS for i in every):
                 # It landed: settle it; never run the act again.
                 self._act_error = error
@@ -328,6 +330,12 @@ class AgentTask:
         if report.actor and reading.proof.checked_by == report.actor:
             why = f"read by the actor's identity {report.actor}; the actor can't grade itself"
             return self._unobserved(reading.index, routing, why, attempt)
+        return self._of_step(reading, before, routing, attempt)
+
+    def _of_step(
+        self, reading: VerifyReading, before: Observation | None, routing: Routing, attempt: int
+    ) -> VerifyReading:
+        """The reading if it is of its plan step (and its before-state); else not observed."""
         obs = reading.observation
         if obs.outcome == Outcome.PROBE_ERROR:
             return reading  # nothing was observed: it cannot count either way
