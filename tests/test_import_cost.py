@@ -16,6 +16,7 @@ from temporalio import workflow
 from temporalio.worker import WorkflowRunner
 
 import landed
+from landed import _plugin
 from landed._plugin import _COMPILE_ONCE, _with_passthrough
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,6 +146,7 @@ async def test_the_sandbox_shortcuts_give_the_sdks_own_answers(
     _with_passthrough(None).prepare_workflow(workflow._Definition.must_from_class(AgentTask))
     (instance,) = made
     assert type(instance).__name__ == "_CompiledInstance"
+    assert _plugin._DIRECT_CONTEXT  # the SDK shape the shortcut was written for
     asked = [
         None,
         CommandInfo(command_type=CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK, command_seq=1),

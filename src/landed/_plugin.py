@@ -26,9 +26,23 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.workflow import _Definition
 
 try:
+    from temporalio.worker.workflow_sandbox._in_sandbox import InSandbox
     from temporalio.worker.workflow_sandbox._runner import _Instance
-except ImportError:  # pragma: no cover - an SDK without it runs its own sandbox unchanged
+except ImportError:  # pragma: no cover - an SDK without them runs its own sandbox unchanged
     _Instance = None  # type: ignore[assignment,misc]
+    InSandbox = None  # type: ignore[assignment,misc]
+
+# The context shortcut below relies on this SDK shape (sdk-python 1.35); any other shape gets
+# the SDK's own path.
+_DIRECT_CONTEXT = (
+    _Instance is not None
+    and InSandbox is not None
+    and all(
+        hasattr(cls, name)
+        for cls in (_Instance, InSandbox)
+        for name in ("get_serialization_context", "get_external_store_context")
+    )
+)
 
 __all__ = [
     "PLUGIN_NAME",
@@ -211,13 +225,13 @@ if _Instance is not None and hasattr(_Instance, "_run_code"):
             # temporalio's own classes, which the sandbox shares with the worker; entering the
             # sandbox's import hooks for it costs more than the work and guards nothing.
             inner: Any = self.globals_and_locals.get("__temporal_in_sandbox")
-            if inner is None:
+            if inner is None or not _DIRECT_CONTEXT:
                 return super().get_serialization_context(command_info)
             return inner.get_serialization_context(command_info)
 
         def get_external_store_context(self, command_info: Any) -> Any:
             inner: Any = self.globals_and_locals.get("__temporal_in_sandbox")
-            if inner is None:
+            if inner is None or not _DIRECT_CONTEXT:
                 return super().get_external_store_context(command_info)
             return inner.get_external_store_context(command_info)
 
