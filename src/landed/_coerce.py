@@ -95,47 +95,48 @@ def _reject_code(value: Any, what: str) -> None:
         )
 
 
-def coerce_probe(value: Any) -> Any:
-    """A probe model from a model or a mapping; anything else is an InvalidContract."""
-    if type(value) in _PROBE_MODELS:
+def _coerce(value: Any, models: Any, adapter: Any, what: str, missing: str, shape: str) -> Any:
+    """A model of ``models`` as it is, or one validated from a mapping; else InvalidContract.
+    ``shape`` is the message for a value of another type, with ``{type}`` for its type name."""
+    if type(value) in models:
         return value
-    _reject_code(value, "a probe")
+    _reject_code(value, what)
     if value is None:
-        raise InvalidContract("no probe given: a claim needs a probe that reads the result back")
+        raise InvalidContract(missing)
     if isinstance(value, BaseModel):
         value = value.model_dump()
     if not isinstance(value, Mapping):
-        raise InvalidContract(
-            f"a probe must be a mapping with a 'kind' or a landed probe model, not "
-            f"{type(value).__name__}: a value handed in beside the claim is not a reading"
-        )
+        raise InvalidContract(shape.format(type=type(value).__name__))
     try:
-        return _PROBE.validate_python(dict(value))
+        return adapter.validate_python(dict(value))
     except ValidationError as exc:
-        raise InvalidContract(f"invalid probe: {describe_error(exc)}") from None
+        raise InvalidContract(f"invalid {what.partition(' ')[2]}: {describe_error(exc)}") from None
+
+
+def coerce_probe(value: Any) -> Any:
+    """A probe model from a model or a mapping; anything else is an InvalidContract."""
+    return _coerce(
+        value,
+        _PROBE_MODELS,
+        _PROBE,
+        "a probe",
+        "no probe given: a claim needs a probe that reads the result back",
+        "a probe must be a mapping with a 'kind' or a landed probe model, not {type}: a value "
+        "handed in beside the claim is not a reading",
+    )
 
 
 def coerce_expectation(value: Any) -> Any:
     """An expectation model; a missing or unknown one is an InvalidContract, never a default."""
-    if type(value) in _EXPECT_MODELS:
-        return value
-    _reject_code(value, "an expectation")
-    if value is None:
-        raise InvalidContract(
-            "no expectation given: state what must be seen (for the weak default, say "
-            "{'type': 'non_empty'} explicitly)"
-        )
-    if isinstance(value, BaseModel):
-        value = value.model_dump()
-    if not isinstance(value, Mapping):
-        raise InvalidContract(
-            f"an expectation must be a mapping with a 'type' or a landed expectation model, not "
-            f"{type(value).__name__}"
-        )
-    try:
-        return _EXPECT.validate_python(dict(value))
-    except ValidationError as exc:
-        raise InvalidContract(f"invalid expectation: {describe_error(exc)}") from None
+    return _coerce(
+        value,
+        _EXPECT_MODELS,
+        _EXPECT,
+        "an expectation",
+        "no expectation given: state what must be seen (for the weak default, say "
+        "{'type': 'non_empty'} explicitly)",
+        "an expectation must be a mapping with a 'type' or a landed expectation model, not {type}",
+    )
 
 
 def coerce_contract(value: Any) -> Contract:
