@@ -28,8 +28,12 @@ class RunnerActivities:
 
     @activity.defn(name=PLAN_ACTIVITY)
     async def plan(self, inp: PlanInput) -> Routing:
-        """Where this runner sends act and verify; recorded in history so replay never rereads."""
-        return self._routing
+        """Where this runner sends act and verify, and the task's receipt if the ledger already
+        holds one; recorded in history so replay never rereads."""
+        earlier = await self._ledger.latest(inp.task_id)
+        if earlier is None:
+            return self._routing
+        return self._routing.model_copy(update={"settled": earlier})
 
     @activity.defn(name=SETTLE_ACTIVITY)
     async def settle(self, inp: SettleInput) -> SettleOutput:

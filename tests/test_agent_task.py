@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import uuid
 from datetime import UTC, datetime
@@ -17,11 +18,13 @@ from landed_env import Roles, run_roles
 from landed_sor import Site, act_runs, make_rows_db, row_count
 from temporalio import activity
 from temporalio.client import WorkflowHistory
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.worker import Replayer, Worker
 
 import landed
 from landed._assemble import proof_item
 from landed._contract import Contract, NonEmpty, Observation, Outcome, RecordProbe
+from landed._ledger import canonical_json
 from landed._plugin import connect, landed_plugin
 from landed._signing import KeyPair, sign_proof
 from landed._sources import SourceRegistry
@@ -211,6 +214,24 @@ async def test_failed_write_that_did_not_land_reruns_with_same_key(
     assert receipt.landed is not None and receipt.landed.attempt == 2
 
 
+async def test_a_write_that_partly_landed_is_not_run_again(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """The act writes 2 of its 4 rows and errors: the read-back sees part of the outcome, so
+    running the act again could write those 2 twice. It settles, not done, for a person to
+    reconcile (DOD-10); only a read-back that shows nothing changed earns another attempt."""
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        receipt = await roles.client.run(
+            rows_task("partly", db, expect=4, batch="pl", write=2, fail="after", fail_attempts=1)
+        )
+    assert act_runs(db, "partly") == [(1, "partly")]
+    assert row_count(db, "pl") == 2
+    assert receipt.verdict != "verified"
+    assert _read_back(receipt)[0].result == "mismatch"
+    assert receipt.landed is not None
+    assert any("part of the outcome landed" in f for f in receipt.landed.findings)
+
+
 async def test_probe_error_rereads_then_passes_and_persistent_error_is_not_done(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:
@@ -279,6 +300,54 @@ async def test_queries_and_search_attributes(
         assert found == ["query-1"]
 
 
+async def test_a_task_temporal_forgot_is_answered_from_the_ledger_not_acted_again(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """Once Temporal drops a closed run (its retention), the same task id can start a new run;
+    a second run is started here directly, as that would. The runner finds the receipt in the
+    ledger and hands it back without acting."""
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        task = rows_task("forgotten", db, expect=2, batch="fg", write=2)
+        first = await roles.client.run(task)
+        again: landed.Receipt = await roles.temporal.execute_workflow(
+            "AgentTask",
+            landed.TaskSpec.model_validate(task),
+            id="forgotten",
+            task_queue=roles.queues["runner"],
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            result_type=landed.Receipt,
+        )
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get("forgotten")
+    assert act_runs(db, "forgotten") == [(1, "forgotten")]
+    assert row_count(db, "fg") == 2
+    assert first.verdict == "verified"
+    assert stored == [again]
+    assert again.landed is not None and first.landed is not None
+    assert again.landed.run_id == first.landed.run_id  # type: ignore[attr-defined]
+    assert canonical_json(again) == canonical_json(first)  # the ledger's form of the same
+
+
+async def test_receipt_of_a_run_that_closed_unsettled_is_an_error_not_a_receipt(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    gate = tmp_path / "go"
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        handle = await roles.client.start(
+            rows_task("cut-off", db, expect=1, batch="co", write=1, wait_for_file=str(gate))
+        )
+        for _ in range(200):
+            if (await handle.progress()).step == "act":
+                break
+            await asyncio.sleep(0.05)
+        await roles.temporal.get_workflow_handle("cut-off").terminate("an operator stopped it")
+        gate.touch()  # let the act's thread finish so the actor can stop
+        with pytest.raises(landed.TaskNotSettled, match="TERMINATED without a settled receipt"):
+            await roles.client.receipt("cut-off")
+        async with await roles.ledger() as ledger:
+            assert await ledger.get("cut-off") == []
+
+
 async def test_invalid_spec_rejected_and_no_probe_never_verified(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:
@@ -322,6 +391,12 @@ async def test_replay_recorded_histories(
             await roles.temporal.get_workflow_handle(wid).fetch_history()
             for wid in ("replay-ok", "replay-dod10", "replay-rerun")
         ]
+    if os.environ.get("LANDED_RECORD_HISTORIES") == "1":
+        # After a deliberate change to the workflow's commands: record the fixtures again
+        # (running tasks must be drained before such a change is deployed).
+        for name, history in (("dod10", histories[1]), ("rerun", histories[2])):
+            text = json.dumps(json.loads(history.to_json()), indent=1) + "\n"
+            (HISTORIES / f"agent_task_{name}.json").write_text(text)
     committed = sorted(HISTORIES.glob("*.json"))
     assert committed, "tests/histories/ holds at least one recorded AgentTask history"
     for path in committed:
@@ -491,6 +566,8 @@ class _Relay(VerifyActivities):
 
     @activity.defn(name=VERIFY_ACTIVITY)
     async def verify(self, inp: VerifyInput) -> VerifyOutput:
+        if self._mode in ("forged-before", "unsigned-before", "forged-reconcile"):
+            return await self._forge(inp)
         if self._mode == "no-before":
             inp = inp.model_copy(update={"before": [None] * len(inp.indexes)})
         elif self._mode == "other-before":  # the before-state of a probe that reads 0
@@ -502,6 +579,95 @@ class _Relay(VerifyActivities):
             easier = [c.model_copy(update={"expect": NonEmpty()}) for c in inp.contracts]
             inp = inp.model_copy(update={"contracts": easier, "before": []})
         return await self._verify(inp)
+
+    async def _forge(self, inp: VerifyInput) -> VerifyOutput:
+        """The real verifier's reading with its value changed to "nothing there" (0 rows): the
+        pre-read (``*-before``) or the first reading after a failed act (``forged-reconcile``).
+        ``forged-before`` keeps the genuine signature (over the genuine value); the others
+        re-state the signed observation too, without a signature."""
+        out = await self._verify(inp)
+        target = "before" if self._mode.endswith("-before") else "after"
+        if inp.phase != target or (target == "after" and inp.read != 1) or self._forged:
+            return out
+        self._forged = target == "after"  # the reconcile read only; later reads are genuine
+        forged = []
+        for reading in out.readings:
+            obs = reading.observation.model_copy(update={"value": 0, "outcome": Outcome.EMPTY})
+            landed_ext = dict(reading.proof.landed or {})
+            if self._mode != "forged-before":
+                landed_ext.pop("signature", None)
+                landed_ext["observation"] = obs.model_dump(mode="json")
+            proof = reading.proof.model_copy(update={"result": "empty", "landed": landed_ext})
+            forged.append(reading.model_copy(update={"observation": obs, "proof": proof}))
+        return out.model_copy(update={"readings": forged})
+
+    _forged = False
+
+
+@pytest.mark.parametrize("mode", ["forged-before", "unsigned-before"])
+async def test_a_forged_pre_read_cannot_make_rows_that_were_there_count(
+    temporal_dev: str, tmp_path: Path, db: Path, mode: str
+) -> None:
+    """45 rows were there before; the act writes none. A worker on the verifier's queue answers
+    the pre-read with "0 rows" (the genuine signature over the genuine 45, or no signature):
+    the real verifier would then sign a change of 45 as a pass. The workflow holds the pre-read
+    to the trusted verifier's signature, so the before-state is unknown and nothing is proven."""
+    make_rows_db(db, preexisting=45, batch="pre")
+    receipt, observation = await _through_relay(temporal_dev, tmp_path, db, mode, "pre", 45)
+    (proof,) = _read_back(receipt)
+    assert proof.result == "probe-error", proof
+    assert receipt.verdict != "verified"
+    assert "not a trusted verifier's" in observation, observation
+    assert act_runs(db, f"relayed-{mode}") == [(1, f"relayed-{mode}")]
+
+
+async def test_a_forged_reconcile_read_does_not_run_the_act_again(
+    temporal_dev: str, tmp_path: Path, db: Path
+) -> None:
+    """The act writes its 3 rows, then errors. The first read after it is answered with an
+    unsigned "0 rows": taken at its word it would run the act again and write 3 more. Held to
+    the verifier's signature it observed nothing, so the act is not run again (DOD-10)."""
+    make_rows_db(db)
+    receipt, _ = await _through_relay(
+        temporal_dev,
+        tmp_path,
+        db,
+        "forged-reconcile",
+        "fr",
+        3,
+        write=3,
+        fail="after",
+        fail_attempts=1,
+    )
+    assert act_runs(db, "relayed-forged-reconcile") == [(1, "relayed-forged-reconcile")]
+    assert row_count(db, "fr") == 3
+    assert receipt.verdict != "verified"
+    assert receipt.landed is not None
+    assert any("DOD-10" in f for f in receipt.landed.findings), receipt.landed.findings
+
+
+async def _through_relay(
+    temporal_dev: str, tmp_path: Path, db: Path, mode: str, batch: str, expect: int, **act: Any
+) -> tuple[landed.Receipt, str]:
+    relay_queue = f"relay-{uuid.uuid4().hex[:8]}"
+    sources = {"rows-db": {"url": f"sqlite:///{db}"}}
+    async with run_roles(
+        temporal_dev,
+        tmp_path,
+        credentials={"rows-db": f"sqlite:///{db}"},
+        sources=sources,
+        runner={"verifier_task_queue": relay_queue},
+    ) as roles:
+        identity = roles.identities["verifier"]
+        key = KeyPair.load(roles.public_key.with_suffix(".key"))
+        relay = _Relay(mode, SourceRegistry(sources, observer=identity), identity, key)
+        client = await connect(identity=identity, address=temporal_dev)
+        async with Worker(client, task_queue=relay_queue, activities=[relay.verify]):
+            receipt = await roles.client.run(
+                rows_task(f"relayed-{mode}", db, expect=expect, batch=batch, **act)
+            )
+    read_back = _read_back(receipt)
+    return receipt, str((read_back[0].landed or {}).get("observation")) if read_back else ""
 
 
 @pytest.mark.parametrize("mode", ["no-before", "other-before", "easier-expect"])

@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from landed._grading import grade
     from landed._ladder import Status
     from landed._receipt import LandedExtension, ProofItem, Receipt
+    from landed._signing import TrustStore, check_reading
     from landed._task import (
         ACT_ACTIVITY,
         AGENT_TASK_WORKFLOW,
@@ -88,6 +89,7 @@ class AgentTask:
         self._unknown_write: str | None = None
         self._pre_read = True
         self._deadline: datetime | None = None
+        self._trust: TrustStore | None = None
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -108,7 +110,12 @@ class AgentTask:
     def receipt(self) -> ReceiptQuery:
         """The receipt so far: the final one once graded, else what is known now."""
         if self._final is not None:
-            return ReceiptQuery(receipt=self._final, settled=self._step == Step.SETTLED)
+            if self._step == Step.SETTLED:
+                return ReceiptQuery(receipt=self._final, settled=True)
+            # Graded but not yet in the ledger: not settled, so it carries no settle time.
+            return ReceiptQuery(
+                receipt=self._final.model_copy(update={"settled_at": None}), settled=False
+            )
         report = self._report or ActReport(claimed_status="planned")
         partial = assemble_receipt(
             self._spec, report, list(self._proofs), attempt=max(self._attempt, 1)
@@ -130,6 +137,10 @@ class AgentTask:
             result_type=Routing,
             start_to_close_timeout=_LOCAL,
         )
+        if routing.settled is not None:
+            # Settled by an earlier run of this id that Temporal no longer remembers: the
+            # ledger is the record, and submitting the same task again never acts twice.
+            return self._finish(routing.settled, spec, owner_set)
         every = list(range(len(spec.proof_plan)))
         before: list[Observation | None] = [None] * len(every)
         # The pre-read is the operator's choice (the runner's settings), not the agent's: a
@@ -139,7 +150,10 @@ class AgentTask:
             self._step = Step.PRE_READ
             readings = await self._read(routing, "before", every, before, attempt=1)
             # A before-state of anything but this step would let a change look like the act's.
-            before = [self._of_step(readings[i], None, routing, 1).observation for i in every]
+            before = [
+                self._of_step(readings[i], None, routing, 1, signed_as="before").observation
+                for i in every
+            ]
 
         report, after = await self._act_until_known(spec, routing, before, deadline)
         self._report = report
@@ -152,13 +166,6 @@ class AgentTask:
 
         final = self._grade(spec, routing, report)
         self._final = final
-        updates = [
-            LANDED_VERDICT.value_set(final.verdict or "unknown"),
-            LANDED_RUNG.value_set((final.landed.rung if final.landed else None) or "unknown"),
-        ]
-        if not owner_set:
-            updates.append(LANDED_OWNER.value_set(spec.owner))
-        workflow.upsert_search_attributes(updates)
         self._step = Step.SETTLE
         settled = await workflow.execute_local_activity(
             SETTLE_ACTIVITY,
@@ -171,6 +178,20 @@ class AgentTask:
             # The ledger kept this receipt from an earlier try: return exactly what it holds.
             final = final.model_copy(update={"settled_at": settled.settled_at})
             self._final = final
+        return self._finish(final, spec, owner_set)
+
+    def _finish(self, final: Receipt, spec: TaskSpec, owner_set: bool) -> Receipt:
+        """The settled receipt, made searchable by verdict, owner and rung."""
+        self._final = final
+        # Only a settled verdict is searchable: a list filtered on LandedVerdict=verified must
+        # never show a task whose receipt is not in the ledger.
+        updates = [
+            LANDED_VERDICT.value_set(final.verdict or "unknown"),
+            LANDED_RUNG.value_set((final.landed.rung if final.landed else None) or "unknown"),
+        ]
+        if not owner_set:
+            updates.append(LANDED_OWNER.value_set(spec.owner))
+        workflow.upsert_search_attributes(updates)
         self._step = Step.SETTLED
         return final
 
@@ -226,7 +247,10 @@ class AgentTask:
             # The write is unknown: read back before deciding (DOD-10).
             self._step = Step.RECONCILE
             last = await self._read(routing, "after", every, before, attempt=attempt)
-            last = {i: self._of_step(last[i], before[i], routing, attempt) for i in every}
+            last = {
+                i: self._of_step(last[i], before[i], routing, attempt, signed_as="after")
+                for i in every
+            }
             if every and all(last[i].observation.outcome == Outcome.PASS for i in every):
                 # It landed: settle it; never run the act again.
                 self._act_error = error
@@ -246,9 +270,41 @@ class AgentTask:
                     claimed_status="failed",
                     report=f"act did not complete: {error}; the outcome is unknown",
                 ), last
-            # It did not land: the next attempt carries the same idempotency key.
+            changed = [i for i in every if not self._nothing_landed(last[i], before[i])]
+            if changed:
+                # Part of the outcome is there (a step passed, part of a count landed, more than
+                # asked): running the act again could write it twice (DOD-10).
+                steps = ", ".join(
+                    f"#{i + 1} {spec.proof_plan[i].action!r} ({last[i].observation.outcome})"
+                    for i in changed
+                )
+                self._unknown_write = (
+                    f"the act ended with an error and the read-back shows part of the outcome "
+                    f"landed (plan step {steps}); the act was not run again, so nothing is "
+                    f"written twice: a person must reconcile it against the system of record"
+                )
+                self._act_error = error
+                return ActReport(
+                    claimed_status="failed",
+                    report=f"act did not complete: {error}; part of the outcome landed",
+                ), last
+            # Nothing landed: the next attempt carries the same idempotency key.
         self._act_error = error
         return ActReport(claimed_status="failed", report=f"act did not complete: {error}"), last
+
+    @staticmethod
+    def _nothing_landed(reading: VerifyReading, before: Observation | None) -> bool:
+        """The reading shows the system of record as the act found it: worth another attempt."""
+        obs = reading.observation
+        if obs.outcome == Outcome.EMPTY:
+            return True
+        # A state that is still the pre-read's (and not the one asked for) changed nothing.
+        return (
+            obs.outcome == Outcome.MISMATCH
+            and before is not None
+            and before.outcome not in (Outcome.PROBE_ERROR, Outcome.PASS)
+            and obs.value == before.value
+        )
 
     async def _read(
         self,
@@ -333,14 +389,40 @@ class AgentTask:
         return self._of_step(reading, before, routing, attempt)
 
     def _of_step(
-        self, reading: VerifyReading, before: Observation | None, routing: Routing, attempt: int
+        self,
+        reading: VerifyReading,
+        before: Observation | None,
+        routing: Routing,
+        attempt: int,
+        *,
+        signed_as: str | None = None,
     ) -> VerifyReading:
-        """The reading if it is of its plan step (and its before-state); else not observed."""
+        """The reading if it is of its plan step (and its before-state); else not observed.
+
+        ``signed_as`` names the phase a reading must carry a trusted verifier's signature for
+        before it may decide anything here: a pre-read sets the before-state every later
+        judgement compares with, and a reconciling read decides whether the act runs again.
+        The final read-back is held to its signature by the grade instead."""
         obs = reading.observation
         if obs.outcome == Outcome.PROBE_ERROR:
             return reading  # nothing was observed: it cannot count either way
         contract = self._spec.proof_plan[reading.index]
         step = f"plan step #{reading.index + 1}"
+        if signed_as is not None:
+            problem = check_reading(
+                reading.proof,
+                self._trusted(routing),
+                task_id=self._spec.task_id,
+                attempt=attempt,
+                phase=signed_as,
+                run_id=workflow.info().run_id,
+            )
+            signed = (reading.proof.landed or {}).get("observation")
+            if problem is None and signed != obs.model_dump(mode="json"):
+                problem = "the reading differs from the observation the verifier signed"
+            if problem is not None:
+                why = f"the {signed_as} reading of {step} is not a trusted verifier's: {problem}"
+                return self._unobserved(reading.index, routing, why, attempt)
         if obs.probe_sha256 != probe_digest(contract.probe) or obs.kind != contract.probe.kind:
             why = f"the reading is not of {step}'s probe (another probe was run)"
             return self._unobserved(reading.index, routing, why, attempt)
@@ -366,6 +448,11 @@ class AgentTask:
         return VerifyReading(
             index=index, observation=obs, proof=proof_item(contract, obs, checked_by=routing.runner)
         )
+
+    def _trusted(self, routing: Routing) -> TrustStore:
+        if self._trust is None:
+            self._trust = trust_from_pems(routing.trusted_keys)
+        return self._trust
 
     def _read_budget(self) -> timedelta:
         left = timedelta(0)
@@ -399,8 +486,7 @@ class AgentTask:
                 "run_id": workflow.info().run_id,
             },
         )
-        trust = trust_from_pems(routing.trusted_keys)
-        result = grade(draft, signature_ok=trust.signature_ok)
+        result = grade(draft, signature_ok=self._trusted(routing).signature_ok)
         findings = [f"{f.rule}: {f.message}" for f in result.findings]
         status, meets_bar = result.proven_status, result.meets_bar
         # grade() credits the strongest read-back; a task's plan is done only when every step

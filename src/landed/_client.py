@@ -32,10 +32,15 @@ from landed._task import (
     check_spec,
 )
 
-__all__ = ["Client", "TaskHandle", "TaskStatus"]
+__all__ = ["Client", "TaskHandle", "TaskNotSettled", "TaskStatus"]
 
 _OWNER = SearchAttributeKey.for_keyword("LandedOwner")
 _RUNG = SearchAttributeKey.for_keyword("LandedRung")
+
+
+class TaskNotSettled(RuntimeError):
+    """The task's workflow closed without settling a receipt (failed, terminated, cancelled,
+    timed out): there is no receipt to hand back, and a graded one must not pass for settled."""
 
 
 class TaskStatus(BaseModel):
@@ -175,11 +180,24 @@ class Client:
         return TaskStatus(task_id=task_id, execution=execution, step="closed", rung="unknown")
 
     async def receipt(self, task_id: str) -> Receipt:
-        """The settled receipt, or the receipt so far while the task runs."""
+        """The settled receipt, or the receipt so far while the task runs.
+
+        A receipt so far has no ``settled_at``: it is not in the ledger yet, whatever its
+        verdict reads. Raises TaskNotSettled when the workflow closed without settling.
+        """
         handle = self._temporal.get_workflow_handle(task_id, result_type=Receipt)
         desc = await handle.describe()
         if desc.status == WorkflowExecutionStatus.COMPLETED:
             settled: Receipt = await handle.result()
             return settled
+        if desc.status != WorkflowExecutionStatus.RUNNING:
+            state = desc.status.name if desc.status is not None else "UNKNOWN"
+            raise TaskNotSettled(
+                f"task {task_id!r} ended {state} without a settled receipt; read why with "
+                f"`temporal workflow show --workflow-id {task_id}` and the runner's log, then "
+                f"fix the cause and submit it again"
+            )
         answer: ReceiptQuery = await handle.query("receipt", result_type=ReceiptQuery)
-        return answer.receipt
+        if answer.settled:
+            return answer.receipt
+        return answer.receipt.model_copy(update={"settled_at": None})

@@ -26,6 +26,7 @@ __all__ = [
     "SigningError",
     "TrustStore",
     "check_proof",
+    "check_reading",
     "key_id_of",
     "load_public_key",
     "observation_payload",
@@ -259,6 +260,30 @@ def check_proof(
     receipt: Receipt, proof: ProofItem, trusted: Mapping[str, Ed25519PublicKey]
 ) -> str | None:
     """None when the proof's signature is valid and trusted, else the reason it is not."""
+    attempt = receipt.landed.attempt if receipt.landed is not None else 1
+    receipt_run = getattr(receipt.landed, "run_id", None) or ""
+    if not isinstance(receipt_run, str):
+        receipt_run = ""
+    return check_reading(
+        proof, trusted, task_id=receipt.task_id, attempt=attempt, phase=AFTER, run_id=receipt_run
+    )
+
+
+def check_reading(
+    proof: ProofItem,
+    trusted: Mapping[str, Ed25519PublicKey],
+    *,
+    task_id: str,
+    attempt: int,
+    phase: str,
+    run_id: str,
+) -> str | None:
+    """None when ``proof`` is a reading a trusted verifier signed for exactly this task,
+    attempt, phase and workflow run; else the reason it is not.
+
+    The workflow holds its pre-read (``before``) and reconciling readings to this before it
+    lets them decide anything, and a receipt's read-back is held to it with phase ``after``.
+    """
     landed = proof.landed or {}
     if "signature" not in landed:
         return "the proof carries no signature (landed.signature)"
@@ -273,21 +298,17 @@ def check_proof(
     public_key = trusted.get(signed.key_id)
     if public_key is None:
         return f"key {signed.key_id} is not trusted; pass its public key with --trust"
-    attempt = receipt.landed.attempt if receipt.landed is not None else 1
-    phase = landed.get("phase", AFTER)
-    run_id = landed.get("run_id", "")
-    if not isinstance(phase, str) or not isinstance(run_id, str):
+    signed_phase = landed.get("phase", AFTER)
+    signed_run = landed.get("run_id", "")
+    if not isinstance(signed_phase, str) or not isinstance(signed_run, str):
         return "the signed phase or run id is malformed (landed.phase, landed.run_id)"
-    receipt_run = getattr(receipt.landed, "run_id", None) or ""
-    if not isinstance(receipt_run, str):
-        receipt_run = ""
     payload = observation_payload(
-        task_id=receipt.task_id,
+        task_id=task_id,
         attempt=attempt,
         proof=proof,
         observation=observation,
-        phase=phase,
-        run_id=run_id,
+        phase=signed_phase,
+        run_id=signed_run,
     )
     if hashlib.sha256(payload).hexdigest() != signed.payload_sha256:
         return "the signed claim differs from this receipt: it was changed after signing"
@@ -295,15 +316,17 @@ def check_proof(
         public_key.verify(signature, payload)
     except InvalidSignature:
         return f"the signature does not verify with key {signed.key_id}"
-    if phase != AFTER:
+    if signed_phase != phase:
+        if phase == AFTER:
+            return (
+                f"the signed reading is a {signed_phase!r} reading (the state before the act), "
+                "not a read-back after it"
+            )
+        return f"the signed reading is a {signed_phase!r} reading, not a {phase!r} reading"
+    if signed_run != run_id:
         return (
-            f"the signed reading is a {phase!r} reading (the state before the act), not a "
-            "read-back after it"
-        )
-    if run_id != receipt_run:
-        return (
-            f"the reading was signed for workflow run {run_id or '(none)'!r}, not this "
-            f"receipt's run {receipt_run or '(none)'!r}: it was carried over from another run"
+            f"the reading was signed for workflow run {signed_run or '(none)'!r}, not this "
+            f"receipt's run {run_id or '(none)'!r}: it was carried over from another run"
         )
     if proof.result == Outcome.PASS and observation.outcome != Outcome.PASS:
         return f"the proof says pass but the signed observation says {observation.outcome}"

@@ -343,6 +343,14 @@ class Routing(BaseModel):
     task_may_skip_pre_read: bool = Field(
         default=False, description="The runner honours a task's pre_read: false."
     )
+    settled: Receipt | None = Field(
+        default=None,
+        description=(
+            "The ledger's receipt for this task id, when an earlier run settled it (Temporal "
+            "forgets closed runs after its retention; the ledger does not): handed back as is, "
+            "and the act is not run again."
+        ),
+    )
 
 
 class PlanInput(BaseModel):
