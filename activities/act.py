@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Mapping
 
@@ -13,6 +12,7 @@ from landed._acts import ActContext, ActFn
 from landed._task import ACT_ACTIVITY, ActInput, ActReport
 
 from ._heartbeat import heartbeating
+from ._threads import to_the_end
 
 __all__ = ["ActActivities"]
 
@@ -56,7 +56,7 @@ class ActActivities:
             if inspect.iscoroutinefunction(fn):
                 result = await fn(dict(inp.act.input), ctx)
             else:
-                result = await asyncio.to_thread(fn, dict(inp.act.input), ctx)
+                result = await to_the_end(fn, dict(inp.act.input), ctx)
                 if inspect.isawaitable(result):
                     result = await result
         if not isinstance(result, ActReport):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import sqlite3
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urljoin, urlparse, urlsplit, urlunsplit
@@ -12,6 +14,8 @@ import httpx
 
 from landed._acts import ActContext, act
 from landed._task import ActReport
+
+from ._threads import to_the_end
 
 __all__ = ["command", "http_request", "sql_execute"]
 
@@ -117,7 +121,7 @@ async def sql_execute(spec: dict[str, Any], ctx: ActContext) -> ActReport:
     if isinstance(params, dict):
         params = {**params, "idempotency_key": ctx.idempotency_key}
     try:
-        rows = await asyncio.to_thread(_run_sql, dsn, str(spec["statement"]), params)
+        rows = await to_the_end(_run_sql, dsn, str(spec["statement"]), params)
     except Exception as exc:
         # A driver's message can quote the DSN; the error reaches the receipt.
         detail = _scrub(str(exc), _secrets_of(dsn))
@@ -137,12 +141,16 @@ async def command(spec: dict[str, Any], ctx: ActContext) -> ActReport:
         stderr=asyncio.subprocess.STDOUT,
         env=env,
         cwd=spec.get("cwd"),
+        start_new_session=True,
     )
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), float(spec.get("timeout_s", 300)))
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
+    except BaseException:
+        # Timed out or cancelled: stop the command and whatever it started before reporting,
+        # so nothing it runs can still write after the workflow reads back.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await asyncio.shield(proc.wait())
         raise
     code = proc.returncode if proc.returncode is not None else -1
     return ActReport(

@@ -33,6 +33,17 @@ class RunnerActivities:
         earlier = await self._ledger.latest(inp.task_id)
         if earlier is None:
             return self._routing
+        stored = getattr(earlier.landed, "spec_sha256", None) if earlier.landed else None
+        if stored != inp.spec_sha256:
+            # The same id for other work: answering with the old receipt would call the new
+            # task done, and acting would put two tasks under one id in the ledger.
+            raise ApplicationError(
+                f"task id {inp.task_id!r} is already settled in the ledger ({self._ledger.url}) "
+                f"for a different task (spec sha256 {stored or 'not recorded'}, this one "
+                f"{inp.spec_sha256}); give the new task its own task_id",
+                type="TaskIdReused",
+                non_retryable=True,
+            )
         return self._routing.model_copy(update={"settled": earlier})
 
     @activity.defn(name=SETTLE_ACTIVITY)

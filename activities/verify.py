@@ -92,6 +92,7 @@ class VerifyActivities:
                     observation=observation,
                     phase=inp.phase,
                     run_id=inp.run_id,
+                    request=inp.request,
                 )
             readings.append(
                 VerifyReading(

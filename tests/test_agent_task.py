@@ -17,7 +17,7 @@ from landed.workflows.agent_task import AgentTask
 from landed_env import Roles, run_roles
 from landed_sor import Site, act_runs, make_rows_db, row_count
 from temporalio import activity
-from temporalio.client import WorkflowHistory
+from temporalio.client import WorkflowFailureError, WorkflowHistory
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.worker import Replayer, Worker
 
@@ -229,7 +229,7 @@ async def test_a_write_that_partly_landed_is_not_run_again(
     assert receipt.verdict != "verified"
     assert _read_back(receipt)[0].result == "mismatch"
     assert receipt.landed is not None
-    assert any("part of the outcome landed" in f for f in receipt.landed.findings)
+    assert any("was not run again" in f for f in receipt.landed.findings)
 
 
 async def test_probe_error_rereads_then_passes_and_persistent_error_is_not_done(
@@ -568,6 +568,8 @@ class _Relay(VerifyActivities):
     async def verify(self, inp: VerifyInput) -> VerifyOutput:
         if self._mode in ("forged-before", "unsigned-before", "forged-reconcile"):
             return await self._forge(inp)
+        if self._mode == "stale-reconcile":
+            return await self._stale(inp)
         if self._mode == "no-before":
             inp = inp.model_copy(update={"before": [None] * len(inp.indexes)})
         elif self._mode == "other-before":  # the before-state of a probe that reads 0
@@ -602,6 +604,22 @@ class _Relay(VerifyActivities):
         return out.model_copy(update={"readings": forged})
 
     _forged = False
+    _early: VerifyOutput | None = None
+
+    async def _stale(self, inp: VerifyInput) -> VerifyOutput:
+        """During the pre-read, also get the real verifier's signed "after" reading of this run
+        and attempt (nothing is there yet: empty), and hand it back as the reconcile read."""
+        if inp.phase == "before":
+            out = await self._verify(inp)
+            early = inp.model_copy(
+                update={"phase": "after", "before": [r.observation for r in out.readings]}
+            )
+            self._early = await self._verify(early)
+            return out
+        if self._early is not None and not self._forged:
+            self._forged = True
+            return self._early
+        return await self._verify(inp)
 
 
 @pytest.mark.parametrize("mode", ["forged-before", "unsigned-before"])
@@ -644,6 +662,55 @@ async def test_a_forged_reconcile_read_does_not_run_the_act_again(
     assert receipt.verdict != "verified"
     assert receipt.landed is not None
     assert any("DOD-10" in f for f in receipt.landed.findings), receipt.landed.findings
+
+
+async def test_a_reading_made_before_the_act_cannot_answer_the_reconcile_read(
+    temporal_dev: str, tmp_path: Path, db: Path
+) -> None:
+    """A genuine, signed "0 rows" of this run and attempt, taken before the act ran, is handed
+    back when the act has written and errored: each read carries a fresh request id the
+    verifier signs, so the stale reading answers nothing, the read is asked again, sees the
+    rows, and the act is not run a second time."""
+    make_rows_db(db)
+    receipt, _ = await _through_relay(
+        temporal_dev,
+        tmp_path,
+        db,
+        "stale-reconcile",
+        "sr",
+        3,
+        write=3,
+        fail="after",
+        fail_attempts=1,
+    )
+    assert act_runs(db, "relayed-stale-reconcile") == [(1, "relayed-stale-reconcile")]
+    assert row_count(db, "sr") == 3
+    assert receipt.verdict == "verified"
+
+
+async def test_a_task_id_reused_for_other_work_fails_closed(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """After its run is gone from Temporal, the same id submitted with another spec is neither
+    answered with the old receipt nor acted: it fails, naming the reuse."""
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        first = await roles.client.run(rows_task("reused", db, expect=2, batch="ru", write=2))
+        other = rows_task("reused", db, expect=5, batch="ru2", write=5)
+        with pytest.raises(WorkflowFailureError) as failed:
+            await roles.temporal.execute_workflow(
+                "AgentTask",
+                landed.TaskSpec.model_validate(other),
+                id="reused",
+                task_queue=roles.queues["runner"],
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                result_type=landed.Receipt,
+            )
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get("reused")
+    assert "TaskIdReused" in repr(failed.value.cause) or "different task" in str(failed.value.cause)
+    assert act_runs(db, "reused") == [(1, "reused")]
+    assert row_count(db, "ru2") == 0
+    assert stored == [first] or [canonical_json(r) for r in stored] == [canonical_json(first)]
 
 
 async def _through_relay(

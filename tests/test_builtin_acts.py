@@ -3,11 +3,14 @@ receipt and the ledger. A real HTTP server on 127.0.0.1, real SQLite, a refused 
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from landed.activities.builtin_acts import http_request, sql_execute
+from landed.activities._threads import to_the_end
+from landed.activities.builtin_acts import command, http_request, sql_execute
 from landed_http import LocalHTTP
 
 from landed._acts import ActContext
@@ -70,3 +73,34 @@ async def test_sql_errors_never_quote_the_dsn(tmp_path: Path) -> None:
             await sql_execute({"credential": "db", "statement": "select 1"}, _ctx(db=dsn))
         _clean(str(err.value))
         assert "sql.execute" in str(err.value)
+
+
+async def test_a_cancelled_command_act_leaves_nothing_running(tmp_path: Path) -> None:
+    """Cancelled (the workflow gave up, the actor drains past its grace): the command and what
+    it started are killed before the act reports, so nothing can write after the read-back."""
+    marker = tmp_path / "late-write"
+    script = f"sleep 1.5 && touch {marker} & sleep 1.5 && touch {marker}; wait"
+    task = asyncio.create_task(command({"argv": ["sh", "-c", script]}, _ctx()))
+    await asyncio.sleep(0.4)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(2.0)
+    assert not marker.exists(), "a process the act started kept running and wrote"
+
+
+async def test_a_cancelled_sync_act_reports_only_after_its_thread_is_done() -> None:
+    """A thread cannot be stopped: the cancelled act waits for it, then reports cancelled."""
+    done: list[str] = []
+
+    def write() -> str:
+        time.sleep(0.5)
+        done.append("written")
+        return "ok"
+
+    task = asyncio.create_task(to_the_end(write))
+    await asyncio.sleep(0.1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert done == ["written"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -250,6 +251,39 @@ async def test_sigkill_actor_and_verifier_lose_nothing_duplicate_nothing(
         assert receipt.verdict == "verified"
         assert site.count("kv") == 1 and site.publishes == 1
         await _settled_once(stack, ["kill-before", "kill-after", "kill-verifier"], trust)
+    finally:
+        stack.stop()
+
+
+@pytest.mark.parametrize("grace", ["30", "0.3"])
+async def test_sigterm_drains_the_actor_and_an_act_in_flight_runs_once(
+    tmp_path: Path, site: Site, grace: str
+) -> None:
+    """SIGTERM (a deploy) lets the act in flight finish within the actor's grace; past it the
+    act is cancelled, but its thread still writes, and the attempt is reported only after
+    that, so the read-back finds the rows and the act never runs twice. No actor is running
+    afterwards: a second attempt would wait for one and the task would never settle."""
+    db = make_rows_db(tmp_path / "rows.db")
+    stack = _stack(tmp_path, db, site)
+    stack.env["actor"]["LANDED_ACTOR_GRACEFUL_SHUTDOWN_S"] = grace
+    await stack.start()
+    try:
+        client = await _client(stack)
+        _, public = stack.keys()
+        task = await client.start(
+            rows_task("drain", db, expect=3, batch="dr", write=3, sleep_before_s=2)
+        )
+        await _until("the act in flight", lambda: bool(act_runs(db, "drain")))
+        actor = stack.roles["actor"]
+        assert actor.proc is not None
+        actor.proc.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(actor.proc.wait, 60)
+        assert code == 0
+        assert row_count(db, "dr") == 3  # written before the actor left
+        receipt = await asyncio.wait_for(task.result(), 60)
+        assert receipt.verdict == "verified"
+        assert act_runs(db, "drain") == [(1, "drain")]
+        await _settled_once(stack, ["drain"], TrustStore.load([public]))
     finally:
         stack.stop()
 

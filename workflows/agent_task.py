@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         VerifyInput,
         VerifyOutput,
         VerifyReading,
+        spec_digest,
     )
 
 __all__ = ["LANDED_OWNER", "LANDED_RUNG", "LANDED_VERDICT", "AgentTask"]
@@ -66,6 +67,12 @@ _SETTLE_RETRY = RetryPolicy(
     non_retryable_error_types=["LedgerConflict"],
 )
 _LOCAL = timedelta(seconds=30)
+# Reading the routing and the ledger: a task id reused for other work cannot succeed later.
+_PLAN_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    non_retryable_error_types=["TaskIdReused"],
+)
 
 
 def _cause(err: BaseException) -> str:
@@ -133,9 +140,13 @@ class AgentTask:
         self._deadline = deadline
         routing = await workflow.execute_local_activity(
             PLAN_ACTIVITY,
-            PlanInput(task_id=spec.task_id),
+            PlanInput(task_id=spec.task_id, spec_sha256=spec_digest(spec)),
             result_type=Routing,
             start_to_close_timeout=_LOCAL,
+            # The plan reads the ledger; one that stays down fails the task at its time cap
+            # (closed unsettled, nothing acted) instead of holding it at "planned" forever.
+            schedule_to_close_timeout=spec.time_cap,
+            retry_policy=_PLAN_RETRY,
         )
         if routing.settled is not None:
             # Settled by an earlier run of this id that Temporal no longer remembers: the
@@ -272,21 +283,21 @@ class AgentTask:
                 ), last
             changed = [i for i in every if not self._nothing_landed(last[i], before[i])]
             if changed:
-                # Part of the outcome is there (a step passed, part of a count landed, more than
-                # asked): running the act again could write it twice (DOD-10).
+                # A step passed, or reads other than the act found it (part of a count, more
+                # than asked, a changed page): running the act again could write twice (DOD-10).
                 steps = ", ".join(
                     f"#{i + 1} {spec.proof_plan[i].action!r} ({last[i].observation.outcome})"
                     for i in changed
                 )
                 self._unknown_write = (
-                    f"the act ended with an error and the read-back shows part of the outcome "
-                    f"landed (plan step {steps}); the act was not run again, so nothing is "
-                    f"written twice: a person must reconcile it against the system of record"
+                    f"the act ended with an error and the read-back shows the system of record "
+                    f"changed, or cannot show it did not (plan step {steps}); the act was not "
+                    f"run again, so nothing is written twice: a person must reconcile it"
                 )
                 self._act_error = error
                 return ActReport(
                     claimed_status="failed",
-                    report=f"act did not complete: {error}; part of the outcome landed",
+                    report=f"act did not complete: {error}; part of the outcome may have landed",
                 ), last
             # Nothing landed: the next attempt carries the same idempotency key.
         self._act_error = error
@@ -294,17 +305,23 @@ class AgentTask:
 
     @staticmethod
     def _nothing_landed(reading: VerifyReading, before: Observation | None) -> bool:
-        """The reading shows the system of record as the act found it: worth another attempt."""
+        """The reading shows the system of record as the act found it: worth another attempt.
+
+        With a pre-read, the value and the raw evidence must both be the pre-read's, and one of
+        them must be there to compare; without one, only a probe that found nothing at all."""
         obs = reading.observation
-        if obs.outcome == Outcome.EMPTY:
-            return True
-        # A state that is still the pre-read's (and not the one asked for) changed nothing.
-        return (
-            obs.outcome == Outcome.MISMATCH
-            and before is not None
-            and before.outcome not in (Outcome.PROBE_ERROR, Outcome.PASS)
-            and obs.value == before.value
+        if obs.outcome in (Outcome.PASS, Outcome.PROBE_ERROR):
+            return False
+        if before is None or before.outcome == Outcome.PROBE_ERROR:
+            return obs.outcome == Outcome.EMPTY
+        if obs.value is None and obs.evidence is None:
+            return False  # nothing to compare: whether anything changed is unknown
+        same_value = type(obs.value) is type(before.value) and obs.value == before.value
+        now, then = obs.evidence, before.evidence
+        same_evidence = (now is None and then is None) or (
+            now is not None and then is not None and now.sha256 == then.sha256
         )
+        return same_value and same_evidence
 
     async def _read(
         self,
@@ -324,6 +341,9 @@ class AgentTask:
             if read > 1:
                 await workflow.sleep(wait)
                 wait = wait * 2
+            # A fresh id per read, signed into each reading: a reading made earlier (a "nothing
+            # there" taken before the act, say) or for someone else's request answers nothing.
+            request = str(workflow.uuid4())
             try:
                 out = await workflow.execute_activity(
                     VERIFY_ACTIVITY,
@@ -336,6 +356,7 @@ class AgentTask:
                         before=[before[i] for i in todo],
                         read=read,
                         run_id=workflow.info().run_id,
+                        request=request,
                     ),
                     result_type=VerifyOutput,
                     task_queue=routing.verifier_task_queue,
@@ -353,8 +374,13 @@ class AgentTask:
                     got[i] = self._unobserved(i, routing, f"verify failed: {_cause(err)}", attempt)
                 break
             for reading in out.readings:
-                if reading.index in todo:
-                    got[reading.index] = reading
+                if reading.index not in todo:
+                    continue
+                ext = reading.proof.landed or {}
+                if "signature" in ext and ext.get("request") != request:
+                    why = "the reading answers another read than the one asked for"
+                    reading = self._unobserved(reading.index, routing, why, attempt)
+                got[reading.index] = reading
             # Only a probe-error is read again; a refusal (the verifier's configuration does
             # not allow the probe) stays what it is however often it is asked.
             todo = [
@@ -482,6 +508,7 @@ class AgentTask:
             settled_at=workflow.now(),
             extra={
                 "pre_read": self._pre_read,
+                "spec_sha256": spec_digest(spec),
                 "act_error": self._act_error,
                 "run_id": workflow.info().run_id,
             },

@@ -194,8 +194,9 @@ class Client:
             state = desc.status.name if desc.status is not None else "UNKNOWN"
             raise TaskNotSettled(
                 f"task {task_id!r} ended {state} without a settled receipt; read why with "
-                f"`temporal workflow show --workflow-id {task_id}` and the runner's log, then "
-                f"fix the cause and submit it again"
+                f"`temporal workflow show --workflow-id {task_id}` and the runner's log; to "
+                f"run it again, fix the cause and submit it under a new task_id (this id "
+                f"stays taken by the closed run)"
             )
         answer: ReceiptQuery = await handle.query("receipt", result_type=ReceiptQuery)
         if answer.settled:

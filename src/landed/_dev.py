@@ -458,7 +458,20 @@ class DevStack:
         for proc in self.roles.values():
             if proc.proc is not None and proc.proc.poll() is None:
                 proc.proc.send_signal(signal.SIGTERM)
-        for proc in self.roles.values():
-            proc.stop()
+        for role, proc in self.roles.items():
+            proc.stop(grace=self._stop_grace(role))
         if self.server is not None:
             self.server.stop()
+
+    def _stop_grace(self, role: str) -> float:
+        """How long a role may take to stop: the actor drains its acts in flight first."""
+        if role != "actor":
+            return 10.0
+        base = os.environ if self.base_env is None else self.base_env
+        raw = dict(self.env.get("actor", {})).get(
+            "LANDED_ACTOR_GRACEFUL_SHUTDOWN_S", base.get("LANDED_ACTOR_GRACEFUL_SHUTDOWN_S", "30")
+        )
+        try:
+            return max(float(raw), 0.0) + 10.0
+        except ValueError:
+            return 40.0

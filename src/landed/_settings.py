@@ -74,6 +74,14 @@ class ActorSettings(RoleSettings):
     credentials: dict[str, str] = Field(
         default_factory=dict, description="The agent's own credentials: name -> URL or DSN."
     )
+    graceful_shutdown_s: float = Field(
+        default=30.0,
+        ge=0,
+        description=(
+            "On SIGTERM/SIGINT, how long acts in flight may finish before they are cancelled: "
+            "a deploy drains the actor instead of cutting an act's writes in half."
+        ),
+    )
 
     _split_acts = field_validator("acts", mode="before")(_split)
 

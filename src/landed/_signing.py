@@ -189,6 +189,7 @@ def observation_payload(
     observation: Mapping[str, Any] | Observation,
     phase: str = AFTER,
     run_id: str = "",
+    request: str = "",
 ) -> bytes:
     """The exact bytes signed: the claim (task, attempt, phase, run, proof fields) and what was
     observed.
@@ -212,6 +213,10 @@ def observation_payload(
         **item,
         "observation": obs.model_dump(mode="json"),
     }
+    if request:
+        # Which read the workflow asked for: a reading made for another request (earlier, or
+        # by someone else's workflow) cannot answer this one. Absent in readings without one.
+        payload["request"] = request
     return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
 
 
@@ -224,6 +229,7 @@ def sign_proof(
     observation: Observation,
     phase: str = AFTER,
     run_id: str = "",
+    request: str = "",
 ) -> ProofItem:
     """A copy of ``proof`` carrying ``landed.observation``, ``landed.phase``, ``landed.run_id``
     and ``landed.signature``.
@@ -240,6 +246,7 @@ def sign_proof(
         observation=observation,
         phase=phase,
         run_id=run_id,
+        request=request,
     )
     signed = SignedObservation(
         key_id=key.key_id,
@@ -251,6 +258,7 @@ def sign_proof(
         "observation": observation.model_dump(mode="json"),
         "phase": phase,
         "run_id": run_id,
+        **({"request": request} if request else {}),
         "signature": signed.model_dump(),
     }
     return proof.model_copy(update={"landed": {**(proof.landed or {}), **extra}})
@@ -277,9 +285,10 @@ def check_reading(
     attempt: int,
     phase: str,
     run_id: str,
+    request: str | None = None,
 ) -> str | None:
     """None when ``proof`` is a reading a trusted verifier signed for exactly this task,
-    attempt, phase and workflow run; else the reason it is not.
+    attempt, phase and workflow run (and ``request``, when given); else the reason it is not.
 
     The workflow holds its pre-read (``before``) and reconciling readings to this before it
     lets them decide anything, and a receipt's read-back is held to it with phase ``after``.
@@ -300,8 +309,9 @@ def check_reading(
         return f"key {signed.key_id} is not trusted; pass its public key with --trust"
     signed_phase = landed.get("phase", AFTER)
     signed_run = landed.get("run_id", "")
-    if not isinstance(signed_phase, str) or not isinstance(signed_run, str):
-        return "the signed phase or run id is malformed (landed.phase, landed.run_id)"
+    signed_request = landed.get("request", "")
+    if not all(isinstance(v, str) for v in (signed_phase, signed_run, signed_request)):
+        return "the signed phase, run id or request is malformed (landed.phase, .run_id, .request)"
     payload = observation_payload(
         task_id=task_id,
         attempt=attempt,
@@ -309,6 +319,7 @@ def check_reading(
         observation=observation,
         phase=signed_phase,
         run_id=signed_run,
+        request=signed_request,
     )
     if hashlib.sha256(payload).hexdigest() != signed.payload_sha256:
         return "the signed claim differs from this receipt: it was changed after signing"
@@ -327,6 +338,11 @@ def check_reading(
         return (
             f"the reading was signed for workflow run {signed_run or '(none)'!r}, not this "
             f"receipt's run {run_id or '(none)'!r}: it was carried over from another run"
+        )
+    if request is not None and signed_request != request:
+        return (
+            f"the reading answers request {signed_request or '(none)'!r}, not this read's "
+            f"{request!r}: it was made for another read"
         )
     if proof.result == Outcome.PASS and observation.outcome != Outcome.PASS:
         return f"the proof says pass but the signed observation says {observation.outcome}"

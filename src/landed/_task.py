@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -51,6 +52,7 @@ __all__ = [
     "VerifyReading",
     "check_spec",
     "dod_proof_kind",
+    "spec_digest",
 ]
 
 #: Names by which the workflow reaches its steps; the workflow never imports activity code.
@@ -355,6 +357,9 @@ class Routing(BaseModel):
 
 class PlanInput(BaseModel):
     task_id: str
+    spec_sha256: str = Field(
+        default="", description="spec_digest() of the task: a settled receipt must be of it."
+    )
 
 
 class ActInput(BaseModel):
@@ -375,6 +380,9 @@ class VerifyInput(BaseModel):
     before: list[Observation | None] = Field(default_factory=list)
     read: int = Field(default=1, description="Which read of this phase (probe-error re-reads).")
     run_id: str = Field(default="", description="The workflow run the read belongs to (signed).")
+    request: str = Field(
+        default="", description="A fresh id for this read (signed): answers to it answer it only."
+    )
 
 
 class VerifyReading(BaseModel):
@@ -436,3 +444,9 @@ class ReceiptQuery(BaseModel):
 
     receipt: Receipt
     settled: bool = False
+
+
+def spec_digest(spec: TaskSpec) -> str:
+    """sha256 of the task as submitted (its JSON form, keys sorted): which task a receipt is of."""
+    text = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()

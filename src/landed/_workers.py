@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,7 @@ async def build_worker(
             activities=[act.act],
             identity=identity,
             max_concurrent_activities=settings.max_concurrent_activities,
+            graceful_shutdown_timeout=timedelta(seconds=settings.graceful_shutdown_s),
         )
         return worker, view, None
     if isinstance(settings, VerifierSettings):
