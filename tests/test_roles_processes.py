@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from landed_sor import Site, act_runs, make_rows_db, row_count
 from test_agent_task import publish_task, rows_task
@@ -348,4 +349,41 @@ def test_landed_demo_gets_six_expected_verdicts(tmp_path: Path) -> None:
         "blocked": ("executed", "pass"),
     }
     assert result["addresses"]["copies_of_post"] == 1
+    assert all(s["in_ledger"] for s in result["scenarios"])  # read back from the ledger
     assert result["seconds"] < 120
+
+
+def test_landed_demo_keep_leaves_the_web_ui_up_until_ctrl_c(tmp_path: Path) -> None:
+    """--keep: the address the demo prints answers until Ctrl-C, which stops everything."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
+    env["COLUMNS"] = "200"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "landed", "demo", "--dir", str(tmp_path / "demo"), "--keep"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        seen: list[str] = []
+        deadline = time.monotonic() + 110
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            seen.append(line)
+            if "Ctrl-C stops it" in line or not line:
+                break
+        ui = next((w for w in "".join(seen).split() if w.startswith("http://127.0.0.1:")), None)
+        assert ui is not None, "".join(seen)[-2000:]
+        assert httpx.get(ui, timeout=10).status_code == 200
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+        with pytest.raises(httpx.TransportError):
+            httpx.get(ui, timeout=2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()

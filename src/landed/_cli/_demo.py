@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sqlite3
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -231,7 +232,37 @@ def _tasks(run: str) -> dict[str, dict[str, Any]]:
     }
 
 
-async def _run_demo(home: Path) -> tuple[list[dict[str, Any]], dict[str, Any], _Site, float]:
+async def _in_ledger(url: str, receipts: list[Receipt]) -> list[bool]:
+    """Each receipt read back from the ledger, as stored: the demo holds itself to the rule."""
+    from landed._ledger import canonical_json, open_ledger
+
+    ledger = await open_ledger(url, create=False)
+    try:
+        found = []
+        for receipt in receipts:
+            stored = await ledger.latest(receipt.task_id)
+            found.append(stored is not None and canonical_json(stored) == canonical_json(receipt))
+        return found
+    finally:
+        await ledger.close()
+
+
+async def _until_stopped() -> None:
+    """Wait for Ctrl-C or SIGTERM."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+async def _run_demo(
+    home: Path, show: Callable[[list[dict[str, Any]], dict[str, Any], float], None], keep: bool
+) -> tuple[list[dict[str, Any]], dict[str, Any], _Site, float]:
     from landed._client import Client
     from landed._dev import DevStack
 
@@ -266,10 +297,12 @@ async def _run_demo(home: Path) -> tuple[list[dict[str, Any]], dict[str, Any], _
             receipts: list[Receipt] = await asyncio.gather(
                 *(client.run(tasks[s.key]) for s in SCENARIOS)
             )
-            for scenario, receipt in zip(SCENARIOS, receipts, strict=True):
+            stored = await _in_ledger(info["ledger"], receipts)
+            for scenario, receipt, in_ledger in zip(SCENARIOS, receipts, stored, strict=True):
                 backs = [p for p in receipt.proof if p.landed and "observation" in p.landed]
                 read_back = backs[0].result if backs else "none"
                 ok = receipt.verdict == scenario.expected and read_back == scenario.read_back
+                ok = ok and in_ledger
                 if scenario.key == "publish-500":
                     ok = ok and site.count(f"spring-pricing-{run}") == 1
                 landed = receipt.landed
@@ -284,14 +317,18 @@ async def _run_demo(home: Path) -> tuple[list[dict[str, Any]], dict[str, Any], _
                         "verdict": receipt.verdict,
                         "proof_level": getattr(landed, "proof_level", None),
                         "expected": scenario.expected,
+                        "in_ledger": in_ledger,
                         "ok": ok,
                         "findings": list(getattr(landed, "findings", []) or []),
                     }
                 )
+            info["copies_of_post"] = site.count(f"spring-pricing-{run}")
+            elapsed = time.monotonic() - started
+            show(rows, info, elapsed)
+            if keep:
+                await _until_stopped()
         finally:
             await asyncio.to_thread(stack.stop)
-        elapsed = time.monotonic() - started
-    info["copies_of_post"] = site.count(f"spring-pricing-{run}")
     return rows, info, site, elapsed
 
 
@@ -301,41 +338,67 @@ def demo(
         Path, typer.Option("--dir", help="Where the demo's Temporal db, ledger and shop live.")
     ] = Path(".landed/demo"),
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    keep: Annotated[
+        bool,
+        typer.Option(
+            "--keep", help="Keep the dev server and workers up after the table (Ctrl-C stops)."
+        ),
+    ] = False,
 ) -> None:
     """Run six honest scenarios as real AgentTask workflows on `landed dev` (Temporal's dev
     server + actor, verifier and runner processes) against a local SQLite shop and HTTP site,
-    print the verdict table, the ledger path and the Web UI address, then stop everything.
+    read each receipt back from the ledger, print the verdict table, the ledger path and the
+    Web UI address, then stop everything (with --keep: once you press Ctrl-C).
 
-    Exit codes: 0 every scenario got its expected verdict; 1 one did not; 3 could not start.
+    Exit codes: 0 every scenario got its expected verdict and its receipt is in the ledger;
+    1 one did not; 3 could not start.
     """
     from landed._dev import DevError
 
+    def show(rows: list[dict[str, Any]], info: dict[str, Any], elapsed: float) -> None:
+        if as_json:
+            print(json.dumps({"scenarios": rows, "addresses": info, "seconds": elapsed}, indent=2))
+        else:
+            _print_table(rows, info, elapsed, keep)
+        sys.stdout.flush()
+
     try:
-        rows, info, _site, elapsed = asyncio.run(_run_demo(home))
+        rows, _info, _site, _elapsed = asyncio.run(_run_demo(home, show, keep))
     except DevError as exc:
         print(f"landed demo: {exc}", file=sys.stderr)
         raise typer.Exit(3) from None
+    raise typer.Exit(1 if any(not r["ok"] for r in rows) else 0)
+
+
+def _print_table(
+    rows: list[dict[str, Any]], info: dict[str, Any], elapsed: float, keep: bool
+) -> None:
     failed = [r for r in rows if not r["ok"]]
-    if as_json:
-        print(json.dumps({"scenarios": rows, "addresses": info, "seconds": elapsed}, indent=2))
-        raise typer.Exit(1 if failed else 0)
     console = Console()
     table = Table(title="landed demo: six agent tasks, each read back by the verifier")
     for column in ("scenario", "agent claimed", "read-back", "verdict", "expected", ""):
         table.add_column(column)
     for r in rows:
+        mark = "[green]ok[/]" if r["ok"] else "[bold red]WRONG[/]"
+        if not r["in_ledger"]:
+            mark = "[bold red]NOT IN LEDGER[/]"
         table.add_row(
             f"{r['scenario']}\n[dim]{r['story']}[/]",
             r["claimed"],
             r["read_back"],
             f"{r['verdict']} ({r['proof_level']})",
             r["expected"],
-            "[green]ok[/]" if r["ok"] else "[bold red]WRONG[/]",
+            mark,
         )
     console.print(table)
     console.print(f"copies of the post after the HTTP 500: {info['copies_of_post']} (DOD-10)")
-    console.print(f"ledger   {info['ledger']}  (landed board --ledger ...)", highlight=False)
-    console.print(f"web UI   {info['web_ui']} (stopped with the demo)", highlight=False)
+    stored = sum(1 for r in rows if r["in_ledger"])
+    console.print(
+        f"ledger   {info['ledger']}  ({stored}/{len(rows)} receipts read back from it; "
+        "landed board --ledger ...)",
+        highlight=False,
+    )
+    state = "Ctrl-C stops it" if keep else "stopped with the demo; --keep keeps it up"
+    console.print(f"web UI   {info['web_ui']} ({state})", highlight=False)
     console.print(f"temporal {info['temporal']}, db {info['db']}", highlight=False)
     console.print(f"{len(rows) - len(failed)}/{len(rows)} as expected in {elapsed:.1f}s")
-    raise typer.Exit(1 if failed else 0)
