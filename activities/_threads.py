@@ -16,7 +16,8 @@ async def to_the_end(fn: Callable[..., T], *args: Any) -> T:
 
     A thread cannot be stopped, so a cancelled act would otherwise report "not done" while its
     write is still on the way; the workflow's read-back could then miss it and run the act a
-    second time. On cancellation this waits for the thread, then re-raises the cancellation.
+    second time. On cancellation this waits for the thread and then reports what it really did:
+    its result, or its exception.
     """
     running = asyncio.ensure_future(asyncio.to_thread(fn, *args))
     try:
@@ -27,4 +28,4 @@ async def to_the_end(fn: Callable[..., T], *args: Any) -> T:
                 await asyncio.wait({running})
             except asyncio.CancelledError:
                 continue  # asked again: the answer is still "after the thread"
-        raise
+        return running.result()

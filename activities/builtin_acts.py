@@ -150,7 +150,11 @@ async def command(spec: dict[str, Any], ctx: ActContext) -> ActReport:
         # so nothing it runs can still write after the workflow reads back.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-        await asyncio.shield(proc.wait())
+        while proc.returncode is None:
+            try:
+                await asyncio.shield(proc.wait())
+            except asyncio.CancelledError:
+                continue  # asked again: still report only once the group is gone
         raise
     code = proc.returncode if proc.returncode is not None else -1
     return ActReport(

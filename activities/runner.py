@@ -35,12 +35,19 @@ class RunnerActivities:
             return self._routing
         stored = getattr(earlier.landed, "spec_sha256", None) if earlier.landed else None
         if stored != inp.spec_sha256:
-            # The same id for other work: answering with the old receipt would call the new
-            # task done, and acting would put two tasks under one id in the ledger.
+            # Other work under the same id, or a receipt that cannot show it is this task:
+            # answering with it could call the new task done, and acting would put two tasks
+            # under one id in the ledger.
+            what = (
+                "for a different task"
+                if stored
+                else "by a receipt that records no spec digest, so it cannot be confirmed to be "
+                "this task"
+            )
             raise ApplicationError(
                 f"task id {inp.task_id!r} is already settled in the ledger ({self._ledger.url}) "
-                f"for a different task (spec sha256 {stored or 'not recorded'}, this one "
-                f"{inp.spec_sha256}); give the new task its own task_id",
+                f"{what} (stored {stored or 'none'}, this one {inp.spec_sha256}); give the new "
+                f"task its own task_id",
                 type="TaskIdReused",
                 non_retryable=True,
             )

@@ -688,6 +688,29 @@ async def test_a_reading_made_before_the_act_cannot_answer_the_reconcile_read(
     assert receipt.verdict == "verified"
 
 
+async def test_submitting_another_task_under_a_running_task_id_is_refused(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """The same spec again attaches to the running task; another spec under its id is refused
+    (its receipt would not be this task's), and nothing of it acts."""
+    gate = tmp_path / "go"
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        task = rows_task("taken", db, expect=1, batch="tk", write=1, wait_for_file=str(gate))
+        first = await roles.client.start(task)
+        again = await roles.client.start(task)
+        assert again.existing and not first.existing
+        other = rows_task("taken", db, expect=9, batch="tk2", write=9)
+        with pytest.raises(landed.TaskIdReused, match="give the new task its own task_id"):
+            await roles.client.start(other)
+        gate.touch()
+        receipt = await first.result()
+        with pytest.raises(landed.TaskIdReused):
+            await roles.client.run(other)  # closed now: still another task's id
+    assert receipt.verdict == "verified"
+    assert act_runs(db, "taken") == [(1, "taken")]
+    assert row_count(db, "tk2") == 0
+
+
 async def test_a_task_id_reused_for_other_work_fails_closed(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:

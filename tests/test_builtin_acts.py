@@ -90,7 +90,7 @@ async def test_a_cancelled_command_act_leaves_nothing_running(tmp_path: Path) ->
 
 
 async def test_a_cancelled_sync_act_reports_only_after_its_thread_is_done() -> None:
-    """A thread cannot be stopped: the cancelled act waits for it, then reports cancelled."""
+    """A thread cannot be stopped: the cancelled act waits for it, then reports its outcome."""
     done: list[str] = []
 
     def write() -> str:
@@ -101,6 +101,17 @@ async def test_a_cancelled_sync_act_reports_only_after_its_thread_is_done() -> N
     task = asyncio.create_task(to_the_end(write))
     await asyncio.sleep(0.1)
     task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    assert await task == "ok"  # what the thread really did, once it is done
     assert done == ["written"]
+
+    def fail() -> str:
+        time.sleep(0.3)
+        raise RuntimeError("the write returned an error")
+
+    failing = asyncio.create_task(to_the_end(fail))
+    await asyncio.sleep(0.1)
+    failing.cancel()
+    await asyncio.sleep(0)
+    failing.cancel()  # asked twice: still answered only by the thread
+    with pytest.raises(RuntimeError, match="the write returned an error"):
+        await failing

@@ -298,10 +298,12 @@ async def test_dev_server_restart_with_file_db_loses_no_task(tmp_path: Path, sit
         client = await _client(stack)
         _, public = stack.keys()
         ids = [f"restart-{i}" for i in range(6)]
-        for i, task_id in enumerate(ids):
-            await client.start(
-                rows_task(task_id, db, expect=2, batch=f"rs{i}", write=2, sleep_before_s=1.5)
-            )
+        tasks = {
+            task_id: rows_task(task_id, db, expect=2, batch=f"rs{i}", write=2, sleep_before_s=1.5)
+            for i, task_id in enumerate(ids)
+        }
+        for task in tasks.values():
+            await client.start(task)
         await _until("three acts in flight", lambda: all(act_runs(db, t) for t in ids[:3]))
         # Kill the server while acts are in flight, then start it again on its file.
         stack.server.kill()
@@ -312,7 +314,7 @@ async def test_dev_server_restart_with_file_db_loses_no_task(tmp_path: Path, sit
         for task_id in ids:
             for _ in range(100):
                 try:
-                    receipts.append(await client.run(rows_task(task_id, db, expect=2, batch="x")))
+                    receipts.append(await client.run(tasks[task_id]))  # attaches to it
                     break
                 except Exception:  # the workers are still reconnecting
                     await asyncio.sleep(0.3)

@@ -378,7 +378,12 @@ class AgentTask:
                     continue
                 ext = reading.proof.landed or {}
                 if "signature" in ext and ext.get("request") != request:
-                    why = "the reading answers another read than the one asked for"
+                    why = (
+                        "the verifier signed no request id (it is older than the runner: "
+                        "upgrade verifiers before runners)"
+                        if not ext.get("request")
+                        else "the reading answers another read than the one asked for"
+                    )
                     reading = self._unobserved(reading.index, routing, why, attempt)
                 got[reading.index] = reading
             # Only a probe-error is read again; a refusal (the verifier's configuration does

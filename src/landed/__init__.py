@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     # Type checkers and IDEs see every public name statically; at run time each is imported on
     # first use through __getattr__ below.
     from landed._acts import ActContext, act
-    from landed._client import Client, TaskHandle, TaskNotSettled, TaskStatus
+    from landed._client import Client, TaskHandle, TaskIdReused, TaskNotSettled, TaskStatus
     from landed._contract import (
         AtLeast,
         CallLogProbe,
@@ -94,6 +94,7 @@ _EXPORTS: dict[str, str] = {
     "act": "landed._acts",
     "Client": "landed._client",
     "TaskHandle": "landed._client",
+    "TaskIdReused": "landed._client",
     "TaskNotSettled": "landed._client",
     "TaskStatus": "landed._client",
     "AtLeast": "landed._contract",
@@ -238,6 +239,7 @@ __all__ = [
     "Status",
     "StepTimeouts",
     "TaskHandle",
+    "TaskIdReused",
     "TaskNotSettled",
     "TaskSpec",
     "TaskSpecError",

@@ -30,12 +30,20 @@ from landed._task import (
     Step,
     TaskSpec,
     check_spec,
+    spec_digest,
 )
 
-__all__ = ["Client", "TaskHandle", "TaskNotSettled", "TaskStatus"]
+__all__ = ["Client", "TaskHandle", "TaskIdReused", "TaskNotSettled", "TaskStatus"]
 
 _OWNER = SearchAttributeKey.for_keyword("LandedOwner")
 _RUNG = SearchAttributeKey.for_keyword("LandedRung")
+#: The memo key holding spec_digest() of the task a run was started for.
+_SPEC_MEMO = "landed_spec_sha256"
+
+
+class TaskIdReused(ValueError):
+    """The task id belongs to another task (another spec): it cannot start, and the other
+    task's receipt is not this one's. Give the new task its own task_id."""
 
 
 class TaskNotSettled(RuntimeError):
@@ -112,10 +120,12 @@ class Client:
         """Validate and start a task; the same task id again returns the existing task.
 
         Raises TaskSpecError (field and reason) for an invalid spec. The id can never start a
-        second run, whether the first is running (attached) or closed (rejected, then attached).
+        second run, whether the first is running or closed: it attaches to that run, and raises
+        TaskIdReused when that run is of another spec.
         """
         check = check_spec(task)
         spec = check.spec
+        digest = spec_digest(spec)
         try:
             handle: WorkflowHandle[Any, Receipt] = await self._temporal.start_workflow(
                 AGENT_TASK_WORKFLOW,
@@ -124,7 +134,9 @@ class Client:
                 task_queue=self._task_queue,
                 result_type=Receipt,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                # A running task of this id is reported, not joined blind: it may be another's.
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                memo={_SPEC_MEMO: digest},
                 search_attributes=TypedSearchAttributes(
                     [
                         SearchAttributePair(_OWNER, spec.owner),
@@ -135,6 +147,15 @@ class Client:
             existing = False
         except WorkflowAlreadyStartedError:
             handle = self._temporal.get_workflow_handle(spec.task_id, result_type=Receipt)
+            desc = await handle.describe()
+            theirs = await desc.memo_value(_SPEC_MEMO, None)
+            if theirs != digest:
+                what = "another task's" if theirs else "a run that records no spec digest"
+                raise TaskIdReused(
+                    f"task id {spec.task_id!r} is already {what} (its spec {theirs or 'unknown'}, "
+                    f"this one {digest}); its receipt would not be this task's: give the new "
+                    f"task its own task_id"
+                ) from None
             existing = True
         except RPCError as exc:
             if exc.status == RPCStatusCode.INVALID_ARGUMENT and "search attribute" in str(exc):

@@ -413,7 +413,7 @@ class DevStack:
     def start_role(self, role: str) -> RoleProcess:
         old = self.roles.get(role)
         if old is not None:
-            old.stop()
+            old.stop(grace=self._stop_grace(role))
         proc = RoleProcess(
             role=role,
             env=self.role_environment(role),

@@ -447,6 +447,9 @@ class ReceiptQuery(BaseModel):
 
 
 def spec_digest(spec: TaskSpec) -> str:
-    """sha256 of the task as submitted (its JSON form, keys sorted): which task a receipt is of."""
-    text = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+    """sha256 of what the task asks (its JSON form without default values, keys sorted): which
+    task a run or receipt is of. Defaults are left out so that a release adding a field with a
+    default still recognises the tasks submitted before it."""
+    body = spec.model_dump(mode="json", exclude_defaults=True)
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return "v1:" + hashlib.sha256(text.encode()).hexdigest()

@@ -55,7 +55,8 @@ def submit(
 
     Exit codes: 0 started (or, with --wait, settled as verified/reconciled); 1 settled but not
     done, the workflow failed, Temporal refused the request or is unreachable; 3 invalid task
-    spec (each bad field is named with the reason; binary or too deeply nested input too).
+    spec (each bad field is named with the reason; binary or too deeply nested input too), or
+    its task id already belongs to another task.
     """
     from landed._task import TaskSpecError, check_spec
 
@@ -79,8 +80,16 @@ def submit(
     from temporalio.client import WorkflowFailureError
     from temporalio.service import RPCError
 
+    from landed._client import TaskIdReused
+
     try:
         out = asyncio.run(_submit(data, wait, address, namespace, task_queue))
+    except TaskIdReused as exc:
+        if as_json:
+            print(json.dumps({"error": "task id reused", "message": str(exc)}))
+        else:
+            print(f"landed submit: {exc}", file=sys.stderr)
+        raise typer.Exit(3) from None
     except WorkflowFailureError as exc:
         cause = exc.cause if exc.cause is not None else exc
         print(
