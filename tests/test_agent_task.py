@@ -345,6 +345,67 @@ async def test_receipt_of_a_run_that_closed_unsettled_is_an_error_not_a_receipt(
             assert await ledger.get("cut-off") == []
 
 
+async def test_a_task_cancelled_mid_act_reads_back_and_settles_once(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """Cancelled while its act runs: the act is not run again, the workflow waits for the
+    actor to stop (its thread finishes the write), reads back and settles one receipt."""
+    gate = tmp_path / "go"
+    task = rows_task("cancel-act", db, expect=2, batch="ca", write=2, wait_for_file=str(gate))
+    task["timeouts"] = {"act_heartbeat": 2.0}  # the cancel reaches the actor within ~2 s
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        handle = await roles.client.start(task)
+        await _at_step(handle, "act")
+        await roles.temporal.get_workflow_handle("cancel-act").cancel()
+        await asyncio.sleep(3.0)
+        gate.touch()  # the cancelled act's thread still writes: the read-back must see it
+        receipt = await handle.result()
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get("cancel-act")
+        status = await roles.client.status("cancel-act")
+    assert act_runs(db, "cancel-act") == [(1, "cancel-act")]
+    assert row_count(db, "ca") == 2
+    assert receipt.verdict == "verified", receipt.landed
+    assert receipt.landed is not None
+    assert any("cancelled at step" in f for f in receipt.landed.findings)
+    assert [canonical_json(r) for r in stored] == [canonical_json(receipt)]
+    assert status.settled and status.execution == "COMPLETED"
+
+
+async def test_a_task_cancelled_before_its_act_settles_superseded(
+    temporal_dev: str, tmp_path: Path, db: Path
+) -> None:
+    """Cancelled during its pre-read: the act never runs, and the task still settles, as
+    superseded (replaced before it ran), with nothing claimed done."""
+    make_rows_db(db)
+    relay_queue = f"relay-{uuid.uuid4().hex[:8]}"
+    sources = {"rows-db": {"url": f"sqlite:///{db}"}}
+    async with run_roles(
+        temporal_dev,
+        tmp_path,
+        credentials={"rows-db": f"sqlite:///{db}"},
+        sources=sources,
+        runner={"verifier_task_queue": relay_queue},
+    ) as roles:
+        identity = roles.identities["verifier"]
+        key = KeyPair.load(roles.public_key.with_suffix(".key"))
+        relay = _Relay("slow-before", SourceRegistry(sources, observer=identity), identity, key)
+        client = await connect(identity=identity, address=temporal_dev)
+        async with Worker(client, task_queue=relay_queue, activities=[relay.verify]):
+            handle = await roles.client.start(
+                rows_task("cancel-early", db, expect=2, batch="ce", write=2)
+            )
+            await _at_step(handle, "pre-read")
+            await roles.temporal.get_workflow_handle("cancel-early").cancel()
+            receipt = await handle.result()
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get("cancel-early")
+    assert act_runs(db, "cancel-early") == []
+    assert receipt.claimed_status == "superseded"
+    assert receipt.verdict not in ("verified", "reconciled")
+    assert [canonical_json(r) for r in stored] == [canonical_json(receipt)]
+
+
 async def test_invalid_spec_rejected_and_no_probe_never_verified(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:
@@ -567,6 +628,8 @@ class _Relay(VerifyActivities):
             return await self._forge(inp)
         if self._mode == "stale-reconcile":
             return await self._stale(inp)
+        if self._mode == "slow-before" and inp.phase == "before":
+            await asyncio.sleep(60)  # until the task is cancelled (or the worker stops)
         if self._mode == "no-before":
             inp = inp.model_copy(update={"before": [None] * len(inp.indexes)})
         elif self._mode == "other-before":  # the before-state of a probe that reads 0

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from landed._assemble import (
@@ -97,6 +98,10 @@ class AgentTask:
         self._pre_read = True
         self._deadline: datetime | None = None
         self._trust: TrustStore | None = None
+        self._routing: Routing | None = None
+        self._before: list[Observation | None] = [None] * len(spec.proof_plan)
+        self._cancelled_at: Step | None = None
+        self._cancel_requested = False
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -136,8 +141,27 @@ class AgentTask:
         # landed.Client sets owner and rung at start (no extra visibility write); a workflow
         # started another way gets its owner with the verdict.
         owner_set = workflow.info().typed_search_attributes.get(LANDED_OWNER) is not None
-        deadline = workflow.now() + spec.time_cap
-        self._deadline = deadline
+        # The steps run as their own task so that a cancel of the workflow arrives here, told
+        # apart from an activity that reports itself cancelled (a worker shutting down).
+        steps = asyncio.ensure_future(self._run(spec, owner_set))
+        try:
+            return await asyncio.shield(steps)
+        except asyncio.CancelledError:
+            if steps.done() and not steps.cancelled() and steps.exception() is None:
+                return steps.result()
+        # A cancel is a request to stop acting, not to forget: no act starts after it, what the
+        # act may have written is read back, and the task settles like any other.
+        self._cancel_requested = True
+        self._cancelled_at = self._step
+        steps.cancel()
+        try:
+            return await steps  # the step in flight may still finish the task
+        except BaseException as err:
+            if not is_cancelled_exception(err):
+                raise
+        return await self._after_cancel(spec, owner_set)
+
+    async def _plan(self, spec: TaskSpec) -> Routing:
         routing = await workflow.execute_local_activity(
             PLAN_ACTIVITY,
             PlanInput(task_id=spec.task_id, spec_sha256=spec_digest(spec)),
@@ -148,12 +172,20 @@ class AgentTask:
             schedule_to_close_timeout=spec.time_cap,
             retry_policy=_PLAN_RETRY,
         )
+        self._routing = routing
+        return routing
+
+    async def _run(self, spec: TaskSpec, owner_set: bool) -> Receipt:
+        deadline = workflow.now() + spec.time_cap
+        self._deadline = deadline
+        routing = await self._plan(spec)
         if routing.settled is not None:
             # Settled by an earlier run of this id that Temporal no longer remembers: the
             # ledger is the record, and submitting the same task again never acts twice.
             return self._finish(routing.settled, spec, owner_set)
         every = list(range(len(spec.proof_plan)))
         before: list[Observation | None] = [None] * len(every)
+        self._before = before
         # The pre-read is the operator's choice (the runner's settings), not the agent's: a
         # task's pre_read: false counts only where the runner allows tasks to skip it.
         self._pre_read = routing.pre_read and (spec.pre_read or not routing.task_may_skip_pre_read)
@@ -165,6 +197,7 @@ class AgentTask:
                 self._of_step(readings[i], None, routing, 1, signed_as="before").observation
                 for i in every
             ]
+            self._before = before
 
         report, after = await self._act_until_known(spec, routing, before, deadline)
         self._report = report
@@ -175,8 +208,12 @@ class AgentTask:
             self._independent(after[i], before[i], report, routing).proof for i in every
         ]
 
-        final = self._grade(spec, routing, report)
-        self._final = final
+        self._final = self._grade(spec, routing, report)
+        return await self._settle(spec, owner_set)
+
+    async def _settle(self, spec: TaskSpec, owner_set: bool) -> Receipt:
+        final = self._final
+        assert final is not None
         self._step = Step.SETTLE
         settled = await workflow.execute_local_activity(
             SETTLE_ACTIVITY,
@@ -188,8 +225,38 @@ class AgentTask:
         if settled.settled_at is not None and settled.settled_at != final.settled_at:
             # The ledger kept this receipt from an earlier try: return exactly what it holds.
             final = final.model_copy(update={"settled_at": settled.settled_at})
-            self._final = final
         return self._finish(final, spec, owner_set)
+
+    async def _after_cancel(self, spec: TaskSpec, owner_set: bool) -> Receipt:
+        """Settle a cancelled task: superseded if the act never started, else read back first."""
+        routing = self._routing
+        if routing is None:
+            routing = await self._plan(spec)
+            if routing.settled is not None:
+                return self._finish(routing.settled, spec, owner_set)
+        if self._final is None:
+            every = list(range(len(spec.proof_plan)))
+            if self._attempt == 0:
+                report = ActReport(
+                    claimed_status="superseded",
+                    report="The task was cancelled before its act ran; nothing was done.",
+                )
+                self._proofs = []
+            else:
+                # The act ran (or was running: its cancellation waited for it to finish), and
+                # its answer may never have arrived: the verdict rests on the read-back.
+                report = self._report or unknown_write_report()
+                self._step = Step.VERIFY
+                after = await self._read(
+                    routing, "after", every, self._before, attempt=self._attempt
+                )
+                self._proofs = [
+                    self._independent(after[i], self._before[i], report, routing).proof
+                    for i in every
+                ]
+            self._report = report
+            self._final = self._grade(spec, routing, report)
+        return await self._settle(spec, owner_set)
 
     def _finish(self, final: Receipt, spec: TaskSpec, owner_set: bool) -> Receipt:
         """The settled receipt, made searchable by verdict, owner and rung."""
@@ -221,6 +288,8 @@ class AgentTask:
         last: dict[int, VerifyReading] | None = None
         error = ""
         for attempt in range(1, spec.retry.act_attempts + 1):
+            if self._cancel_requested:
+                raise asyncio.CancelledError  # no act starts after a cancel
             self._attempt = attempt
             self._step = Step.ACT
             remaining = self._remaining(deadline)
@@ -241,9 +310,14 @@ class AgentTask:
                     schedule_to_close_timeout=remaining,
                     heartbeat_timeout=spec.timeouts.act_heartbeat,
                     retry_policy=_ACT_ONCE,
+                    # On a cancel, wait until the actor has stopped (a sync act's thread is
+                    # finished) before reading back: no write may land after the read.
+                    cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                 )
                 return report, None
             except ActivityError as err:
+                if self._cancel_requested and is_cancelled_exception(err):
+                    raise
                 error = _cause(err)
                 cause = err.cause
                 if isinstance(cause, ApplicationError) and cause.non_retryable:
@@ -369,6 +443,8 @@ class AgentTask:
                     retry_policy=_VERIFY_RETRY,
                 )
             except ActivityError as err:
+                if self._cancel_requested and is_cancelled_exception(err):
+                    raise
                 # The verifier could not be reached or crashed every time: nothing was observed.
                 for i in todo:
                     got[i] = self._unobserved(i, routing, f"verify failed: {_cause(err)}", attempt)
@@ -538,6 +614,11 @@ class AgentTask:
             )
         if self._unknown_write is not None:
             findings.append(f"DOD-10: {self._unknown_write}")
+        if self._cancelled_at is not None:
+            findings.append(
+                f"the task was cancelled at step {self._cancelled_at.value}; no act started "
+                "after the cancel, and the verdict rests on what was read back"
+            )
         ext = LandedExtension.model_validate(
             {
                 **(draft.landed.model_dump() if draft.landed else {}),
