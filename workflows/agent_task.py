@@ -100,8 +100,7 @@ class AgentTask:
         self._trust: TrustStore | None = None
         self._routing: Routing | None = None
         self._before: list[Observation | None] = [None] * len(spec.proof_plan)
-        self._cancelled_at: Step | None = None
-        self._cancel_requested = False
+        self._settling_cancel = False
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -141,24 +140,15 @@ class AgentTask:
         # landed.Client sets owner and rung at start (no extra visibility write); a workflow
         # started another way gets its owner with the verdict.
         owner_set = workflow.info().typed_search_attributes.get(LANDED_OWNER) is not None
-        # The steps run as their own task so that a cancel of the workflow arrives here, told
-        # apart from an activity that reports itself cancelled (a worker shutting down).
-        steps = asyncio.ensure_future(self._run(spec, owner_set))
         try:
-            return await asyncio.shield(steps)
-        except asyncio.CancelledError:
-            if steps.done() and not steps.cancelled() and steps.exception() is None:
-                return steps.result()
+            return await self._run(spec, owner_set)
+        except BaseException as err:
+            # Only a cancel requested of this workflow (not the worker evicting it from its
+            # cache, not an activity that cancelled itself) takes the path below.
+            if workflow.cancellation_reason() is None or not is_cancelled_exception(err):
+                raise
         # A cancel is a request to stop acting, not to forget: no act starts after it, what the
         # act may have written is read back, and the task settles like any other.
-        self._cancel_requested = True
-        self._cancelled_at = self._step
-        steps.cancel()
-        try:
-            return await steps  # the step in flight may still finish the task
-        except BaseException as err:
-            if not is_cancelled_exception(err):
-                raise
         return await self._after_cancel(spec, owner_set)
 
     async def _plan(self, spec: TaskSpec) -> Routing:
@@ -227,8 +217,17 @@ class AgentTask:
             final = final.model_copy(update={"settled_at": settled.settled_at})
         return self._finish(final, spec, owner_set)
 
+    def _cancelled(self, err: BaseException) -> bool:
+        """The step was cut short by a cancel of this workflow (and is not its settling)."""
+        return (
+            not self._settling_cancel
+            and workflow.cancellation_reason() is not None
+            and is_cancelled_exception(err)
+        )
+
     async def _after_cancel(self, spec: TaskSpec, owner_set: bool) -> Receipt:
         """Settle a cancelled task: superseded if the act never started, else read back first."""
+        self._settling_cancel = True
         routing = self._routing
         if routing is None:
             routing = await self._plan(spec)
@@ -288,7 +287,8 @@ class AgentTask:
         last: dict[int, VerifyReading] | None = None
         error = ""
         for attempt in range(1, spec.retry.act_attempts + 1):
-            if self._cancel_requested:
+            if workflow.cancellation_reason() is not None:
+                self._act_error = self._act_error or (error or None)
                 raise asyncio.CancelledError  # no act starts after a cancel
             self._attempt = attempt
             self._step = Step.ACT
@@ -316,7 +316,7 @@ class AgentTask:
                 )
                 return report, None
             except ActivityError as err:
-                if self._cancel_requested and is_cancelled_exception(err):
+                if self._cancelled(err):
                     raise
                 error = _cause(err)
                 cause = err.cause
@@ -443,7 +443,7 @@ class AgentTask:
                     retry_policy=_VERIFY_RETRY,
                 )
             except ActivityError as err:
-                if self._cancel_requested and is_cancelled_exception(err):
+                if self._cancelled(err):
                     raise
                 # The verifier could not be reached or crashed every time: nothing was observed.
                 for i in todo:
@@ -614,10 +614,10 @@ class AgentTask:
             )
         if self._unknown_write is not None:
             findings.append(f"DOD-10: {self._unknown_write}")
-        if self._cancelled_at is not None:
+        if workflow.cancellation_reason() is not None:
             findings.append(
-                f"the task was cancelled at step {self._cancelled_at.value}; no act started "
-                "after the cancel, and the verdict rests on what was read back"
+                "the task was cancelled while it ran: no act started after the cancel, and the "
+                "verdict rests on what was read back"
             )
         ext = LandedExtension.model_validate(
             {
