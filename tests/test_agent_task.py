@@ -7,6 +7,8 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -381,26 +383,13 @@ async def test_a_task_cancelled_before_its_act_settles_superseded(
     """Cancelled during its pre-read: the act never runs, and the task still settles, as
     superseded (replaced before it ran), with nothing claimed done."""
     make_rows_db(db)
-    relay_queue = f"relay-{uuid.uuid4().hex[:8]}"
-    sources = {"rows-db": {"url": f"sqlite:///{db}"}}
-    async with run_roles(
-        temporal_dev,
-        tmp_path,
-        credentials={"rows-db": f"sqlite:///{db}"},
-        sources=sources,
-        runner={"verifier_task_queue": relay_queue},
-    ) as roles:
-        identity = roles.identities["verifier"]
-        key = KeyPair.load(roles.public_key.with_suffix(".key"))
-        relay = _Relay("slow-before", SourceRegistry(sources, observer=identity), identity, key)
-        client = await connect(identity=identity, address=temporal_dev)
-        async with Worker(client, task_queue=relay_queue, activities=[relay.verify]):
-            handle = await roles.client.start(
-                rows_task("cancel-early", db, expect=2, batch="ce", write=2)
-            )
-            await _at_step(handle, "pre-read")
-            await roles.temporal.get_workflow_handle("cancel-early").cancel()
-            receipt = await handle.result()
+    async with _relayed(temporal_dev, tmp_path, db, "slow-before") as roles:
+        handle = await roles.client.start(
+            rows_task("cancel-early", db, expect=2, batch="ce", write=2)
+        )
+        await _at_step(handle, "pre-read")
+        await roles.temporal.get_workflow_handle("cancel-early").cancel()
+        receipt = await handle.result()
         async with await roles.ledger() as ledger:
             stored = await ledger.get("cancel-early")
         status = await roles.client.status("cancel-early")
@@ -791,9 +780,9 @@ async def _second_run(roles: Roles, task: dict[str, Any]) -> landed.Receipt:
     return receipt
 
 
-async def _through_relay(
-    temporal_dev: str, tmp_path: Path, db: Path, mode: str, batch: str, expect: int, **act: Any
-) -> tuple[landed.Receipt, str]:
+@asynccontextmanager
+async def _relayed(temporal_dev: str, tmp_path: Path, db: Path, mode: str) -> AsyncIterator[Roles]:
+    """The roles, with the runner's reads sent to a _Relay(mode) in front of the verifier."""
     relay_queue = f"relay-{uuid.uuid4().hex[:8]}"
     sources = {"rows-db": {"url": f"sqlite:///{db}"}}
     async with run_roles(
@@ -808,9 +797,16 @@ async def _through_relay(
         relay = _Relay(mode, SourceRegistry(sources, observer=identity), identity, key)
         client = await connect(identity=identity, address=temporal_dev)
         async with Worker(client, task_queue=relay_queue, activities=[relay.verify]):
-            receipt = await roles.client.run(
-                rows_task(f"relayed-{mode}", db, expect=expect, batch=batch, **act)
-            )
+            yield roles
+
+
+async def _through_relay(
+    temporal_dev: str, tmp_path: Path, db: Path, mode: str, batch: str, expect: int, **act: Any
+) -> tuple[landed.Receipt, str]:
+    async with _relayed(temporal_dev, tmp_path, db, mode) as roles:
+        receipt = await roles.client.run(
+            rows_task(f"relayed-{mode}", db, expect=expect, batch=batch, **act)
+        )
     read_back = _read_back(receipt)
     return receipt, str((read_back[0].landed or {}).get("observation")) if read_back else ""
 
