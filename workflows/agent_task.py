@@ -101,6 +101,7 @@ class AgentTask:
         self._routing: Routing | None = None
         self._before: list[Observation | None] = [None] * len(spec.proof_plan)
         self._settling_cancel = False
+        self._spec_sha256: str | None = None
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -154,7 +155,7 @@ class AgentTask:
     async def _plan(self, spec: TaskSpec) -> Routing:
         routing = await workflow.execute_local_activity(
             PLAN_ACTIVITY,
-            PlanInput(task_id=spec.task_id, spec_sha256=spec_digest(spec)),
+            PlanInput(task_id=spec.task_id, spec_sha256=self._digest(spec)),
             result_type=Routing,
             start_to_close_timeout=_LOCAL,
             # The plan reads the ledger; one that stays down fails the task at its time cap
@@ -216,6 +217,11 @@ class AgentTask:
             # The ledger kept this receipt from an earlier try: return exactly what it holds.
             final = final.model_copy(update={"settled_at": settled.settled_at})
         return self._finish(final, spec, owner_set)
+
+    def _digest(self, spec: TaskSpec) -> str:
+        if self._spec_sha256 is None:
+            self._spec_sha256 = spec_digest(spec)
+        return self._spec_sha256
 
     def _cancelled(self, err: BaseException) -> bool:
         """The step was cut short by a cancel of this workflow (and is not its settling)."""
@@ -589,7 +595,7 @@ class AgentTask:
             settled_at=workflow.now(),
             extra={
                 "pre_read": self._pre_read,
-                "spec_sha256": spec_digest(spec),
+                "spec_sha256": self._digest(spec),
                 "act_error": self._act_error,
                 "run_id": workflow.info().run_id,
             },

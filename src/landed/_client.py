@@ -37,8 +37,6 @@ __all__ = ["Client", "TaskHandle", "TaskIdReused", "TaskNotSettled", "TaskStatus
 
 _OWNER = SearchAttributeKey.for_keyword("LandedOwner")
 _RUNG = SearchAttributeKey.for_keyword("LandedRung")
-#: The memo key holding spec_digest() of the task a run was started for.
-_SPEC_MEMO = "landed_spec_sha256"
 
 
 class TaskIdReused(ValueError):
@@ -136,7 +134,6 @@ class Client:
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 # A running task of this id is reported, not joined blind: it may be another's.
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-                memo={_SPEC_MEMO: digest},
                 search_attributes=TypedSearchAttributes(
                     [
                         SearchAttributePair(_OWNER, spec.owner),
@@ -147,10 +144,9 @@ class Client:
             existing = False
         except WorkflowAlreadyStartedError:
             handle = self._temporal.get_workflow_handle(spec.task_id, result_type=Receipt)
-            desc = await handle.describe()
-            theirs = await desc.memo_value(_SPEC_MEMO, None)
+            theirs = await self._started_digest(handle)
             if theirs != digest:
-                what = "another task's" if theirs else "a run that records no spec digest"
+                what = "another task's" if theirs else "a run whose task cannot be read"
                 raise TaskIdReused(
                     f"task id {spec.task_id!r} is already {what} (its spec {theirs or 'unknown'}, "
                     f"this one {digest}); its receipt would not be this task's: give the new "
@@ -167,6 +163,21 @@ class Client:
                 ) from exc
             raise
         return TaskHandle(handle, check.warnings, existing)
+
+    async def _started_digest(self, handle: WorkflowHandle[Any, Receipt]) -> str | None:
+        """spec_digest() of the task the existing run was started with (its first event)."""
+        async for event in handle.fetch_history_events():
+            attrs = event.workflow_execution_started_event_attributes
+            if not attrs.HasField("input") or not attrs.input.payloads:
+                return None
+            try:
+                (started,) = await self._temporal.data_converter.decode(
+                    attrs.input.payloads, [TaskSpec]
+                )
+            except (ValueError, TypeError, RuntimeError):  # not a TaskSpec under this id
+                return None
+            return spec_digest(started) if isinstance(started, TaskSpec) else None
+        return None
 
     async def run(self, task: TaskSpec | Mapping[str, Any] | str | bytes) -> Receipt:
         """Start (or attach to) a task and wait for its settled receipt."""
