@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
@@ -217,3 +218,27 @@ def test_submit_names_a_request_temporal_refuses(temporal_dev: str, tmp_path: Pa
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     assert "Temporal refused the request (NOT_FOUND" in done.stderr  # an RPCError, named
+
+
+async def test_submit_exits_3_when_the_task_id_belongs_to_another_task(
+    temporal_dev: str, tmp_path: Path
+) -> None:
+    """The same spec again attaches (exit 0, "already submitted"); another spec under the id is
+    refused with exit 3 and says why. No runner polls the queue: the first run stays open."""
+    queue = f"nobody-{os.getpid()}-{tmp_path.name}"
+    task_id = f"owned-{tmp_path.name}"
+    first, other = tmp_path / "first.json", tmp_path / "other.json"
+    first.write_text(json.dumps(spec(task_id=task_id)))
+    other.write_text(json.dumps(spec(task_id=task_id, outcome="something else entirely")))
+    common = ("--address", temporal_dev, "--task-queue", queue)
+    try:
+        assert _submit_cli(str(first), *common).returncode == 0
+        again = _submit_cli(str(first), *common)
+        assert again.returncode == 0 and "already submitted" in again.stdout, again.stderr
+        refused = _submit_cli(str(other), *common, "--json")
+        assert refused.returncode == 3, refused.stderr
+        answer = json.loads(refused.stdout)
+        assert answer["error"] == "task id reused" and "its own task_id" in answer["message"]
+    finally:
+        client = await Client.connect(temporal_dev)
+        await client.get_workflow_handle(task_id).terminate("test over")
