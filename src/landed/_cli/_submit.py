@@ -51,7 +51,8 @@ def submit(
 ) -> None:
     """Start an agent task as an AgentTask workflow (task id = workflow id).
 
-    Submitting the same task id again never acts twice: it attaches to the existing task.
+    Submitting the same task again never acts twice: it attaches to the existing task. Another
+    task under the same id is refused.
 
     Exit codes: 0 started (or, with --wait, settled as verified/reconciled); 1 settled but not
     done, the workflow failed, Temporal refused the request or is unreachable; 3 invalid task
