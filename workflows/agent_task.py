@@ -144,8 +144,9 @@ class AgentTask:
         try:
             return await self._run(spec, owner_set)
         except BaseException as err:
-            # Only a cancel requested of this workflow (not the worker evicting it from its
-            # cache, not an activity that cancelled itself) takes the path below.
+            # Only a cancel requested of this workflow takes the path below: not an activity
+            # that cancelled itself, nor an eviction before any cancel (one after a cancel gets
+            # here too, and is stopped by the SDK at the first command it tries).
             if workflow.cancellation_reason() is None or not is_cancelled_exception(err):
                 raise
         # A cancel is a request to stop acting, not to forget: no act starts after it, what the
@@ -337,7 +338,11 @@ class AgentTask:
                 break
             # The write is unknown: read back before deciding (DOD-10).
             self._step = Step.RECONCILE
-            last = await self._read(routing, "after", every, before, attempt=attempt)
+            try:
+                last = await self._read(routing, "after", every, before, attempt=attempt)
+            except BaseException:
+                self._act_error = error  # cancelled mid-read: the receipt still names the error
+                raise
             last = {
                 i: self._of_step(last[i], before[i], routing, attempt, signed_as="after")
                 for i in every

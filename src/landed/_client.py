@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 from temporalio.client import Client as TemporalClient
-from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import (
     SearchAttributeKey,
     SearchAttributePair,
@@ -16,7 +16,7 @@ from temporalio.common import (
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from landed._plugin import connect, worker_identity
@@ -45,8 +45,8 @@ class TaskIdReused(ValueError):
 
 
 class TaskNotSettled(RuntimeError):
-    """The task's workflow closed without settling a receipt (failed, terminated, cancelled,
-    timed out): there is no receipt to hand back, and a graded one must not pass for settled."""
+    """The task's workflow closed without settling a receipt (failed, terminated, timed
+    out): there is no receipt to hand back, and a graded one must not pass for settled."""
 
 
 class TaskStatus(BaseModel):
@@ -73,8 +73,17 @@ class TaskHandle:
         self.existing = existing
 
     async def result(self) -> Receipt:
-        """Wait for the settled receipt."""
-        return await self._handle.result()
+        """Wait for the settled receipt; TaskIdReused when the runner found the id settled in
+        its ledger for another task."""
+        try:
+            return await self._handle.result()
+        except WorkflowFailureError as err:
+            cause: BaseException | None = err.cause
+            while cause is not None:
+                if isinstance(cause, ApplicationError) and cause.type == "TaskIdReused":
+                    raise TaskIdReused(cause.message) from err
+                cause = cause.__cause__ or getattr(cause, "cause", None)
+            raise
 
     async def progress(self) -> Progress:
         answer: Progress = await self._handle.query("progress", result_type=Progress)

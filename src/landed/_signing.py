@@ -191,8 +191,8 @@ def observation_payload(
     run_id: str = "",
     request: str = "",
 ) -> bytes:
-    """The exact bytes signed: the claim (task, attempt, phase, run, proof fields) and what was
-    observed.
+    """The exact bytes signed: the claim (task, attempt, phase, run, the read's request id when
+    there is one, proof fields) and what was observed.
 
     Values pass through their models first, so a receipt that went through JSON and back
     (ledger, export) yields the same bytes; any edit to a bound field yields different ones.
@@ -231,8 +231,8 @@ def sign_proof(
     run_id: str = "",
     request: str = "",
 ) -> ProofItem:
-    """A copy of ``proof`` carrying ``landed.observation``, ``landed.phase``, ``landed.run_id``
-    and ``landed.signature``.
+    """A copy of ``proof`` carrying ``landed.observation``, ``landed.phase``, ``landed.run_id``,
+    ``landed.request`` (when given) and ``landed.signature``.
 
     Set every other proof field (result, checked_by, checked_at, ...) before signing: the
     signature covers them, and changing one afterwards makes it fail. ``phase`` is ``before``

@@ -96,7 +96,7 @@ def submit(
         print(
             f"landed submit: the task's workflow failed before settling "
             f"({type(cause).__name__}: {_line(cause)}); nothing was settled as done: read its "
-            "history in the Temporal UI, fix the cause and submit again",
+            "history in the Temporal UI, fix the cause and submit it under a new task_id",
             file=sys.stderr,
         )
         raise typer.Exit(1) from None
