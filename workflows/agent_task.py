@@ -196,10 +196,7 @@ class AgentTask:
         if after is None:
             self._step = Step.VERIFY
             after = await self._read(routing, "after", every, before, attempt=self._attempt)
-        self._proofs = [
-            self._independent(after[i], before[i], report, routing).proof for i in every
-        ]
-
+        self._prove(after, report, routing)
         self._final = self._grade(spec, routing, report)
         return await self._settle(spec, owner_set)
 
@@ -256,10 +253,7 @@ class AgentTask:
                 after = await self._read(
                     routing, "after", every, self._before, attempt=self._attempt
                 )
-                self._proofs = [
-                    self._independent(after[i], self._before[i], report, routing).proof
-                    for i in every
-                ]
+                self._prove(after, report, routing)
             self._report = report
             self._final = self._grade(spec, routing, report)
         return await self._settle(spec, owner_set)
@@ -486,6 +480,13 @@ class AgentTask:
         for i in todo:
             got.setdefault(i, self._unobserved(i, routing, "verifier returned no reading", attempt))
         return got
+
+    def _prove(self, after: dict[int, VerifyReading], report: ActReport, routing: Routing) -> None:
+        """The receipt's proof items: each plan step's read-back, held to its step."""
+        self._proofs = [
+            self._independent(after[i], self._before[i], report, routing).proof
+            for i in range(len(self._spec.proof_plan))
+        ]
 
     def _independent(
         self,

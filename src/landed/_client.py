@@ -132,7 +132,6 @@ class Client:
         """
         check = check_spec(task)
         spec = check.spec
-        digest = spec_digest(spec)
         try:
             handle: WorkflowHandle[Any, Receipt] = await self._temporal.start_workflow(
                 AGENT_TASK_WORKFLOW,
@@ -154,6 +153,7 @@ class Client:
         except WorkflowAlreadyStartedError:
             handle = self._temporal.get_workflow_handle(spec.task_id, result_type=Receipt)
             theirs = await self._started_digest(handle)
+            digest = spec_digest(spec)
             if theirs != digest:
                 what = "another task's" if theirs else "a run whose task cannot be read"
                 raise TaskIdReused(

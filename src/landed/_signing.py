@@ -285,10 +285,10 @@ def check_reading(
     attempt: int,
     phase: str,
     run_id: str,
-    request: str | None = None,
 ) -> str | None:
     """None when ``proof`` is a reading a trusted verifier signed for exactly this task,
-    attempt, phase and workflow run (and ``request``, when given); else the reason it is not.
+    attempt, phase and workflow run; else the reason it is not. The read's request id, when
+    signed, is covered by the signature; which request it must be is the caller's to check.
 
     The workflow holds its pre-read (``before``) and reconciling readings to this before it
     lets them decide anything, and a receipt's read-back is held to it with phase ``after``.
@@ -338,11 +338,6 @@ def check_reading(
         return (
             f"the reading was signed for workflow run {signed_run or '(none)'!r}, not this "
             f"receipt's run {run_id or '(none)'!r}: it was carried over from another run"
-        )
-    if request is not None and signed_request != request:
-        return (
-            f"the reading answers request {signed_request or '(none)'!r}, not this read's "
-            f"{request!r}: it was made for another read"
         )
     if proof.result == Outcome.PASS and observation.outcome != Outcome.PASS:
         return f"the proof says pass but the signed observation says {observation.outcome}"
