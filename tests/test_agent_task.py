@@ -367,6 +367,8 @@ async def test_a_task_cancelled_mid_act_reads_back_and_settles_once(
         async with await roles.ledger() as ledger:
             stored = await ledger.get("cancel-act")
         status = await roles.client.status("cancel-act")
+        history = await roles.temporal.get_workflow_handle("cancel-act").fetch_history()
+    _record_history("cancel", history)  # replayed with the committed ones below
     assert act_runs(db, "cancel-act") == [(1, "cancel-act")]
     assert row_count(db, "ca") == 2
     assert receipt.verdict == "verified", receipt.landed
@@ -374,6 +376,27 @@ async def test_a_task_cancelled_mid_act_reads_back_and_settles_once(
     assert any("cancelled while it ran" in f for f in receipt.landed.findings)
     assert [canonical_json(r) for r in stored] == [canonical_json(receipt)]
     assert status.settled and status.execution == "COMPLETED"
+
+
+async def test_progress_shows_the_acts_rung_while_the_read_back_is_pending(
+    temporal_dev: str, tmp_path: Path, db: Path
+) -> None:
+    """Between the act's report and the verdict, progress is the grade of what is known so far.
+    The act's word alone is an assertion (P1) that proves no rung, so the rung stays planned
+    while the read-back is pending; the read-back then proves it verified."""
+    make_rows_db(db)
+    gate = tmp_path / "read-back-go"
+    async with _relayed(temporal_dev, tmp_path, db, "held-after", gate) as roles:
+        handle = await roles.client.start(rows_task("rung-1", db, expect=2, batch="rg", write=2))
+        pending = await _at_step(handle, "verify")
+        assert act_runs(db, "rung-1") == [(1, "rung-1")]
+        gate.touch()
+        receipt = await handle.result()
+        done = await handle.progress()
+    assert pending.step == "verify" and pending.verdict is None
+    assert pending.rung == "planned" and pending.proof_level == "P1", pending
+    assert receipt.verdict == "verified"
+    assert done.rung == "verified" and done.verdict == "verified" and done.step == "settled"
 
 
 async def test_a_task_cancelled_before_its_act_settles_superseded(
@@ -426,6 +449,17 @@ async def test_invalid_spec_rejected_and_no_probe_never_verified(
     assert "UnknownAct" in (unknown.report or "") or "no act named" in (unknown.report or "")
 
 
+def _record_history(name: str, history: WorkflowHistory) -> None:
+    """With LANDED_RECORD_HISTORIES=1, write ``history`` as the committed fixture ``name``.
+
+    Only after a deliberate change to the workflow's commands: record the fixtures again (and
+    drain running tasks before such a change is deployed).
+    """
+    if os.environ.get("LANDED_RECORD_HISTORIES") == "1":
+        text = json.dumps(json.loads(history.to_json()), indent=1) + "\n"
+        (HISTORIES / f"agent_task_{name}.json").write_text(text)
+
+
 async def test_replay_recorded_histories(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:
@@ -444,12 +478,8 @@ async def test_replay_recorded_histories(
             await roles.temporal.get_workflow_handle(wid).fetch_history()
             for wid in ("replay-ok", "replay-dod10", "replay-rerun")
         ]
-    if os.environ.get("LANDED_RECORD_HISTORIES") == "1":
-        # After a deliberate change to the workflow's commands: record the fixtures again
-        # (running tasks must be drained before such a change is deployed).
-        for name, history in (("dod10", histories[1]), ("rerun", histories[2])):
-            text = json.dumps(json.loads(history.to_json()), indent=1) + "\n"
-            (HISTORIES / f"agent_task_{name}.json").write_text(text)
+    _record_history("dod10", histories[1])
+    _record_history("rerun", histories[2])
     committed = sorted(HISTORIES.glob("*.json"))
     assert committed, "tests/histories/ holds at least one recorded AgentTask history"
     for path in committed:
@@ -613,9 +643,17 @@ class _Relay(VerifyActivities):
     """Answers on a queue the runner sends reads to, and asks the real verifier (its key, its
     sources) something other than the workflow asked: the signature on the answer is genuine."""
 
-    def __init__(self, mode: str, registry: SourceRegistry, identity: str, key: KeyPair) -> None:
+    def __init__(
+        self,
+        mode: str,
+        registry: SourceRegistry,
+        identity: str,
+        key: KeyPair,
+        gate: Path | None = None,
+    ) -> None:
         super().__init__(registry, identity, key)
         self._mode = mode
+        self._gate = gate
 
     @activity.defn(name=VERIFY_ACTIVITY)
     async def verify(self, inp: VerifyInput) -> VerifyOutput:
@@ -627,6 +665,12 @@ class _Relay(VerifyActivities):
             for _ in range(600):  # alive (heartbeating) until the task is cancelled
                 activity.heartbeat()
                 await asyncio.sleep(0.1)
+        if self._mode == "held-after":
+            # The read-back waits for the test's go, then is asked of the verifier as is.
+            while inp.phase == "after" and not (self._gate and self._gate.exists()):
+                activity.heartbeat()
+                await asyncio.sleep(0.05)
+            return await self._verify(inp)
         if self._mode == "no-before":
             inp = inp.model_copy(update={"before": [None] * len(inp.indexes)})
         elif self._mode == "other-before":  # the before-state of a probe that reads 0
@@ -775,7 +819,9 @@ async def _second_run(roles: Roles, task: dict[str, Any]) -> landed.Receipt:
 
 
 @asynccontextmanager
-async def _relayed(temporal_dev: str, tmp_path: Path, db: Path, mode: str) -> AsyncIterator[Roles]:
+async def _relayed(
+    temporal_dev: str, tmp_path: Path, db: Path, mode: str, gate: Path | None = None
+) -> AsyncIterator[Roles]:
     """The roles, with the runner's reads sent to a _Relay(mode) in front of the verifier."""
     relay_queue = f"relay-{uuid.uuid4().hex[:8]}"
     sources = {"rows-db": {"url": f"sqlite:///{db}"}}
@@ -788,7 +834,7 @@ async def _relayed(temporal_dev: str, tmp_path: Path, db: Path, mode: str) -> As
     ) as roles:
         identity = roles.identities["verifier"]
         key = KeyPair.load(roles.public_key.with_suffix(".key"))
-        relay = _Relay(mode, SourceRegistry(sources, observer=identity), identity, key)
+        relay = _Relay(mode, SourceRegistry(sources, observer=identity), identity, key, gate)
         client = await connect(identity=identity, address=temporal_dev)
         async with Worker(client, task_queue=relay_queue, activities=[relay.verify]):
             yield roles

@@ -107,14 +107,25 @@ class AgentTask:
 
     @workflow.query(name="progress")
     def progress(self) -> Progress:
-        """Where the task is and the highest rung proven so far."""
-        ext = self._final.landed if self._final is not None else None
+        """Where the task is and the highest rung proven so far.
+
+        Once the act has reported, rung and proof level are what the grading code makes of the
+        report and whatever has been read back by then: the act's word alone is an assertion
+        (P1) that proves no rung, so the rung moves only when a read-back proves it.
+        """
+        final = self._final
+        graded = final
+        if graded is None and self._report is not None and self._routing is not None:
+            # Pure: the only state it touches are the caches of the trust store and the spec
+            # digest, each a function of the recorded routing and the input.
+            graded = self._grade(self._spec, self._routing, self._report)
+        ext = graded.landed if graded is not None else None
         return Progress(
             task_id=self._spec.task_id,
             step=self._step,
             rung=(ext.rung if ext is not None and ext.rung else "planned"),
             act_attempt=self._attempt,
-            verdict=self._final.verdict if self._final is not None else None,
+            verdict=final.verdict if final is not None else None,
             proof_level=str(getattr(ext, "proof_level", "") or "") or None,
         )
 

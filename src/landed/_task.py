@@ -433,10 +433,15 @@ class Progress(BaseModel):
 
     task_id: str
     step: Step
-    rung: str = Field(description="Highest rung proven so far (planned until graded).")
+    rung: str = Field(
+        description="Highest rung proven so far: the grade of the act's report and the "
+        "read-backs so far (a report alone proves none), final once the task is graded."
+    )
     act_attempt: int = 0
     verdict: str | None = None
-    proof_level: str | None = None
+    proof_level: str | None = Field(
+        default=None, description="Proof level of what is known so far; none before the act."
+    )
 
 
 class ReceiptQuery(BaseModel):

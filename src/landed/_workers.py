@@ -174,8 +174,10 @@ async def build_worker(
             activities=[runner.plan, runner.settle],
             identity=identity,
             max_cached_workflows=settings.max_cached_workflows,
-            max_concurrent_activities=settings.max_concurrent_activities,
             max_concurrent_local_activities=settings.max_concurrent_activities,
+            # plan and settle only ever run as local activities: no poller asks the server
+            # for remote activity tasks on the runner's queue, and none could be routed here.
+            no_remote_activities=True,
         )
         return worker, view, ledger.close
     raise RoleError(f"unknown role settings {type(settings).__name__}")
