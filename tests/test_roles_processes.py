@@ -109,6 +109,12 @@ async def test_actor_process_holds_no_verifier_or_runner_secret(tmp_path: Path, 
         **dict(stack.base_env or {}),
         "LANDED_SOURCES__ORDERS__URL": "postgresql://reader:orders-secret-7@db/orders",
         "LANDED_LEDGER_URL": f"sqlite:///{tmp_path / 'ledger-from-env.db'}",
+        # The user's own shell credentials: the runner may need them, the agent may not.
+        "PGPASSWORD": "shell-pg-secret-3",
+        "DATABASE_URL": "postgresql://app:shell-db-secret-5@db/app",
+        # ...unless the user hands one to the actor by name.
+        "AGENT_API_TOKEN": "handed-to-actor-9",
+        "LANDED_ACTOR_PASS_ENV": "AGENT_API_TOKEN",
     }
     await stack.start()
     try:
@@ -125,6 +131,8 @@ async def test_actor_process_holds_no_verifier_or_runner_secret(tmp_path: Path, 
             str(private),
             private.name,
             "orders-secret-7",
+            "shell-pg-secret-3",
+            "shell-db-secret-5",
             "ledger-from-env",
             "ledger.db",
             "LANDED_SOURCES__",
@@ -164,6 +172,8 @@ async def test_actor_process_holds_no_verifier_or_runner_secret(tmp_path: Path, 
         assert str(private) in _environ(stack.roles["verifier"].pid).values()
         runner_env = _environ(stack.roles["runner"].pid)
         assert "ledger-from-env" in runner_env["LANDED_LEDGER_URL"]
+        assert runner_env["PGPASSWORD"] == "shell-pg-secret-3"
+        assert env["AGENT_API_TOKEN"] == "handed-to-actor-9" and env["PATH"]
         identities = {r: (p.ready or {})["identity"] for r, p in stack.roles.items()}
         assert len(set(identities.values())) == 3
         assert all(identities[r].startswith(f"{r}@") for r in identities)

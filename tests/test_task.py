@@ -132,6 +132,38 @@ def test_role_env_keeps_each_role_to_its_own_settings() -> None:
         role_env("actor", base=parent, temporal_address="a", extra={"LANDED_RUNNER_X": "1"})
 
 
+def test_the_actor_inherits_only_what_a_process_needs_and_what_is_handed_to_it() -> None:
+    parent = {
+        "PATH": "/bin",
+        "HOME": "/home/u",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONPATH": "/src",
+        "PGPASSWORD": "pg-secret",
+        "DATABASE_URL": "postgresql://app:db-secret@db/app",
+        "AWS_SECRET_ACCESS_KEY": "aws-secret",
+        "OPENAI_API_KEY": "model-key",
+        "LANDED_ACTOR_PASS_ENV": " OPENAI_API_KEY ,",
+    }
+    actor = role_env("actor", base=parent, temporal_address="127.0.0.1:1")
+    assert {k: actor[k] for k in ("PATH", "HOME", "LC_ALL", "PYTHONPATH", "OPENAI_API_KEY")} == {
+        "PATH": "/bin",
+        "HOME": "/home/u",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONPATH": "/src",
+        "OPENAI_API_KEY": "model-key",
+    }
+    assert not any(s in json.dumps(actor) for s in ("pg-secret", "db-secret", "aws-secret"))
+    runner = role_env("runner", base=parent, temporal_address="127.0.0.1:1")
+    assert runner["PGPASSWORD"] == "pg-secret"  # a ledger URL may lean on it
+    for bad in ("LANDED_RUNNER_LEDGER_URL", "TEMPORAL_API_KEY"):
+        with pytest.raises(DevError, match="never passed to the actor"):
+            role_env(
+                "actor",
+                base={**parent, "LANDED_ACTOR_PASS_ENV": bad},
+                temporal_address="127.0.0.1:1",
+            )
+
+
 def test_plugin_sets_converter_and_passthrough() -> None:
     plugin = landed_plugin()
     cfg = plugin.configure_client({"data_converter": None})  # type: ignore[typeddict-item]

@@ -19,6 +19,8 @@ from typing import IO, Any
 from landed._task import SEARCH_ATTRIBUTES
 
 __all__ = [
+    "ACTOR_ENV_ALLOWED",
+    "ACTOR_PASS_ENV",
     "DEV_DYNAMIC_CONFIG",
     "DevError",
     "DevServer",
@@ -218,6 +220,52 @@ class DevServer:
         return self.start(timeout)
 
 
+# What the actor inherits from the shell that started `landed dev`: what a process needs to
+# run (paths, locale, temp dir, CA bundles, Python's own settings) and nothing that could be a
+# credential. A shell's PGPASSWORD, DATABASE_URL or cloud keys are the user's, not the agent's;
+# acts that need a variable get it by name through LANDED_ACTOR_PASS_ENV.
+ACTOR_ENV_ALLOWED = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TERM",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        "VIRTUAL_ENV",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "SYSTEMROOT",
+        "NO_COLOR",
+    }
+)
+ACTOR_ENV_ALLOWED_PREFIXES = ("LC_", "PYTHON")
+ACTOR_PASS_ENV = "LANDED_ACTOR_PASS_ENV"
+
+
+def _actor_base(source: Mapping[str, str]) -> dict[str, str]:
+    named = {n.strip() for n in source.get(ACTOR_PASS_ENV, "").split(",") if n.strip()}
+    foreign = sorted(n for n in named if n.startswith(("LANDED_", "TEMPORAL_")))
+    if foreign:
+        raise DevError(
+            f"{ACTOR_PASS_ENV} names {', '.join(foreign)}: landed and Temporal settings are "
+            "never passed to the actor this way; give the actor its own LANDED_ACTOR_* settings"
+        )
+    return {
+        k: v
+        for k, v in source.items()
+        if k in ACTOR_ENV_ALLOWED or k.startswith(ACTOR_ENV_ALLOWED_PREFIXES) or k in named
+    }
+
+
 def role_env(
     role: str,
     *,
@@ -226,10 +274,19 @@ def role_env(
     namespace: str = "default",
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The environment a role process gets: the parent's, minus every landed and Temporal
-    variable, plus the role's own variables and the Temporal address."""
+    """The environment a role process gets, plus the role's own variables and the Temporal
+    address.
+
+    The verifier and the runner get the parent's environment minus every landed and Temporal
+    variable (a ledger URL may lean on PGPASSWORD, say). The actor gets only what a process
+    needs to run (``ACTOR_ENV_ALLOWED``) and the variables named in LANDED_ACTOR_PASS_ENV:
+    whatever else the shell holds may be a credential the agent must not have.
+    """
     source = dict(os.environ if base is None else base)
-    env = {k: v for k, v in source.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
+    if role == "actor":
+        env = _actor_base(source)
+    else:
+        env = {k: v for k, v in source.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
     mine = ROLE_PREFIXES[role]
     env.update({k: v for k, v in source.items() if k.startswith(mine)})
     env.update(extra or {})
