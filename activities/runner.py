@@ -5,7 +5,7 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from landed._ledger import Ledger, LedgerConflict
+from landed._ledger import Ledger, LedgerConflict, canonical_json
 from landed._receipt import Receipt
 from landed._task import (
     PLAN_ACTIVITY,
@@ -71,11 +71,19 @@ class RunnerActivities:
         return SettleOutput(appended=appended, ledger=self._ledger.url)
 
     async def _same_but_time(self, receipt: Receipt) -> Receipt | None:
-        """The stored receipt of this (task_id, attempt) if it differs only in settled_at."""
+        """The stored receipt of this (task_id, attempt) if it differs only in settled_at.
+
+        Compared as the ledger stores them (canonical JSON): the stored copy has been through
+        that form, which drops null fields, and the receipt at hand has not, so comparing the
+        models would call a null the workflow set (an act_error of None, say) a difference.
+        """
         attempt = receipt.landed.attempt if receipt.landed is not None else 1
-        bare = receipt.model_copy(update={"settled_at": None})
+        bare = canonical_json(receipt.model_copy(update={"settled_at": None}))
         for stored in await self._ledger.get(receipt.task_id):
             stored_attempt = stored.landed.attempt if stored.landed is not None else 1
-            if stored_attempt == attempt and stored.model_copy(update={"settled_at": None}) == bare:
+            if (
+                stored_attempt == attempt
+                and canonical_json(stored.model_copy(update={"settled_at": None})) == bare
+            ):
                 return stored
         return None

@@ -258,8 +258,32 @@ async def _run() -> bool:
     for label, per in ms.items():
         parts = "  ".join(f"{name} {value:5.1f}" for name, value in per.items())
         print(f"  cpu ms/task by process, {label:8s}: {parts}")
-    met = lean_ratio >= TARGET_RATIO and lean_verified >= TARGET_RATE and lean_ok == total
-    print(f"  targets {'met' if met else 'NOT met'}")
+    # The actor runs the same act in every flow: CPU counted in units of the actor's own cancels
+    # the machine speeding up or slowing down between phases, which wall-clock rates cannot.
+    units = {name: sum(per.values()) / per["actor"] for name, per in ms.items() if per["actor"]}
+    if len(units) == len(ms):
+        print(
+            f"  cpu in units of the actor's (drift between phases cancels): baseline "
+            f"{units['baseline']:.1f}, act + verify + settle {units['lean']:.1f} (ratio "
+            f"{units['baseline'] / units['lean']:.2f}x), default flow {units['default']:.1f} "
+            f"(ratio {units['baseline'] / units['default']:.2f}x)"
+        )
+    checks = [
+        (f"ratio {lean_ratio:.2f}x >= {TARGET_RATIO}x", lean_ratio >= TARGET_RATIO),
+        (
+            f"act + verify + settle {lean_verified:.1f} verified/s >= {TARGET_RATE:.0f}/s",
+            lean_verified >= TARGET_RATE and lean_ok == total,
+        ),
+        # `landed dev` as shipped reads the before-state too: its own figure, beside the target.
+        (
+            f"default flow {full_verified:.1f} verified/s >= {TARGET_RATE:.0f}/s",
+            full_verified >= TARGET_RATE and full_ok == total,
+        ),
+    ]
+    for label, ok in checks:
+        print(f"  target    {label}: {'met' if ok else 'NOT met'}")
+    met = all(ok for _, ok in checks[:2])
+    print(f"  targets {'met' if met else 'NOT met'} (ratio and act + verify + settle rate)")
     return met
 
 

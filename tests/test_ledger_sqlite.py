@@ -196,6 +196,52 @@ async def test_a_file_that_is_not_sqlite_is_a_clear_error(tmp_path: Path) -> Non
         await open_ledger(url(path))
 
 
+async def test_settle_again_after_a_stalled_runner_matches_a_workflow_graded_receipt(
+    tmp_path: Path,
+) -> None:
+    """The receipt as the workflow grades it carries nulls (no act error, say) that the stored
+    copy, in its canonical form, does not: a workflow task that ran again after the runner
+    stalled past the append must still find its receipt, not fail the task on a conflict."""
+    from landed.activities.runner import RunnerActivities
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.exceptions import ApplicationError
+
+    from landed._assemble import assemble_receipt
+    from landed._task import ActReport, Routing, SettleInput, TaskSpec
+
+    spec = TaskSpec.model_validate(
+        {"task_id": "stalled", "owner": "agent-a", "outcome": "x", "act": {"name": "a"}}
+    )
+
+    def graded(at: datetime) -> Receipt:
+        extra = {"pre_read": False, "spec_sha256": "v1:x", "act_error": None, "run_id": "r"}
+        draft = assemble_receipt(
+            spec, ActReport(claimed_status="done"), [], attempt=1, settled_at=at, extra=extra
+        )
+        return draft.model_copy(update={"verdict": "planned", "verdict_by": "runner"})
+
+    def as_the_activity_gets_it(r: Receipt) -> SettleInput:
+        convert = pydantic_data_converter.payload_converter
+        (inp,) = convert.from_payloads(convert.to_payloads([SettleInput(receipt=r)]), [SettleInput])
+        assert isinstance(inp, SettleInput)
+        return inp
+
+    first = graded(datetime(2026, 11, 30, 9, 53, 11, tzinfo=UTC))
+    later = graded(datetime(2026, 11, 30, 9, 56, 16, tzinfo=UTC))
+    assert first.landed is not None and "act_error" in first.landed.model_dump()
+    routing = Routing(actor_task_queue="a", verifier_task_queue="v", runner="runner")
+    async with await open_ledger(url(tmp_path / "l.db")) as ledger:
+        settle = RunnerActivities(ledger, routing).settle
+        assert (await settle(as_the_activity_gets_it(first))).appended is True
+        again = await settle(as_the_activity_gets_it(later))
+        assert again.appended is False and again.settled_at == first.settled_at
+        other = later.model_copy(update={"verdict": "failed"})
+        with pytest.raises(ApplicationError) as err:
+            await settle(as_the_activity_gets_it(other))
+        assert err.value.type == "LedgerConflict"
+        assert len(await ledger.get("stalled")) == 1
+
+
 async def test_settle_after_a_runner_stopped_past_its_append_keeps_the_stored_receipt(
     tmp_path: Path,
 ) -> None:
