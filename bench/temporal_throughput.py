@@ -108,7 +108,6 @@ def _serve_baseline() -> int:
 
 
 async def _run() -> bool:
-    from landed._client import Client
     from landed._dev import DevStack
     from landed._receipt import Receipt
     from landed._task import TaskSpec
@@ -148,7 +147,7 @@ async def _run() -> bool:
         line = await asyncio.to_thread(baseline.stdout.readline)
         if "ready" not in line:
             raise RuntimeError(f"the baseline worker did not start: {line!r}")
-        client = await Client.connect(stack.server.address)
+        client = await stack.client()
         temporal = client.temporal
         tag = uuid.uuid4().hex[:6]
 

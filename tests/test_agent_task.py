@@ -9,7 +9,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,16 @@ from landed_sor import Site, act_runs, make_rows_db, row_count
 from temporalio import activity
 from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.common import WorkflowIDReusePolicy
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import (
+    Interceptor,
+    Replayer,
+    StartLocalActivityInput,
+    Worker,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+    WorkflowOutboundInterceptor,
+)
+from temporalio.workflow import ActivityHandle
 
 import landed
 from landed._assemble import proof_item
@@ -30,7 +39,14 @@ from landed._ledger import canonical_json
 from landed._plugin import connect, landed_plugin
 from landed._signing import KeyPair, sign_proof
 from landed._sources import SourceRegistry
-from landed._task import VERIFY_ACTIVITY, Progress, VerifyInput, VerifyOutput
+from landed._task import (
+    SETTLE_ACTIVITY,
+    VERIFY_ACTIVITY,
+    Progress,
+    SettleInput,
+    VerifyInput,
+    VerifyOutput,
+)
 
 HISTORIES = Path(__file__).parent / "histories"
 
@@ -453,7 +469,8 @@ def _record_history(name: str, history: WorkflowHistory) -> None:
     """With LANDED_RECORD_HISTORIES=1, write ``history`` as the committed fixture ``name``.
 
     Only after a deliberate change to the workflow's commands: record the fixtures again (and
-    drain running tasks before such a change is deployed).
+    drain running tasks before such a change is deployed). Each fixture is written by the test
+    that makes its history: run the whole file with the variable set, not one test.
     """
     if os.environ.get("LANDED_RECORD_HISTORIES") == "1":
         text = json.dumps(json.loads(history.to_json()), indent=1) + "\n"
@@ -849,6 +866,111 @@ async def _through_relay(
         )
     read_back = _read_back(receipt)
     return receipt, str((read_back[0].landed or {}).get("observation")) if read_back else ""
+
+
+class _SettleInputs(Interceptor):
+    """Keeps what each replayed run hands to its settle step (the receipt it graded)."""
+
+    def __init__(self) -> None:
+        self.seen: list[SettleInput] = []
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor]:
+        seen = self.seen
+
+        class _Outbound(WorkflowOutboundInterceptor):
+            def start_local_activity(self, input: StartLocalActivityInput) -> ActivityHandle[Any]:
+                if input.activity == SETTLE_ACTIVITY:
+                    seen.append(input.args[0])
+                return super().start_local_activity(input)
+
+        class _Inbound(WorkflowInboundInterceptor):
+            def init(self, outbound: WorkflowOutboundInterceptor) -> None:
+                super().init(_Outbound(outbound))
+
+        return _Inbound
+
+
+def _graded_again_later(history: WorkflowHistory, later: timedelta) -> WorkflowHistory:
+    """``history`` cut at the workflow task that graded and settled the task, with that task
+    timed out and started again ``later``: what Temporal records when a runner stalls (a long
+    pause, an overloaded machine) after the settle step wrote the ledger but before the task
+    completed."""
+    data = json.loads(history.to_json())
+    events = data["events"]
+    marker = max(i for i, e in enumerate(events) if e["eventType"] == "EVENT_TYPE_MARKER_RECORDED")
+    started = max(
+        i
+        for i, e in enumerate(events[:marker])
+        if e["eventType"] == "EVENT_TYPE_WORKFLOW_TASK_STARTED"
+    )
+    kept = events[: started + 1]
+    scheduled_id, started_id = kept[-2]["eventId"], kept[-1]["eventId"]
+    at = datetime.fromisoformat(kept[-1]["eventTime"].replace("Z", "+00:00")) + later
+    stamp = at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    base = int(started_id)
+    queue = kept[-2]["workflowTaskScheduledEventAttributes"]["taskQueue"]
+    kept += [
+        {
+            "eventId": str(base + 1),
+            "eventTime": stamp,
+            "eventType": "EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT",
+            "workflowTaskTimedOutEventAttributes": {
+                "scheduledEventId": scheduled_id,
+                "startedEventId": started_id,
+                "timeoutType": "TIMEOUT_TYPE_START_TO_CLOSE",
+            },
+        },
+        {
+            "eventId": str(base + 2),
+            "eventTime": stamp,
+            "eventType": "EVENT_TYPE_WORKFLOW_TASK_SCHEDULED",
+            "workflowTaskScheduledEventAttributes": {
+                "taskQueue": queue,
+                "startToCloseTimeout": "10s",
+                "attempt": 2,
+            },
+        },
+        {
+            "eventId": str(base + 3),
+            "eventTime": stamp,
+            "eventType": "EVENT_TYPE_WORKFLOW_TASK_STARTED",
+            "workflowTaskStartedEventAttributes": {
+                "scheduledEventId": str(base + 2),
+                "identity": "runner-after-a-stall",
+                "requestId": str(uuid.uuid4()),
+            },
+        },
+    ]
+    data["events"] = kept
+    return WorkflowHistory.from_json(history.workflow_id, data)
+
+
+async def test_a_task_graded_again_after_a_stalled_runner_settles_the_same_receipt(
+    temporal_dev: str, tmp_path: Path, db: Path
+) -> None:
+    """The runner marks a relayed reading not observed while it grades. If that workflow task
+    runs again later (the runner stalled after the ledger append), the receipt it grades must
+    be the one already stored, bar its settle time: otherwise the ledger refuses it as a
+    conflict and the settled task fails."""
+    make_rows_db(db, preexisting=45, batch="pre")
+    async with _relayed(temporal_dev, tmp_path, db, "no-before") as roles:
+        receipt = await roles.client.run(rows_task("stall-1", db, expect=45, batch="pre"))
+        history = await roles.temporal.get_workflow_handle("stall-1").fetch_history()
+    (proof,) = _read_back(receipt)
+    assert proof.result == "probe-error" and proof.checked_by == receipt.verdict_by
+    graded = _SettleInputs()
+    replayer = Replayer(workflows=[AgentTask], plugins=[landed_plugin()], interceptors=[graded])
+    await replayer.replay_workflow(history)
+    await replayer.replay_workflow(_graded_again_later(history, timedelta(minutes=3)))
+    first, again = (inp.receipt for inp in graded.seen)
+    assert again.settled_at is not None and first.settled_at is not None
+    assert again.settled_at - first.settled_at > timedelta(minutes=3) - timedelta(seconds=1)
+    assert canonical_json(again.model_copy(update={"settled_at": None})) == canonical_json(
+        first.model_copy(update={"settled_at": None})
+    )
+    assert canonical_json(first) == canonical_json(receipt)
 
 
 @pytest.mark.parametrize("mode", ["no-before", "other-before", "easier-expect"])

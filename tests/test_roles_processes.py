@@ -101,6 +101,17 @@ def site() -> AsyncIterator[Site]:
     s.stop()
 
 
+def _home_with_cloud_profile(tmp_path: Path) -> Path:
+    home = tmp_path / "user-home"
+    profile = home / ".config" / "temporalio" / "temporal.toml"
+    profile.parent.mkdir(parents=True)
+    profile.write_text(
+        '[profile.default]\naddress = "cloud.example:7233"\napi_key = "cloud-api-key-4"\n'
+        "[profile.default.tls]\n"
+    )
+    return home
+
+
 async def test_actor_process_holds_no_verifier_or_runner_secret(tmp_path: Path, site: Site) -> None:
     db = make_rows_db(tmp_path / "rows.db")
     stack = _stack(tmp_path, db, site)
@@ -115,6 +126,9 @@ async def test_actor_process_holds_no_verifier_or_runner_secret(tmp_path: Path, 
         # ...unless the user hands one to the actor by name.
         "AGENT_API_TOKEN": "handed-to-actor-9",
         "LANDED_ACTOR_PASS_ENV": "AGENT_API_TOKEN",
+        # A home whose Temporal profile points at the user's own cluster (API key, TLS): the
+        # roles talk to the embedded server regardless, and the actor never sees that key.
+        "HOME": str(_home_with_cloud_profile(tmp_path)),
     }
     await stack.start()
     try:
@@ -133,6 +147,8 @@ async def test_actor_process_holds_no_verifier_or_runner_secret(tmp_path: Path, 
             "orders-secret-7",
             "shell-pg-secret-3",
             "shell-db-secret-5",
+            "cloud-api-key-4",
+            "user-home",
             "ledger-from-env",
             "ledger.db",
             "LANDED_SOURCES__",
@@ -174,6 +190,7 @@ async def test_actor_process_holds_no_verifier_or_runner_secret(tmp_path: Path, 
         assert "ledger-from-env" in runner_env["LANDED_LEDGER_URL"]
         assert runner_env["PGPASSWORD"] == "shell-pg-secret-3"
         assert env["AGENT_API_TOKEN"] == "handed-to-actor-9" and env["PATH"]
+        assert env["HOME"] == str(home / "actor") and env["TEMPORAL_CONFIG_FILE"] == os.devnull
         identities = {r: (p.ready or {})["identity"] for r, p in stack.roles.items()}
         assert len(set(identities.values())) == 3
         assert all(identities[r].startswith(f"{r}@") for r in identities)

@@ -138,30 +138,40 @@ def test_the_actor_inherits_only_what_a_process_needs_and_what_is_handed_to_it()
         "HOME": "/home/u",
         "LC_ALL": "C.UTF-8",
         "PYTHONPATH": "/src",
+        "LD_LIBRARY_PATH": "/opt/py/lib",
+        "PYTHON_INDEX_TOKEN": "index-secret",
         "PGPASSWORD": "pg-secret",
         "DATABASE_URL": "postgresql://app:db-secret@db/app",
+        "HTTPS_PROXY": "http://me:proxy-secret@proxy:3128",
         "AWS_SECRET_ACCESS_KEY": "aws-secret",
         "OPENAI_API_KEY": "model-key",
         "LANDED_ACTOR_PASS_ENV": " OPENAI_API_KEY ,",
     }
     actor = role_env("actor", base=parent, temporal_address="127.0.0.1:1")
-    assert {k: actor[k] for k in ("PATH", "HOME", "LC_ALL", "PYTHONPATH", "OPENAI_API_KEY")} == {
-        "PATH": "/bin",
-        "HOME": "/home/u",
-        "LC_ALL": "C.UTF-8",
-        "PYTHONPATH": "/src",
-        "OPENAI_API_KEY": "model-key",
-    }
-    assert not any(s in json.dumps(actor) for s in ("pg-secret", "db-secret", "aws-secret"))
+    kept = ("PATH", "LC_ALL", "PYTHONPATH", "LD_LIBRARY_PATH", "OPENAI_API_KEY")
+    assert {k: actor[k] for k in kept} == {k: parent[k] for k in kept}
+    # HOME too is the user's (files such as ~/.pgpass); landed dev gives the actor its own.
+    assert "HOME" not in actor
+    secrets = ("pg-secret", "db-secret", "aws-secret", "proxy-secret", "index-secret")
+    assert not any(s in json.dumps(actor) for s in secrets)
     runner = role_env("runner", base=parent, temporal_address="127.0.0.1:1")
     assert runner["PGPASSWORD"] == "pg-secret"  # a ledger URL may lean on it
-    for bad in ("LANDED_RUNNER_LEDGER_URL", "TEMPORAL_API_KEY"):
+    # No role reads the user's Temporal profile file (API key, TLS for their own cluster).
+    for env in (actor, runner, role_env("verifier", base=parent, temporal_address="x:1")):
+        assert env["TEMPORAL_CONFIG_FILE"] == os.devnull
+    for bad in ("LANDED_RUNNER_LEDGER_URL", "landed_runner_ledger_url", "TEMPORAL_API_KEY"):
         with pytest.raises(DevError, match="never passed to the actor"):
             role_env(
                 "actor",
                 base={**parent, "LANDED_ACTOR_PASS_ENV": bad},
                 temporal_address="127.0.0.1:1",
             )
+    with pytest.raises(DevError, match="OPENAI_KEY, which this shell does not set"):
+        role_env(
+            "actor",
+            base={**parent, "LANDED_ACTOR_PASS_ENV": "OPENAI_KEY"},
+            temporal_address="127.0.0.1:1",
+        )
 
 
 def test_plugin_sets_converter_and_passthrough() -> None:

@@ -102,6 +102,7 @@ class AgentTask:
         self._before: list[Observation | None] = [None] * len(spec.proof_plan)
         self._settling_cancel = False
         self._spec_sha256: str | None = None
+        self._asked_at: datetime | None = None
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -109,9 +110,10 @@ class AgentTask:
     def progress(self) -> Progress:
         """Where the task is and the highest rung proven so far.
 
-        Once the act has reported, rung and proof level are what the grading code makes of the
-        report and whatever has been read back by then: the act's word alone is an assertion
-        (P1) that proves no rung, so the rung moves only when a read-back proves it.
+        Between the act's report and the verdict, rung and proof level are what the grading
+        code makes of the report and the artifacts it cites, before any read-back: a report's
+        word alone is an assertion (P1, rung planned), a cited commit or log may prove a lower
+        rung. Only the verdict, graded with the read-backs, can reach verified.
         """
         final = self._final
         graded = final
@@ -434,6 +436,10 @@ class AgentTask:
             # A fresh id per read, signed into each reading: a reading made earlier (a "nothing
             # there" taken before the act, say) or for someone else's request answers nothing.
             request = str(workflow.uuid4())
+            # When this read was asked: a workflow task already recorded once the read is
+            # answered, so a reading the runner marks not observed carries the same time if the
+            # task that grades it runs again (after a stalled runner) and settles the same.
+            self._asked_at = workflow.now()
             try:
                 out = await workflow.execute_activity(
                     VERIFY_ACTIVITY,
@@ -571,7 +577,7 @@ class AgentTask:
             expectation=label_for(contract.probe, contract.expect),
             kind=contract.probe.kind,
             observer=routing.runner,
-            observed_at=workflow.now(),
+            observed_at=self._asked_at or workflow.now(),
             duration_ms=0.0,
             message=why,
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -14,18 +15,23 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from landed._task import SEARCH_ATTRIBUTES
+
+if TYPE_CHECKING:
+    from landed._client import Client
 
 __all__ = [
     "ACTOR_ENV_ALLOWED",
     "ACTOR_PASS_ENV",
     "DEV_DYNAMIC_CONFIG",
+    "NO_PROFILE_FILE",
     "DevError",
     "DevServer",
     "DevStack",
     "RoleProcess",
+    "actor_pass_env",
     "find_temporal",
     "free_port",
     "role_env",
@@ -221,13 +227,13 @@ class DevServer:
 
 
 # What the actor inherits from the shell that started `landed dev`: what a process needs to
-# run (paths, locale, temp dir, CA bundles, Python's own settings) and nothing that could be a
-# credential. A shell's PGPASSWORD, DATABASE_URL or cloud keys are the user's, not the agent's;
-# acts that need a variable get it by name through LANDED_ACTOR_PASS_ENV.
+# run (paths, locale, temp dir, CA bundles, the dynamic linker's path, Python's own settings)
+# and nothing that could be a credential. A shell's PGPASSWORD, DATABASE_URL, proxy URL or
+# cloud keys are the user's, not the agent's; acts that need a variable get it by name through
+# LANDED_ACTOR_PASS_ENV.
 ACTOR_ENV_ALLOWED = frozenset(
     {
         "PATH",
-        "HOME",
         "USER",
         "LOGNAME",
         "SHELL",
@@ -239,6 +245,7 @@ ACTOR_ENV_ALLOWED = frozenset(
         "TEMP",
         "TMP",
         "VIRTUAL_ENV",
+        "LD_LIBRARY_PATH",
         "SSL_CERT_FILE",
         "SSL_CERT_DIR",
         "REQUESTS_CA_BUNDLE",
@@ -247,22 +254,39 @@ ACTOR_ENV_ALLOWED = frozenset(
         "NO_COLOR",
     }
 )
-ACTOR_ENV_ALLOWED_PREFIXES = ("LC_", "PYTHON")
+# LC_ALL, LC_CTYPE, ...; CPython's own settings are PYTHON followed by capitals only
+# (PYTHONPATH, PYTHONUTF8), so PYTHON_INDEX_TOKEN and the like are not among them.
+_ACTOR_ENV_PATTERN = re.compile(r"LC_[A-Z]+|PYTHON[A-Z]+")
 ACTOR_PASS_ENV = "LANDED_ACTOR_PASS_ENV"
+# Each role of `landed dev` talks to the embedded server only: a Temporal profile file of the
+# user's (an API key and TLS for their own cluster) must neither reach the actor nor point the
+# roles' connections at TLS the local server does not speak.
+NO_PROFILE_FILE = {"TEMPORAL_CONFIG_FILE": os.devnull}
 
 
-def _actor_base(source: Mapping[str, str]) -> dict[str, str]:
-    named = {n.strip() for n in source.get(ACTOR_PASS_ENV, "").split(",") if n.strip()}
-    foreign = sorted(n for n in named if n.startswith(("LANDED_", "TEMPORAL_")))
+def actor_pass_env(env: Mapping[str, str]) -> list[str]:
+    """The variable names LANDED_ACTOR_PASS_ENV hands to the actor (comma-separated)."""
+    names = [n.strip() for n in env.get(ACTOR_PASS_ENV, "").split(",") if n.strip()]
+    foreign = sorted(n for n in names if n.upper().startswith(("LANDED_", "TEMPORAL_")))
     if foreign:
         raise DevError(
             f"{ACTOR_PASS_ENV} names {', '.join(foreign)}: landed and Temporal settings are "
             "never passed to the actor this way; give the actor its own LANDED_ACTOR_* settings"
         )
+    return names
+
+
+def _actor_base(source: Mapping[str, str], named: list[str]) -> dict[str, str]:
+    missing = sorted(n for n in named if n not in source)
+    if missing:
+        raise DevError(
+            f"{ACTOR_PASS_ENV} names {', '.join(missing)}, which this shell does not set; set "
+            "it or take the name out"
+        )
     return {
         k: v
         for k, v in source.items()
-        if k in ACTOR_ENV_ALLOWED or k.startswith(ACTOR_ENV_ALLOWED_PREFIXES) or k in named
+        if k in ACTOR_ENV_ALLOWED or _ACTOR_ENV_PATTERN.fullmatch(k) or k in named
     }
 
 
@@ -279,12 +303,13 @@ def role_env(
 
     The verifier and the runner get the parent's environment minus every landed and Temporal
     variable (a ledger URL may lean on PGPASSWORD, say). The actor gets only what a process
-    needs to run (``ACTOR_ENV_ALLOWED``) and the variables named in LANDED_ACTOR_PASS_ENV:
-    whatever else the shell holds may be a credential the agent must not have.
+    needs to run (``ACTOR_ENV_ALLOWED``, ``LC_*``, CPython's ``PYTHON*``) and the variables
+    named in LANDED_ACTOR_PASS_ENV: whatever else the shell holds may be a credential the agent
+    must not have. No role reads a Temporal profile file (``NO_PROFILE_FILE``).
     """
     source = dict(os.environ if base is None else base)
     if role == "actor":
-        env = _actor_base(source)
+        env = _actor_base(source, actor_pass_env({**source, **dict(extra or {})}))
     else:
         env = {k: v for k, v in source.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
     mine = ROLE_PREFIXES[role]
@@ -295,6 +320,7 @@ def role_env(
         raise DevError(f"{role} would receive another role's settings: {', '.join(leaked)}")
     env["TEMPORAL_ADDRESS"] = temporal_address
     env["TEMPORAL_NAMESPACE"] = namespace
+    env.update(NO_PROFILE_FILE)
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 
@@ -380,12 +406,15 @@ class DevStack:
 
     Each role runs in its own working directory, ``home/actor``, ``home/verifier`` and
     ``home/runner``; the signing key (``home/keys``) and the ledger (``home/ledger.db``) lie
-    outside the actor's, and the actor is given no path to either (its environment carries
-    only ``LANDED_ACTOR_*``). On one machine all roles still run as the same user, so act code
-    that goes looking can read the others' files: this separates roles against mistakes, not
-    against a hostile act. A fleet runs each role under its own account (or Deployment), where
-    the key and the ledger credentials are not readable by the actor at all. Relative paths in
-    a role's settings (``sqlite:///rel.db``) resolve against that role's directory.
+    outside the actor's, and the actor is given no path to either. Its environment carries its
+    own ``LANDED_ACTOR_*``, what a process needs to run and the variables named in
+    LANDED_ACTOR_PASS_ENV; its HOME is ``home/actor`` unless HOME is named there, so files
+    such as ~/.pgpass or ~/.aws are not found for it by the libraries it uses. On one machine
+    all roles still run as the same user, so act code that goes looking can read the others'
+    files: this separates roles against mistakes, not against a hostile act. A fleet runs each
+    role under its own account (or Deployment), where the key and the ledger credentials are
+    not readable by the actor at all. Relative paths in a role's settings (``sqlite:///rel.db``)
+    resolve against that role's directory.
     """
 
     home: Path = field(default_factory=lambda: Path(".landed"))
@@ -435,11 +464,26 @@ class DevStack:
         if role == "actor":
             path = [str(origin), *filter(None, [base.get("PYTHONPATH")])]
             defaults["actor"]["PYTHONPATH"] = os.pathsep.join(path)
+            # Libraries read credentials from files under HOME without being asked (libpq's
+            # .pgpass, cloud SDKs' config): the actor's home is its own directory.
+            if "HOME" not in actor_pass_env({**base, **dict(self.env.get("actor", {}))}):
+                defaults["actor"]["HOME"] = str(self.role_dir("actor"))
         toml = origin / "landed.toml"
         if role == "verifier" and "LANDED_CONFIG_FILE" not in base and toml.is_file():
             defaults["verifier"]["LANDED_CONFIG_FILE"] = str(toml)
         extra = {**defaults[role], **dict(self.env.get(role, {}))}
         return role_env(role, base=base, temporal_address=self.server.address, extra=extra)
+
+    async def client(self) -> Client:
+        """A landed client of the embedded server (your Temporal profile file does not apply)."""
+        from landed._client import Client
+        from landed._plugin import connect, worker_identity
+
+        assert self.server is not None
+        temporal = await connect(
+            identity=worker_identity("client"), address=self.server.address, env=NO_PROFILE_FILE
+        )
+        return Client(temporal)
 
     def role_dir(self, role: str) -> Path:
         """The role's own working directory, ``home/<role>`` (made on first use)."""
@@ -458,6 +502,8 @@ class DevStack:
         )
         try:
             await asyncio.to_thread(self.server.start)
+            for role in ("runner", "verifier", "actor"):
+                self.role_environment(role)  # a settings mistake stops the stack before any role
             for role in ("runner", "verifier", "actor"):
                 self.start_role(role)
             for proc in self.roles.values():

@@ -434,8 +434,8 @@ class Progress(BaseModel):
     task_id: str
     step: Step
     rung: str = Field(
-        description="Highest rung proven so far: the grade of the act's report and the "
-        "read-backs so far (a report alone proves none), final once the task is graded."
+        description="Highest rung proven so far: planned before the act reports, then the "
+        "grade of its report and cited artifacts (no read-back yet), final once graded."
     )
     act_attempt: int = 0
     verdict: str | None = None

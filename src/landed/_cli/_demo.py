@@ -263,7 +263,6 @@ async def _until_stopped() -> None:
 async def _run_demo(
     home: Path, show: Callable[[list[dict[str, Any]], dict[str, Any], float], None], keep: bool
 ) -> tuple[list[dict[str, Any]], dict[str, Any], _Site, float]:
-    from landed._client import Client
     from landed._dev import DevStack
 
     run = time.strftime("%H%M%S") + "-" + uuid.uuid4().hex[:4]
@@ -292,7 +291,7 @@ async def _run_demo(
         await stack.start()
         try:
             info = stack.addresses()
-            client = await Client.connect(info["temporal"])
+            client = await stack.client()
             tasks = _tasks(run)
             receipts: list[Receipt] = await asyncio.gather(
                 *(client.run(tasks[s.key]) for s in SCENARIOS)

@@ -72,8 +72,10 @@ def dev(
     """Start Temporal's dev server (SQLite under --dir, WAL, 127.0.0.1) and the actor, verifier
     and runner as separate processes; print every address; stop all on Ctrl-C or SIGTERM.
 
-    The actor inherits only PATH, HOME, locale, temp dir, CA bundles and PYTHON* from this shell,
-    plus the variables named in LANDED_ACTOR_PASS_ENV (comma-separated) and its LANDED_ACTOR_*.
+    The actor inherits only what a process needs to run (PATH, locale, temp dir, CA bundles,
+    LD_LIBRARY_PATH, CPython's PYTHON* settings) plus its LANDED_ACTOR_* and the variables named
+    in LANDED_ACTOR_PASS_ENV (comma-separated); its HOME is <dir>/actor unless HOME is named.
+    No role reads your Temporal profile file.
 
     Exit codes: 0 stopped on request; 1 a process died; 3 could not start (message names why).
     """
