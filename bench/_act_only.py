@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
@@ -16,7 +14,11 @@ __all__ = ["ActOnly"]
 @workflow.defn(name="BenchActOnly")
 class ActOnly:
     """Runs the task's act on the actor queue once and returns its report: no pre-read, no
-    read-back, no grading, no ledger. What an orchestrator without landed would do."""
+    read-back, no grading, no ledger. What an orchestrator without landed would do.
+
+    The act is scheduled exactly as AgentTask schedules it (time cap, heartbeat timeout, one
+    attempt, wait for a cancel to complete), so the two differ only by what landed adds.
+    """
 
     @workflow.run
     async def run(self, spec: TaskSpec) -> ActReport:
@@ -31,7 +33,9 @@ class ActOnly:
             ),
             result_type=ActReport,
             task_queue=queue,
-            start_to_close_timeout=timedelta(minutes=5),
+            schedule_to_close_timeout=spec.time_cap,
+            heartbeat_timeout=spec.timeouts.act_heartbeat,
             retry_policy=RetryPolicy(maximum_attempts=1),
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
         return report

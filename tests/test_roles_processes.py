@@ -14,18 +14,22 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from landed_sor import Site, act_runs, make_rows_db, row_count
+from temporalio.api.enums.v1 import EventType
 from test_agent_task import publish_task, rows_task
 
 import landed
 from landed._dev import DevStack, role_env
 from landed._ledger import open_ledger
+from landed._settings import DEFAULT_RUNNER_QUEUE
 from landed._signing import TrustStore
+from landed._task import AGENT_TASK_WORKFLOW, TaskSpec
 
 TESTS = Path(__file__).parent
 
@@ -313,6 +317,57 @@ async def test_sigterm_drains_the_actor_and_an_act_in_flight_runs_once(
         assert act_runs(db, "drain") == [(1, "drain")]
         await _settled_once(stack, ["drain"], TrustStore.load([public]))
     finally:
+        stack.stop()
+
+
+async def test_a_runner_stalled_past_its_workflow_tasks_settles_each_task_once(
+    tmp_path: Path, site: Site
+) -> None:
+    """The runner stops (SIGSTOP: a long pause, an overloaded machine) again and again for
+    longer than a workflow task may take, while tasks act, read back and settle. Each stalled
+    task runs again and grades again, sometimes after its receipt is already in the ledger:
+    every task still settles exactly once, verified, with its act run once, and none fails."""
+    db = make_rows_db(tmp_path / "rows.db")
+    stack = _stack(tmp_path, db, site)
+    await stack.start()
+    runner = stack.roles["runner"].proc
+    assert runner is not None
+    try:
+        client = await _client(stack)
+        _, public = stack.keys()
+        ids = [f"stall-{i}" for i in range(24)]
+        handles = [
+            await client.temporal.start_workflow(
+                AGENT_TASK_WORKFLOW,
+                TaskSpec.model_validate(rows_task(task_id, db, expect=1, batch=task_id, write=1)),
+                id=task_id,
+                task_queue=DEFAULT_RUNNER_QUEUE,
+                result_type=landed.Receipt,
+                # A short workflow task timeout, so each pause below outlasts the tasks the
+                # runner had started.
+                task_timeout=timedelta(seconds=1),
+            )
+            for task_id in ids
+        ]
+        for _ in range(8):
+            runner.send_signal(signal.SIGSTOP)
+            await asyncio.sleep(1.5)
+            runner.send_signal(signal.SIGCONT)
+            await asyncio.sleep(0.6)
+        receipts = [await asyncio.wait_for(h.result(), 120) for h in handles]
+        assert all(r.verdict == "verified" for r in receipts), [r.verdict for r in receipts]
+        for task_id in ids:
+            assert act_runs(db, task_id) == [(1, task_id)] and row_count(db, task_id) == 1
+        await _settled_once(stack, ids, TrustStore.load([public]))
+        timed_out = 0
+        for h in handles:
+            history = await h.fetch_history()
+            timed_out += any(
+                e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT for e in history.events
+            )
+        assert timed_out, "no workflow task outlasted a pause: the stall was not exercised"
+    finally:
+        runner.send_signal(signal.SIGCONT)
         stack.stop()
 
 
