@@ -371,6 +371,38 @@ async def test_a_runner_stalled_past_its_workflow_tasks_settles_each_task_once(
         stack.stop()
 
 
+async def test_sigkill_runner_while_tasks_settle_loses_nothing_settles_once(
+    tmp_path: Path, site: Site
+) -> None:
+    """The runner is killed while tasks are between act and settle, twice; a new runner picks
+    their workflows up from history. No act runs again and every task settles once, verified."""
+    db = make_rows_db(tmp_path / "rows.db")
+    stack = _stack(tmp_path, db, site)
+    await stack.start()
+    try:
+        client = await _client(stack)
+        _, public = stack.keys()
+        ids = [f"runner-kill-{i}" for i in range(20)]
+        handles = [
+            await client.start(rows_task(task_id, db, expect=1, batch=task_id, write=1))
+            for task_id in ids
+        ]
+        for wave in (5, 12):
+            await _until(
+                f"{wave} acts done", lambda n=wave: sum(row_count(db, t) for t in ids) >= n
+            )
+            stack.roles["runner"].kill()
+            stack.start_role("runner")
+            await stack.roles["runner"].wait_ready()
+        receipts = [await asyncio.wait_for(h.result(), 120) for h in handles]
+        assert all(r.verdict == "verified" for r in receipts), [r.verdict for r in receipts]
+        for task_id in ids:
+            assert act_runs(db, task_id) == [(1, task_id)] and row_count(db, task_id) == 1
+        await _settled_once(stack, ids, TrustStore.load([public]))
+    finally:
+        stack.stop()
+
+
 async def test_dev_server_restart_with_file_db_loses_no_task(tmp_path: Path, site: Site) -> None:
     db = make_rows_db(tmp_path / "rows.db")
     stack = _stack(tmp_path, db, site)
