@@ -59,31 +59,42 @@ class RunnerActivities:
         try:
             appended = await self._ledger.append(inp.receipt)
         except LedgerConflict as exc:
-            stored = await self._same_but_time(inp.receipt)
+            stored = await self._earlier_try(inp.receipt)
             if stored is not None:
                 # An earlier try of this step appended it, then the runner stopped before the
-                # workflow recorded that; the retry graded the same receipt at a later time.
+                # workflow recorded that; this try graded the task again, later.
                 return SettleOutput(
-                    appended=False, ledger=self._ledger.url, settled_at=stored.settled_at
+                    appended=False,
+                    ledger=self._ledger.url,
+                    settled_at=stored.settled_at,
+                    stored=stored,
                 )
-            # The same attempt with different content: retrying cannot change the ledger.
+            # Another run's receipt under this task and attempt: retrying cannot change that.
             raise ApplicationError(str(exc), type="LedgerConflict", non_retryable=True) from exc
         return SettleOutput(appended=appended, ledger=self._ledger.url)
 
-    async def _same_but_time(self, receipt: Receipt) -> Receipt | None:
-        """The stored receipt of this (task_id, attempt) if it differs only in settled_at.
+    async def _earlier_try(self, receipt: Receipt) -> Receipt | None:
+        """The stored receipt of this (task_id, attempt) if an earlier try of this settle step
+        wrote it: the same workflow run, or (a receipt that names no run) the same content but
+        its settled_at.
 
-        Compared as the ledger stores them (canonical JSON): the stored copy has been through
-        that form, which drops null fields, and the receipt at hand has not, so comparing the
-        models would call a null the workflow set (an act_error of None, say) a difference.
+        Content is compared as the ledger stores it (canonical JSON): the stored copy has been
+        through that form, which drops null fields, and the receipt at hand has not.
         """
         attempt = receipt.landed.attempt if receipt.landed is not None else 1
+        run_id = _run_id(receipt)
         bare = canonical_json(receipt.model_copy(update={"settled_at": None}))
         for stored in await self._ledger.get(receipt.task_id):
             stored_attempt = stored.landed.attempt if stored.landed is not None else 1
-            if (
-                stored_attempt == attempt
-                and canonical_json(stored.model_copy(update={"settled_at": None})) == bare
-            ):
+            if stored_attempt != attempt:
+                continue
+            if run_id is not None and _run_id(stored) == run_id:
+                return stored
+            if canonical_json(stored.model_copy(update={"settled_at": None})) == bare:
                 return stored
         return None
+
+
+def _run_id(receipt: Receipt) -> str | None:
+    value = getattr(receipt.landed, "run_id", None) if receipt.landed is not None else None
+    return str(value) if value else None

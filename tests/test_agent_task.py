@@ -451,6 +451,12 @@ async def test_invalid_spec_rejected_and_no_probe_never_verified(
         handle = await roles.client.start(task)
         assert any("can never reach verified" in w for w in handle.warnings)
         receipt = await handle.result()
+        history = await roles.temporal.get_workflow_handle("no-probe").fetch_history()
+        scheduled = [
+            e.activity_task_scheduled_event_attributes.activity_type.name
+            for e in history.events
+            if e.HasField("activity_task_scheduled_event_attributes")
+        ]
         # No read-back to reconcile with: a failed write is never run again (it may have landed).
         blind = rows_task("no-probe-fail", db, expect=1, batch="npf", fail="after", fail_attempts=9)
         blind["proof_plan"] = []
@@ -459,6 +465,8 @@ async def test_invalid_spec_rejected_and_no_probe_never_verified(
             {**rows_task("unknown-act", db, expect=1, batch="u"), "act": {"name": "nope"}}
         )
     assert receipt.verdict != "verified" and row_count(db, "np") == 1
+    # Nothing to read back: no verify step is asked for (none would wait on a verifier).
+    assert scheduled == ["landed.act"], scheduled
     assert blind_receipt.verdict == "failed"
     assert act_runs(db, "no-probe-fail") == [(1, "no-probe-fail")]
     assert unknown.verdict == "failed"
@@ -906,15 +914,24 @@ def _graded_again_later(history: WorkflowHistory, later: timedelta) -> WorkflowH
         if e["eventType"] == "EVENT_TYPE_WORKFLOW_TASK_STARTED"
     )
     kept = events[: started + 1]
-    scheduled_id, started_id = kept[-2]["eventId"], kept[-1]["eventId"]
-    at = datetime.fromisoformat(kept[-1]["eventTime"].replace("Z", "+00:00")) + later
-    stamp = at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    started_id = kept[-1]["eventId"]
+    scheduled_id = kept[-1]["workflowTaskStartedEventAttributes"]["scheduledEventId"]
+    (scheduled,) = (e for e in kept if e["eventId"] == scheduled_id)
+    began = datetime.fromisoformat(kept[-1]["eventTime"].replace("Z", "+00:00"))
+
+    def stamp(at: datetime) -> str:
+        return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
     base = int(started_id)
-    queue = kept[-2]["workflowTaskScheduledEventAttributes"]["taskQueue"]
+    # Temporal hands a timed-out task to the worker's normal queue, not its sticky one.
+    sticky = scheduled["workflowTaskScheduledEventAttributes"]["taskQueue"]
+    queue = {"name": sticky.get("normalName") or sticky["name"], "kind": "TASK_QUEUE_KIND_NORMAL"}
+    timed_out = stamp(began + timedelta(seconds=10))
+    assert scheduled["eventType"] == "EVENT_TYPE_WORKFLOW_TASK_SCHEDULED"
     kept += [
         {
             "eventId": str(base + 1),
-            "eventTime": stamp,
+            "eventTime": timed_out,
             "eventType": "EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT",
             "workflowTaskTimedOutEventAttributes": {
                 "scheduledEventId": scheduled_id,
@@ -924,7 +941,7 @@ def _graded_again_later(history: WorkflowHistory, later: timedelta) -> WorkflowH
         },
         {
             "eventId": str(base + 2),
-            "eventTime": stamp,
+            "eventTime": timed_out,
             "eventType": "EVENT_TYPE_WORKFLOW_TASK_SCHEDULED",
             "workflowTaskScheduledEventAttributes": {
                 "taskQueue": queue,
@@ -934,7 +951,7 @@ def _graded_again_later(history: WorkflowHistory, later: timedelta) -> WorkflowH
         },
         {
             "eventId": str(base + 3),
-            "eventTime": stamp,
+            "eventTime": stamp(began + later),
             "eventType": "EVENT_TYPE_WORKFLOW_TASK_STARTED",
             "workflowTaskStartedEventAttributes": {
                 "scheduledEventId": str(base + 2),

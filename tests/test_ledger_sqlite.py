@@ -213,8 +213,8 @@ async def test_settle_again_after_a_stalled_runner_matches_a_workflow_graded_rec
         {"task_id": "stalled", "owner": "agent-a", "outcome": "x", "act": {"name": "a"}}
     )
 
-    def graded(at: datetime) -> Receipt:
-        extra = {"pre_read": False, "spec_sha256": "v1:x", "act_error": None, "run_id": "r"}
+    def graded(at: datetime, run_id: str = "r") -> Receipt:
+        extra = {"pre_read": False, "spec_sha256": "v1:x", "act_error": None, "run_id": run_id}
         draft = assemble_receipt(
             spec, ActReport(claimed_status="done"), [], attempt=1, settled_at=at, extra=extra
         )
@@ -235,10 +235,17 @@ async def test_settle_again_after_a_stalled_runner_matches_a_workflow_graded_rec
         assert (await settle(as_the_activity_gets_it(first))).appended is True
         again = await settle(as_the_activity_gets_it(later))
         assert again.appended is False and again.settled_at == first.settled_at
-        other = later.model_copy(update={"verdict": "failed"})
+        assert again.stored is not None and canonical_json(again.stored) == canonical_json(first)
+        # The same run graded otherwise on its second try (a cancel arrived meanwhile, say):
+        # the first try's receipt is the record, and the task ends with it.
+        regraded = later.model_copy(update={"verdict": "failed"})
+        kept = await settle(as_the_activity_gets_it(regraded))
+        assert kept.stored is not None and canonical_json(kept.stored) == canonical_json(first)
+        # Another run's receipt under the same task and attempt is a conflict, never retried.
+        other = graded(datetime(2026, 11, 30, 10, tzinfo=UTC), run_id="another-run")
         with pytest.raises(ApplicationError) as err:
-            await settle(as_the_activity_gets_it(other))
-        assert err.value.type == "LedgerConflict"
+            await settle(as_the_activity_gets_it(other.model_copy(update={"verdict": "failed"})))
+        assert err.value.type == "LedgerConflict" and err.value.non_retryable
         assert len(await ledger.get("stalled")) == 1
 
 

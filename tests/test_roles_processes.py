@@ -61,8 +61,7 @@ def _stack(tmp_path: Path, db: Path, site: Site, **kw: Any) -> DevStack:
 
 
 async def _client(stack: DevStack) -> landed.Client:
-    assert stack.server is not None
-    return await landed.Client.connect(stack.server.address)
+    return await stack.client()
 
 
 async def _until(what: str, check: Callable[[], bool], timeout: float = 90.0) -> None:
@@ -354,7 +353,7 @@ async def test_a_runner_stalled_past_its_workflow_tasks_settles_each_task_once(
             await asyncio.sleep(1.5)
             runner.send_signal(signal.SIGCONT)
             await asyncio.sleep(0.6)
-        receipts = [await asyncio.wait_for(h.result(), 120) for h in handles]
+        receipts = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 180)
         assert all(r.verdict == "verified" for r in receipts), [r.verdict for r in receipts]
         for task_id in ids:
             assert act_runs(db, task_id) == [(1, task_id)] and row_count(db, task_id) == 1
@@ -394,11 +393,21 @@ async def test_sigkill_runner_while_tasks_settle_loses_nothing_settles_once(
             stack.roles["runner"].kill()
             stack.start_role("runner")
             await stack.roles["runner"].wait_ready()
-        receipts = [await asyncio.wait_for(h.result(), 120) for h in handles]
+        receipts = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 180)
         assert all(r.verdict == "verified" for r in receipts), [r.verdict for r in receipts]
         for task_id in ids:
             assert act_runs(db, task_id) == [(1, task_id)] and row_count(db, task_id) == 1
         await _settled_once(stack, ids, TrustStore.load([public]))
+        # The killed runners' work was taken over: tasks ran on more than one runner.
+        runners = set()
+        for task_id in ids:
+            history = await client.temporal.get_workflow_handle(task_id).fetch_history()
+            runners |= {
+                e.workflow_task_started_event_attributes.identity
+                for e in history.events
+                if e.HasField("workflow_task_started_event_attributes")
+            }
+        assert len(runners) >= 2, runners
     finally:
         stack.stop()
 

@@ -156,6 +156,13 @@ def test_the_actor_inherits_only_what_a_process_needs_and_what_is_handed_to_it()
     assert not any(s in json.dumps(actor) for s in secrets)
     runner = role_env("runner", base=parent, temporal_address="127.0.0.1:1")
     assert runner["PGPASSWORD"] == "pg-secret"  # a ledger URL may lean on it
+    lower = role_env(
+        "verifier", base={**parent, "landed_runner_ledger_url": "x"}, temporal_address="x:1"
+    )
+    assert "landed_runner_ledger_url" not in lower  # read whatever the case of the name
+    assert "PYTHONUTF8" in role_env(
+        "actor", base={**parent, "PYTHONUTF8": "1"}, temporal_address="x:1"
+    )
     # No role reads the user's Temporal profile file (API key, TLS for their own cluster).
     for env in (actor, runner, role_env("verifier", base=parent, temporal_address="x:1")):
         assert env["TEMPORAL_CONFIG_FILE"] == os.devnull

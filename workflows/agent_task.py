@@ -206,10 +206,10 @@ class AgentTask:
 
         report, after = await self._act_until_known(spec, routing, before, deadline)
         self._report = report
-        if after is None:
+        if after is None and every:
             self._step = Step.VERIFY
             after = await self._read(routing, "after", every, before, attempt=self._attempt)
-        self._prove(after, report, routing)
+        self._prove(after or {}, report, routing)
         self._final = self._grade(spec, routing, report)
         return await self._settle(spec, owner_set)
 
@@ -224,8 +224,12 @@ class AgentTask:
             start_to_close_timeout=spec.timeouts.settle,
             retry_policy=_SETTLE_RETRY,
         )
-        if settled.settled_at is not None and settled.settled_at != final.settled_at:
-            # The ledger kept this receipt from an earlier try: return exactly what it holds.
+        if settled.stored is not None:
+            # The ledger already holds this run's receipt for this attempt, graded by an earlier
+            # try of this step (a runner cut off after appending): that one is the record.
+            final = settled.stored
+        elif settled.settled_at is not None and settled.settled_at != final.settled_at:
+            # A runner from before `stored` existed: the same receipt, stored at another time.
             final = final.model_copy(update={"settled_at": settled.settled_at})
         return self._finish(final, spec, owner_set)
 
@@ -263,8 +267,10 @@ class AgentTask:
                 # its answer may never have arrived: the verdict rests on the read-back.
                 report = self._report or unknown_write_report()
                 self._step = Step.VERIFY
-                after = await self._read(
-                    routing, "after", every, self._before, attempt=self._attempt
+                after = (
+                    await self._read(routing, "after", every, self._before, attempt=self._attempt)
+                    if every
+                    else {}
                 )
                 self._prove(after, report, routing)
             self._report = report
@@ -643,6 +649,8 @@ class AgentTask:
             )
         if self._unknown_write is not None:
             findings.append(f"DOD-10: {self._unknown_write}")
+        # A grading that runs again (after a stalled runner) may see a cancel the first did
+        # not; the settle step then keeps the first, which the ledger already holds.
         if workflow.cancellation_reason() is not None:
             findings.append(
                 "the task was cancelled while it ran: no act started after the cancel, and the "

@@ -254,9 +254,13 @@ ACTOR_ENV_ALLOWED = frozenset(
         "NO_COLOR",
     }
 )
-# LC_ALL, LC_CTYPE, ...; CPython's own settings are PYTHON followed by capitals only
-# (PYTHONPATH, PYTHONUTF8), so PYTHON_INDEX_TOKEN and the like are not among them.
-_ACTOR_ENV_PATTERN = re.compile(r"LC_[A-Z]+|PYTHON[A-Z]+")
+# LC_ALL, LC_CTYPE, ...; CPython's own settings: PYTHON and capitals or digits (PYTHONPATH,
+# PYTHONUTF8) and the few PYTHON_ names of 3.13 and later, so PYTHON_INDEX_TOKEN and the like
+# are not among them.
+_ACTOR_ENV_PATTERN = re.compile(
+    r"LC_[A-Z]+|PYTHON[A-Z0-9]+"
+    r"|PYTHON_(?:GIL|CPU_COUNT|COLORS|BASIC_REPL|HISTORY|FROZEN_MODULES|PERF_JIT_SUPPORT|JIT)"
+)
 ACTOR_PASS_ENV = "LANDED_ACTOR_PASS_ENV"
 # Each role of `landed dev` talks to the embedded server only: a Temporal profile file of the
 # user's (an API key and TLS for their own cluster) must neither reach the actor nor point the
@@ -311,11 +315,14 @@ def role_env(
     if role == "actor":
         env = _actor_base(source, actor_pass_env({**source, **dict(extra or {})}))
     else:
-        env = {k: v for k, v in source.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
+        # Upper-cased: settings are read from the environment whatever the case of the name.
+        env = {
+            k: v for k, v in source.items() if not k.upper().startswith(("LANDED_", "TEMPORAL_"))
+        }
     mine = ROLE_PREFIXES[role]
     env.update({k: v for k, v in source.items() if k.startswith(mine)})
     env.update(extra or {})
-    leaked = [k for k in env if k.startswith("LANDED_") and not k.startswith(mine)]
+    leaked = [k for k in env if k.upper().startswith("LANDED_") and not k.startswith(mine)]
     if leaked:
         raise DevError(f"{role} would receive another role's settings: {', '.join(leaked)}")
     env["TEMPORAL_ADDRESS"] = temporal_address

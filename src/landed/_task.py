@@ -416,6 +416,12 @@ class SettleOutput(BaseModel):
         description="When the ledger already held this receipt from an earlier try of the same "
         "step (a runner that stopped after appending), the time stored then.",
     )
+    stored: Receipt | None = Field(
+        default=None,
+        description="The ledger's receipt for this task and attempt when an earlier try of "
+        "this run's settle step appended it (the runner stalled or was cut off, and the step "
+        "graded again, maybe seeing a cancel the first try did not): the task ends with it.",
+    )
 
 
 class Step(StrEnum):
