@@ -268,7 +268,7 @@ async def _run() -> bool:
             f"(ratio {units['baseline'] / units['default']:.2f}x)"
         )
     checks = [
-        (f"ratio {lean_ratio:.2f}x >= {TARGET_RATIO}x", lean_ratio >= TARGET_RATIO),
+        (f"ratio {lean_ratio:.3f}x >= {TARGET_RATIO}x", lean_ratio >= TARGET_RATIO),
         (
             f"act + verify + settle {lean_verified:.1f} verified/s >= {TARGET_RATE:.0f}/s",
             lean_verified >= TARGET_RATE and lean_ok == total,
