@@ -6,7 +6,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from landed._ledger import Ledger, LedgerConflict, canonical_json
-from landed._receipt import Receipt
+from landed._receipt import Receipt, attempt_of, run_id_of
 from landed._task import (
     PLAN_ACTIVITY,
     SETTLE_ACTIVITY,
@@ -63,12 +63,7 @@ class RunnerActivities:
             if stored is not None:
                 # An earlier try of this step appended it, then the runner stopped before the
                 # workflow recorded that; this try graded the task again, later.
-                return SettleOutput(
-                    appended=False,
-                    ledger=self._ledger.url,
-                    settled_at=stored.settled_at,
-                    stored=stored,
-                )
+                return SettleOutput(appended=False, ledger=self._ledger.url, stored=stored)
             # Another run's receipt under this task and attempt: retrying cannot change that.
             raise ApplicationError(str(exc), type="LedgerConflict", non_retryable=True) from exc
         return SettleOutput(appended=appended, ledger=self._ledger.url)
@@ -81,20 +76,13 @@ class RunnerActivities:
         Content is compared as the ledger stores it (canonical JSON): the stored copy has been
         through that form, which drops null fields, and the receipt at hand has not.
         """
-        attempt = receipt.landed.attempt if receipt.landed is not None else 1
-        run_id = _run_id(receipt)
+        run_id = run_id_of(receipt)
         bare = canonical_json(receipt.model_copy(update={"settled_at": None}))
         for stored in await self._ledger.get(receipt.task_id):
-            stored_attempt = stored.landed.attempt if stored.landed is not None else 1
-            if stored_attempt != attempt:
+            if attempt_of(stored) != attempt_of(receipt):
                 continue
-            if run_id is not None and _run_id(stored) == run_id:
+            if run_id and run_id_of(stored) == run_id:
                 return stored
             if canonical_json(stored.model_copy(update={"settled_at": None})) == bare:
                 return stored
         return None
-
-
-def _run_id(receipt: Receipt) -> str | None:
-    value = getattr(receipt.landed, "run_id", None) if receipt.landed is not None else None
-    return str(value) if value else None

@@ -294,15 +294,22 @@ async def _at_step(handle: landed.TaskHandle, step: str) -> Progress:
     return progress
 
 
+async def _held_in_act(
+    roles: Roles, db: Path, gate: Path, task_id: str, batch: str
+) -> tuple[landed.TaskHandle, Progress]:
+    """A one-row task whose act waits for ``gate``: started, and seen in its act step."""
+    handle = await roles.client.start(
+        rows_task(task_id, db, expect=1, batch=batch, write=1, wait_for_file=str(gate))
+    )
+    return handle, await _at_step(handle, "act")
+
+
 async def test_queries_and_search_attributes(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:
     gate = tmp_path / "go"
     async with _roles(temporal_dev, tmp_path, db, site) as roles:
-        handle = await roles.client.start(
-            rows_task("query-1", db, expect=1, batch="q", write=1, wait_for_file=str(gate))
-        )
-        progress = await _at_step(handle, "act")
+        handle, progress = await _held_in_act(roles, db, gate, "query-1", "q")
         assert progress.step == "act" and progress.rung == "planned"
         so_far = await roles.client.receipt("query-1")
         assert so_far.verdict is None and so_far.task_id == "query-1"
@@ -350,10 +357,7 @@ async def test_receipt_of_a_run_that_closed_unsettled_is_an_error_not_a_receipt(
 ) -> None:
     gate = tmp_path / "go"
     async with _roles(temporal_dev, tmp_path, db, site) as roles:
-        handle = await roles.client.start(
-            rows_task("cut-off", db, expect=1, batch="co", write=1, wait_for_file=str(gate))
-        )
-        await _at_step(handle, "act")
+        await _held_in_act(roles, db, gate, "cut-off", "co")
         await roles.temporal.get_workflow_handle("cut-off").terminate("an operator stopped it")
         gate.touch()  # let the act's thread finish so the actor can stop
         with pytest.raises(landed.TaskNotSettled, match="TERMINATED without a settled receipt"):

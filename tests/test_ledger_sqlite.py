@@ -234,7 +234,8 @@ async def test_settle_again_after_a_stalled_runner_matches_a_workflow_graded_rec
         settle = RunnerActivities(ledger, routing).settle
         assert (await settle(as_the_activity_gets_it(first))).appended is True
         again = await settle(as_the_activity_gets_it(later))
-        assert again.appended is False and again.settled_at == first.settled_at
+        assert again.appended is False and again.stored is not None
+        assert again.stored.settled_at == first.settled_at
         assert again.stored is not None and canonical_json(again.stored) == canonical_json(first)
         # The same run graded otherwise on its second try (a cancel arrived meanwhile, say):
         # the first try's receipt is the record, and the task ends with it.
@@ -267,7 +268,8 @@ async def test_settle_after_a_runner_stopped_past_its_append_keeps_the_stored_re
         assert (await settle(SettleInput(receipt=first))).appended is True
         later = first.model_copy(update={"settled_at": datetime(2026, 11, 7, 2, tzinfo=UTC)})
         again = await settle(SettleInput(receipt=later))
-        assert again.appended is False and again.settled_at == first.settled_at
+        assert again.appended is False and again.stored is not None
+        assert again.stored.settled_at == first.settled_at
         assert [r.settled_at for r in await ledger.get("stopped")] == [first.settled_at]
         changed = later.model_copy(update={"verdict": "failed"})
         with pytest.raises(ApplicationError) as err:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,23 @@ def _stack(tmp_path: Path, db: Path, site: Site, **kw: Any) -> DevStack:
 
 async def _client(stack: DevStack) -> landed.Client:
     return await stack.client()
+
+
+@asynccontextmanager
+async def _running(
+    tmp_path: Path, site: Site, actor_env: dict[str, str] | None = None
+) -> AsyncIterator[tuple[DevStack, Path, landed.Client, TrustStore]]:
+    """A started stack over a fresh rows db, with its client and its verifier's trusted key;
+    stopped after the block."""
+    db = make_rows_db(tmp_path / "rows.db")
+    stack = _stack(tmp_path, db, site)
+    stack.env["actor"].update(actor_env or {})  # type: ignore[attr-defined]
+    await stack.start()
+    try:
+        _, public = stack.keys()
+        yield stack, db, await _client(stack), TrustStore.load([public])
+    finally:
+        stack.stop()
 
 
 async def _until(what: str, check: Callable[[], bool], timeout: float = 90.0) -> None:
@@ -238,13 +256,7 @@ def test_verifier_refuses_actor_identity_or_queue(temporal_dev: str, tmp_path: P
 async def test_sigkill_actor_and_verifier_lose_nothing_duplicate_nothing(
     tmp_path: Path, site: Site
 ) -> None:
-    db = make_rows_db(tmp_path / "rows.db")
-    stack = _stack(tmp_path, db, site)
-    await stack.start()
-    try:
-        client = await _client(stack)
-        _, public = stack.keys()
-        trust = TrustStore.load([public])
+    async with _running(tmp_path, site) as (stack, db, client, trust):
         # Killed before its write: the read-back shows nothing landed, so the act runs again
         # (same idempotency key). Killed after its write: the read-back finds it, no re-run.
         before = await client.start(
@@ -282,8 +294,6 @@ async def test_sigkill_actor_and_verifier_lose_nothing_duplicate_nothing(
         assert receipt.verdict == "verified"
         assert site.count("kv") == 1 and site.publishes == 1
         await _settled_once(stack, ["kill-before", "kill-after", "kill-verifier"], trust)
-    finally:
-        stack.stop()
 
 
 @pytest.mark.parametrize("grace", ["30", "0.3"])
@@ -294,13 +304,8 @@ async def test_sigterm_drains_the_actor_and_an_act_in_flight_runs_once(
     act is cancelled, but its thread still writes, and the attempt is reported only after
     that, so the read-back finds the rows and the act never runs twice. No actor is running
     afterwards: a second attempt would wait for one and the task would never settle."""
-    db = make_rows_db(tmp_path / "rows.db")
-    stack = _stack(tmp_path, db, site)
-    stack.env["actor"]["LANDED_ACTOR_GRACEFUL_SHUTDOWN_S"] = grace
-    await stack.start()
-    try:
-        client = await _client(stack)
-        _, public = stack.keys()
+    actor_env = {"LANDED_ACTOR_GRACEFUL_SHUTDOWN_S": grace}
+    async with _running(tmp_path, site, actor_env) as (stack, db, client, trust):
         task = await client.start(
             rows_task("drain", db, expect=3, batch="dr", write=3, sleep_before_s=2)
         )
@@ -314,9 +319,7 @@ async def test_sigterm_drains_the_actor_and_an_act_in_flight_runs_once(
         receipt = await asyncio.wait_for(task.result(), 60)
         assert receipt.verdict == "verified"
         assert act_runs(db, "drain") == [(1, "drain")]
-        await _settled_once(stack, ["drain"], TrustStore.load([public]))
-    finally:
-        stack.stop()
+        await _settled_once(stack, ["drain"], trust)
 
 
 async def test_a_runner_stalled_past_its_workflow_tasks_settles_each_task_once(
@@ -326,14 +329,9 @@ async def test_a_runner_stalled_past_its_workflow_tasks_settles_each_task_once(
     longer than a workflow task may take, while tasks act, read back and settle. Each stalled
     task runs again and grades again, sometimes after its receipt is already in the ledger:
     every task still settles exactly once, verified, with its act run once, and none fails."""
-    db = make_rows_db(tmp_path / "rows.db")
-    stack = _stack(tmp_path, db, site)
-    await stack.start()
-    runner = stack.roles["runner"].proc
-    assert runner is not None
-    try:
-        client = await _client(stack)
-        _, public = stack.keys()
+    async with _running(tmp_path, site) as (stack, db, client, trust):
+        runner = stack.roles["runner"].proc
+        assert runner is not None
         ids = [f"stall-{i}" for i in range(24)]
         handles = [
             await client.temporal.start_workflow(
@@ -348,16 +346,19 @@ async def test_a_runner_stalled_past_its_workflow_tasks_settles_each_task_once(
             )
             for task_id in ids
         ]
-        for _ in range(8):
-            runner.send_signal(signal.SIGSTOP)
-            await asyncio.sleep(1.5)
-            runner.send_signal(signal.SIGCONT)
-            await asyncio.sleep(0.6)
+        try:
+            for _ in range(8):
+                runner.send_signal(signal.SIGSTOP)
+                await asyncio.sleep(1.5)
+                runner.send_signal(signal.SIGCONT)
+                await asyncio.sleep(0.6)
+        finally:
+            runner.send_signal(signal.SIGCONT)  # never leave it stopped
         receipts = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 180)
         assert all(r.verdict == "verified" for r in receipts), [r.verdict for r in receipts]
         for task_id in ids:
             assert act_runs(db, task_id) == [(1, task_id)] and row_count(db, task_id) == 1
-        await _settled_once(stack, ids, TrustStore.load([public]))
+        await _settled_once(stack, ids, trust)
         timed_out = 0
         for h in handles:
             history = await h.fetch_history()
@@ -365,9 +366,6 @@ async def test_a_runner_stalled_past_its_workflow_tasks_settles_each_task_once(
                 e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT for e in history.events
             )
         assert timed_out, "no workflow task outlasted a pause: the stall was not exercised"
-    finally:
-        runner.send_signal(signal.SIGCONT)
-        stack.stop()
 
 
 async def test_sigkill_runner_while_tasks_settle_loses_nothing_settles_once(
@@ -375,12 +373,7 @@ async def test_sigkill_runner_while_tasks_settle_loses_nothing_settles_once(
 ) -> None:
     """The runner is killed while tasks are between act and settle, twice; a new runner picks
     their workflows up from history. No act runs again and every task settles once, verified."""
-    db = make_rows_db(tmp_path / "rows.db")
-    stack = _stack(tmp_path, db, site)
-    await stack.start()
-    try:
-        client = await _client(stack)
-        _, public = stack.keys()
+    async with _running(tmp_path, site) as (stack, db, client, trust):
         ids = [f"runner-kill-{i}" for i in range(20)]
         handles = [
             await client.start(rows_task(task_id, db, expect=1, batch=task_id, write=1))
@@ -397,7 +390,7 @@ async def test_sigkill_runner_while_tasks_settle_loses_nothing_settles_once(
         assert all(r.verdict == "verified" for r in receipts), [r.verdict for r in receipts]
         for task_id in ids:
             assert act_runs(db, task_id) == [(1, task_id)] and row_count(db, task_id) == 1
-        await _settled_once(stack, ids, TrustStore.load([public]))
+        await _settled_once(stack, ids, trust)
         # The killed runners' work was taken over: tasks ran on more than one runner.
         runners = set()
         for task_id in ids:
@@ -408,18 +401,11 @@ async def test_sigkill_runner_while_tasks_settle_loses_nothing_settles_once(
                 if e.HasField("workflow_task_started_event_attributes")
             }
         assert len(runners) >= 2, runners
-    finally:
-        stack.stop()
 
 
 async def test_dev_server_restart_with_file_db_loses_no_task(tmp_path: Path, site: Site) -> None:
-    db = make_rows_db(tmp_path / "rows.db")
-    stack = _stack(tmp_path, db, site)
-    await stack.start()
-    try:
+    async with _running(tmp_path, site) as (stack, db, client, trust):
         assert stack.server is not None and stack.server.db_file is not None
-        client = await _client(stack)
-        _, public = stack.keys()
         ids = [f"restart-{i}" for i in range(6)]
         tasks = {
             task_id: rows_task(task_id, db, expect=2, batch=f"rs{i}", write=2, sleep_before_s=1.5)
@@ -445,9 +431,7 @@ async def test_dev_server_restart_with_file_db_loses_no_task(tmp_path: Path, sit
         for i, receipt in enumerate(receipts):
             assert row_count(db, f"rs{i}") == 2, receipt.task_id  # never duplicated
             assert receipt.verdict == "verified", (receipt.task_id, receipt.landed)
-        await _settled_once(stack, ids, TrustStore.load([public]))
-    finally:
-        stack.stop()
+        await _settled_once(stack, ids, trust)
 
 
 def test_landed_demo_gets_six_expected_verdicts(tmp_path: Path) -> None:

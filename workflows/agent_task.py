@@ -205,13 +205,25 @@ class AgentTask:
             self._before = before
 
         report, after = await self._act_until_known(spec, routing, before, deadline)
+        await self._read_back_and_grade(spec, routing, report, after)
+        return await self._settle(spec, owner_set)
+
+    async def _read_back_and_grade(
+        self,
+        spec: TaskSpec,
+        routing: Routing,
+        report: ActReport,
+        after: dict[int, VerifyReading] | None = None,
+    ) -> None:
+        """Read every plan step back (unless a reconciling read already did), hold each reading
+        to its step and grade the task."""
         self._report = report
-        if after is None and every:
+        if after is None and spec.proof_plan:
             self._step = Step.VERIFY
-            after = await self._read(routing, "after", every, before, attempt=self._attempt)
+            every = list(range(len(spec.proof_plan)))
+            after = await self._read(routing, "after", every, self._before, attempt=self._attempt)
         self._prove(after or {}, report, routing)
         self._final = self._grade(spec, routing, report)
-        return await self._settle(spec, owner_set)
 
     async def _settle(self, spec: TaskSpec, owner_set: bool) -> Receipt:
         final = self._final
@@ -254,27 +266,17 @@ class AgentTask:
             routing = await self._plan(spec)
             if routing.settled is not None:
                 return self._finish(routing.settled, spec, owner_set)
-        if self._final is None:
-            every = list(range(len(spec.proof_plan)))
-            if self._attempt == 0:
-                report = ActReport(
-                    claimed_status="superseded",
-                    report="The task was cancelled before its act ran; nothing was done.",
-                )
-                self._proofs = []
-            else:
-                # The act ran (or was running: its cancellation waited for it to finish), and
-                # its answer may never have arrived: the verdict rests on the read-back.
-                report = self._report or unknown_write_report()
-                self._step = Step.VERIFY
-                after = (
-                    await self._read(routing, "after", every, self._before, attempt=self._attempt)
-                    if every
-                    else {}
-                )
-                self._prove(after, report, routing)
-            self._report = report
-            self._final = self._grade(spec, routing, report)
+        if self._final is None and self._attempt == 0:
+            self._report = ActReport(
+                claimed_status="superseded",
+                report="The task was cancelled before its act ran; nothing was done.",
+            )
+            self._proofs = []
+            self._final = self._grade(spec, routing, self._report)
+        elif self._final is None:
+            # The act ran (or was running: its cancellation waited for it to finish), and its
+            # answer may never have arrived: the verdict rests on the read-back.
+            await self._read_back_and_grade(spec, routing, self._report or unknown_write_report())
         return await self._settle(spec, owner_set)
 
     def _finish(self, final: Receipt, spec: TaskSpec, owner_set: bool) -> Receipt:

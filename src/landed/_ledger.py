@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import orjson
 
-from landed._receipt import Receipt
+from landed._receipt import Receipt, attempt_of
 
 __all__ = [
     "DEFAULT_LEDGER_PATH",
@@ -81,7 +81,7 @@ class LedgerRow:
     @classmethod
     def of(cls, receipt: Receipt) -> LedgerRow:
         body = canonical_json(receipt)
-        attempt = receipt.landed.attempt if receipt.landed is not None else 1
+        attempt = attempt_of(receipt)
         if attempt < 1:
             raise LedgerError(
                 f"task {receipt.task_id!r}: attempt {attempt} is not valid; attempts count from 1"

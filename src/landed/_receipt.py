@@ -15,6 +15,8 @@ __all__ = [
     "ProofItem",
     "Receipt",
     "SignedObservation",
+    "attempt_of",
+    "run_id_of",
 ]
 
 DOD_VERSION = "1.0"
@@ -100,3 +102,14 @@ class Receipt(_Open):
     verdict_by: str | None = None
     settled_at: datetime | None = None
     landed: LandedExtension | None = None
+
+
+def attempt_of(receipt: Receipt) -> int:
+    """The act attempt a receipt settles (``landed.attempt``; 1 for a receipt without it)."""
+    return receipt.landed.attempt if receipt.landed is not None else 1
+
+
+def run_id_of(receipt: Receipt) -> str:
+    """The workflow run that graded the receipt (``landed.run_id``), or "" when it names none."""
+    value = getattr(receipt.landed, "run_id", None) if receipt.landed is not None else None
+    return value if isinstance(value, str) else ""

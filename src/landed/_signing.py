@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import ValidationError
 
 from landed._contract import Observation, Outcome
-from landed._receipt import ProofItem, Receipt, SignedObservation
+from landed._receipt import ProofItem, Receipt, SignedObservation, attempt_of, run_id_of
 
 __all__ = [
     "ALGORITHM",
@@ -268,12 +268,13 @@ def check_proof(
     receipt: Receipt, proof: ProofItem, trusted: Mapping[str, Ed25519PublicKey]
 ) -> str | None:
     """None when the proof's signature is valid and trusted, else the reason it is not."""
-    attempt = receipt.landed.attempt if receipt.landed is not None else 1
-    receipt_run = getattr(receipt.landed, "run_id", None) or ""
-    if not isinstance(receipt_run, str):
-        receipt_run = ""
     return check_reading(
-        proof, trusted, task_id=receipt.task_id, attempt=attempt, phase=AFTER, run_id=receipt_run
+        proof,
+        trusted,
+        task_id=receipt.task_id,
+        attempt=attempt_of(receipt),
+        phase=AFTER,
+        run_id=run_id_of(receipt),
     )
 
 

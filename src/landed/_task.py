@@ -413,8 +413,8 @@ class SettleOutput(BaseModel):
     ledger: str = ""
     settled_at: datetime | None = Field(
         default=None,
-        description="When the ledger already held this receipt from an earlier try of the same "
-        "step (a runner that stopped after appending), the time stored then.",
+        description="Set only by runners from before `stored`: the settle time the ledger held "
+        "for this receipt. Kept so their histories replay the same.",
     )
     stored: Receipt | None = Field(
         default=None,

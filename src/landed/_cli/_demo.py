@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import sqlite3
 import sys
 import threading
@@ -25,6 +24,7 @@ from rich.table import Table
 
 from landed._acts import ActContext, act
 from landed._cli import app
+from landed._cli._signals import stop_requested
 from landed._receipt import Cost, Receipt
 from landed._task import ActReport
 
@@ -247,22 +247,9 @@ async def _in_ledger(url: str, receipts: list[Receipt]) -> list[bool]:
         await ledger.close()
 
 
-async def _until_stopped() -> None:
-    """Wait for Ctrl-C or SIGTERM."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-
-
 async def _run_demo(
     home: Path, show: Callable[[list[dict[str, Any]], dict[str, Any], float], None], keep: bool
-) -> tuple[list[dict[str, Any]], dict[str, Any], _Site, float]:
+) -> list[dict[str, Any]]:
     from landed._dev import DevStack
 
     run = time.strftime("%H%M%S") + "-" + uuid.uuid4().hex[:4]
@@ -327,10 +314,11 @@ async def _run_demo(
             elapsed = time.monotonic() - started
             show(rows, info, elapsed)
             if keep:
-                await _until_stopped()
+                with stop_requested() as stop:
+                    await stop.wait()
         finally:
             await asyncio.to_thread(stack.stop)
-    return rows, info, site, elapsed
+    return rows
 
 
 @app.command("demo")
@@ -364,7 +352,7 @@ def demo(
         sys.stdout.flush()
 
     try:
-        rows, _info, _site, _elapsed = asyncio.run(_run_demo(home, show, keep))
+        rows = asyncio.run(_run_demo(home, show, keep))
     except DevError as exc:
         print(f"landed demo: {exc}", file=sys.stderr)
         raise typer.Exit(3) from None

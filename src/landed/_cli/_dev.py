@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import signal
 import sys
 from pathlib import Path
 
 import typer
 
 from landed._cli import app
+from landed._cli._signals import stop_requested
 
 
 async def _run_dev(
@@ -20,41 +20,40 @@ async def _run_dev(
     from landed._dev import DevStack
 
     stack = DevStack(home=home, in_memory=in_memory, headless=headless, port=port, ui_port=ui_port)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stack.start()
-    status = 0
-    try:
-        info = stack.addresses()
-        if as_json:
-            print(json.dumps({"event": "ready", **info}), flush=True)
-        else:
-            print(f"Temporal frontend  {info['temporal']} (namespace {info['namespace']})")
-            print(f"Temporal Web UI    {info['web_ui'] or 'off (--headless)'}")
-            print(f"Temporal database  {info['db'] or 'in memory'}")
-            print(f"Outcome ledger     {info['ledger']}")
-            print(f"Worker logs        {info['logs']}")
-            for role, w in info["workers"].items():
-                print(f"{role:<8} pid {w['pid']:<7} queue {w['task_queue']:<16} {w['identity']}")
-            print(f"Submit tasks: TEMPORAL_ADDRESS={info['temporal']} landed submit task.json")
-            print("Ctrl-C stops everything.", flush=True)
-        while not stop.is_set():
-            dead = stack.dead_role()
-            if dead is not None:
-                print(
-                    f"landed dev: {dead} exited unexpectedly; stopping (see {info['logs']})",
-                    file=sys.stderr,
-                )
-                status = 1
-                break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=1.0)
-    finally:
-        await asyncio.to_thread(stack.stop)
-    if not as_json:
-        print("landed dev: stopped", flush=True)
+    with stop_requested() as stop:
+        await stack.start()
+        status = 0
+        try:
+            info = stack.addresses()
+            if as_json:
+                print(json.dumps({"event": "ready", **info}), flush=True)
+            else:
+                print(f"Temporal frontend  {info['temporal']} (namespace {info['namespace']})")
+                print(f"Temporal Web UI    {info['web_ui'] or 'off (--headless)'}")
+                print(f"Temporal database  {info['db'] or 'in memory'}")
+                print(f"Outcome ledger     {info['ledger']}")
+                print(f"Worker logs        {info['logs']}")
+                for role, w in info["workers"].items():
+                    print(
+                        f"{role:<8} pid {w['pid']:<7} queue {w['task_queue']:<16} {w['identity']}"
+                    )
+                print(f"Submit tasks: TEMPORAL_ADDRESS={info['temporal']} landed submit task.json")
+                print("Ctrl-C stops everything.", flush=True)
+            while not stop.is_set():
+                dead = stack.dead_role()
+                if dead is not None:
+                    print(
+                        f"landed dev: {dead} exited unexpectedly; stopping (see {info['logs']})",
+                        file=sys.stderr,
+                    )
+                    status = 1
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=1.0)
+        finally:
+            await asyncio.to_thread(stack.stop)
+        if not as_json:
+            print("landed dev: stopped", flush=True)
     return status
 
 

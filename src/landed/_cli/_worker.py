@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import sys
 from enum import StrEnum
 from typing import Any
@@ -13,6 +12,7 @@ import typer
 from pydantic import ValidationError
 
 from landed._cli import app
+from landed._cli._signals import stop_requested
 
 
 class Role(StrEnum):
@@ -29,11 +29,8 @@ def _ready(view: dict[str, Any]) -> None:
 async def _serve(role: str, address: str | None, namespace: str | None) -> None:
     from landed._workers import run_role
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await run_role(role, stop=stop, on_ready=_ready, address=address, namespace=namespace)
+    with stop_requested() as stop:
+        await run_role(role, stop=stop, on_ready=_ready, address=address, namespace=namespace)
 
 
 @app.command("worker")
