@@ -409,12 +409,17 @@ async def test_progress_shows_the_acts_rung_while_the_read_back_is_pending(
     async with _relayed(temporal_dev, tmp_path, db, "held-after", gate) as roles:
         handle = await roles.client.start(rows_task("rung-1", db, expect=2, batch="rg", write=2))
         pending = await _at_step(handle, "verify")
+        so_far = await roles.client.receipt("rung-1")
         assert act_runs(db, "rung-1") == [(1, "rung-1")]
         gate.touch()
         receipt = await handle.result()
         done = await handle.progress()
     assert pending.step == "verify" and pending.verdict is None
     assert pending.rung == "planned" and pending.proof_level == "P1", pending
+    # The receipt so far is graded the same way, and has no verdict and no settle time yet.
+    assert so_far.verdict is None and so_far.settled_at is None, so_far
+    assert so_far.landed is not None
+    assert (so_far.landed.rung, so_far.landed.proof_level) == ("planned", "P1"), so_far.landed
     assert receipt.verdict == "verified"
     assert done.rung == "verified" and done.verdict == "verified" and done.step == "settled"
 

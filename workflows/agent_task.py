@@ -133,13 +133,24 @@ class AgentTask:
 
     @workflow.query(name="receipt")
     def receipt(self) -> ReceiptQuery:
-        """The receipt so far: the final one once graded, else what is known now."""
+        """The receipt so far: the final one once graded, else what is known now.
+
+        Once the act has reported, what is known is graded as ``progress`` grades it (rung and
+        proof level of the report and its cited artifacts), with no verdict: only the grading
+        after the read-back gives one.
+        """
         if self._final is not None:
             if self._step == Step.SETTLED:
                 return ReceiptQuery(receipt=self._final, settled=True)
             # Graded but not yet in the ledger: not settled, so it carries no settle time.
             return ReceiptQuery(
                 receipt=self._final.model_copy(update={"settled_at": None}), settled=False
+            )
+        if self._report is not None and self._routing is not None:
+            graded = self._grade(self._spec, self._routing, self._report)
+            return ReceiptQuery(
+                receipt=graded.model_copy(update={"verdict": None, "settled_at": None}),
+                settled=False,
             )
         report = self._report or ActReport(claimed_status="planned")
         partial = assemble_receipt(
