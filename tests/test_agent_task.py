@@ -21,6 +21,7 @@ from landed_sor import Site, act_runs, make_rows_db, row_count
 from temporalio import activity
 from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.common import WorkflowIDReusePolicy
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import (
     Interceptor,
     Replayer,
@@ -36,7 +37,7 @@ import landed
 from landed._assemble import proof_item
 from landed._contract import Contract, NonEmpty, Observation, Outcome, RecordProbe
 from landed._ledger import canonical_json
-from landed._plugin import connect, landed_plugin
+from landed._plugin import connect, landed_plugin, strict_workflow_runner
 from landed._signing import KeyPair, sign_proof
 from landed._sources import SourceRegistry
 from landed._task import (
@@ -518,10 +519,18 @@ async def test_replay_recorded_histories(
     assert committed, "tests/histories/ holds at least one recorded AgentTask history"
     for path in committed:
         histories.append(WorkflowHistory.from_json(path.stem, json.loads(path.read_text())))
-    replayer = Replayer(workflows=[AgentTask], plugins=[landed_plugin()])
-    for history in histories:
-        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-        assert result.replay_failure is None, (history.workflow_id, result.replay_failure)
+    shared = Replayer(workflows=[AgentTask], plugins=[landed_plugin()])
+    # Workers share the workflow module across runs; replayed with it re-imported under the
+    # SDK's restricted standard library, a nondeterministic call in it fails here.
+    strict = Replayer(
+        workflows=[AgentTask],
+        data_converter=pydantic_data_converter,
+        workflow_runner=strict_workflow_runner(),
+    )
+    for replayer in (shared, strict):
+        for history in histories:
+            result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+            assert result.replay_failure is None, (history.workflow_id, result.replay_failure)
 
 
 def _record_step(action: str, query: str, params: list[Any], expect: int) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -15,7 +16,12 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from landed._acts import ActLoadError, collect_acts
 from landed._dev import DevError, role_env
-from landed._plugin import SANDBOX_PASSTHROUGH, connect_options, landed_plugin
+from landed._plugin import (
+    SANDBOX_PASSTHROUGH,
+    connect_options,
+    landed_plugin,
+    strict_workflow_runner,
+)
 from landed._settings import SeparationError, VerifierSettings
 from landed._task import DEFAULT_TIME_CAP, TaskSpec, TaskSpecError, check_spec
 
@@ -189,8 +195,46 @@ def test_plugin_sets_converter_and_passthrough() -> None:
     passthrough = runner.restrictions.passthrough_modules
     assert set(SANDBOX_PASSTHROUGH) <= passthrough
     assert "landed._task" in passthrough and "landed._grading" in passthrough
-    # The workflow module itself stays sandboxed: passing "landed" would pass it through.
-    assert "landed" not in passthrough and "landed.workflows" not in passthrough
+    # Workers share landed's own workflow code; the package root and everything else in it
+    # (activities, the CLI) are not passed through.
+    assert "landed.workflows" in passthrough and "landed" not in passthrough
+    # The strict runner the replay tests use re-imports the workflow code for every run.
+    strict = strict_workflow_runner()
+    assert isinstance(strict, SandboxedWorkflowRunner)
+    assert "landed.workflows" not in strict.restrictions.passthrough_modules
+    assert "landed._grading" in strict.restrictions.passthrough_modules
+
+
+def test_workflow_module_holds_no_state_a_run_could_change() -> None:
+    """Workers share the workflow module across runs (SANDBOX_PASSTHROUGH): its module level
+    may hold no container one run could fill for the next, and no code in it may write to a
+    module-level name, its attributes or its items."""
+    from landed.workflows import agent_task
+
+    module_names = {name for name in vars(agent_task) if not name.startswith("__")}
+    mutable = {
+        name: type(getattr(agent_task, name)).__name__
+        for name in module_names
+        if isinstance(getattr(agent_task, name), list | dict | set | bytearray)
+    }
+    assert mutable == {}, mutable
+    tree = ast.parse(Path(agent_task.__file__ or "").read_text())
+    writes: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            writes.append(f"line {node.lineno}: {type(node).__name__.lower()} {node.names}")
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        for target in targets:
+            base = target
+            while isinstance(base, ast.Attribute | ast.Subscript):
+                base = base.value
+            if base is not target and isinstance(base, ast.Name) and base.id in module_names:
+                writes.append(f"line {node.lineno}: {ast.unparse(target)}")
+    assert writes == [], writes
 
 
 def test_connect_options_follow_temporal_envconfig() -> None:

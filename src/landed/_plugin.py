@@ -47,14 +47,19 @@ _DIRECT_CONTEXT = (
 __all__ = [
     "PLUGIN_NAME",
     "SANDBOX_PASSTHROUGH",
+    "STRICT_PASSTHROUGH",
+    "WORKFLOW_PACKAGE",
     "connect",
     "connect_options",
     "landed_plugin",
+    "strict_workflow_runner",
     "tracing_interceptors",
     "worker_identity",
 ]
 
 PLUGIN_NAME = "landed"
+# Where landed's workflow code lives (workflows/, installed under this name).
+WORKFLOW_PACKAGE = "landed.workflows"
 
 # Modules the workflow sandbox shares with the worker instead of re-importing per run. Each is
 # deterministic (no I/O, no clock, no randomness at import or in what workflow code calls) and
@@ -89,7 +94,19 @@ SANDBOX_PASSTHROUGH: tuple[str, ...] = (
     "landed._assemble",
     # Verifying the verifier's signatures against the runner's trusted keys. Pure.
     "landed._signing",
+    # landed's own workflow code (AgentTask). Re-imported per run, its class body and the
+    # inspection @workflow.defn makes of it cost the runner about 3 ms of CPU per task
+    # (measured: an eighth of its CPU). Its module level holds only constants, and no code in
+    # it writes to them (tested); each run's state lives on its instance, so one copy serves
+    # every run. What sharing gives up: a call the sandbox would stop (datetime.now, random)
+    # made from this module's own code is not stopped at run time. The suite therefore replays
+    # every recorded history under the SDK's sandbox with this module re-imported as the SDK
+    # does by default (strict_workflow_runner), and that replay fails on such a call.
+    WORKFLOW_PACKAGE,
 )
+# The sandbox as the SDK runs workflow code by default (each run re-imports the workflow
+# module with the restricted standard library), with landed's pure core still shared.
+STRICT_PASSTHROUGH: tuple[str, ...] = tuple(m for m in SANDBOX_PASSTHROUGH if m != WORKFLOW_PACKAGE)
 
 
 def _core_modules() -> tuple[str, ...]:
@@ -256,10 +273,21 @@ class _SandboxRunner(SandboxedWorkflowRunner):
 
 
 def _with_passthrough(existing: WorkflowRunner | None) -> WorkflowRunner:
+    return _sharing(existing, SANDBOX_PASSTHROUGH)
+
+
+def strict_workflow_runner() -> WorkflowRunner:
+    """The sandbox with landed's workflow code re-imported for every run, as the SDK does by
+    default, so its restricted standard library stops any nondeterministic call that code
+    makes. Workers share that code (SANDBOX_PASSTHROUGH); replay tests run under this one."""
+    return _sharing(None, STRICT_PASSTHROUGH)
+
+
+def _sharing(existing: WorkflowRunner | None, shared: Sequence[str]) -> WorkflowRunner:
     runner = existing if existing is not None else SandboxedWorkflowRunner()
     if not isinstance(runner, SandboxedWorkflowRunner):
         return runner  # an unsandboxed runner shares every module already
-    modules = (*SANDBOX_PASSTHROUGH, *_core_modules())
+    modules = (*shared, *_core_modules())
     restrictions = runner.restrictions.with_passthrough_modules(*modules)
     if type(runner) is not SandboxedWorkflowRunner:
         return dataclasses.replace(runner, restrictions=restrictions)  # a caller's own runner
