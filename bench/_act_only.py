@@ -6,9 +6,37 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from landed._task import ACT_ACTIVITY, ActInput, ActReport, TaskSpec
+    from landed._task import (
+        ACT_ACTIVITY,
+        VERIFY_ACTIVITY,
+        ActInput,
+        ActReport,
+        TaskSpec,
+        VerifyInput,
+        VerifyOutput,
+    )
 
-__all__ = ["ActOnly"]
+__all__ = ["ActOnly", "ActThenRead"]
+
+
+async def _act(spec: TaskSpec) -> ActReport:
+    queue = workflow.memo_value("actor_task_queue", type_hint=str)
+    report: ActReport = await workflow.execute_activity(
+        ACT_ACTIVITY,
+        ActInput(
+            task_id=spec.task_id,
+            attempt=1,
+            idempotency_key=spec.idempotency_key or spec.task_id,
+            act=spec.act,
+        ),
+        result_type=ActReport,
+        task_queue=queue,
+        schedule_to_close_timeout=spec.time_cap,
+        heartbeat_timeout=spec.timeouts.act_heartbeat,
+        retry_policy=RetryPolicy(maximum_attempts=1),
+        cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    )
+    return report
 
 
 @workflow.defn(name="BenchActOnly")
@@ -22,20 +50,35 @@ class ActOnly:
 
     @workflow.run
     async def run(self, spec: TaskSpec) -> ActReport:
-        queue = workflow.memo_value("actor_task_queue", type_hint=str)
-        report: ActReport = await workflow.execute_activity(
-            ACT_ACTIVITY,
-            ActInput(
+        return await _act(spec)
+
+
+@workflow.defn(name="BenchActThenRead")
+class ActThenRead:
+    """The same act, then one read of the plan on the verifier queue, and nothing else: no
+    routing read, no grading, no ledger. The floor the target names (one extra round trip)."""
+
+    @workflow.run
+    async def run(self, spec: TaskSpec) -> VerifyOutput:
+        await _act(spec)
+        queue = workflow.memo_value("verifier_task_queue", type_hint=str)
+        every = list(range(len(spec.proof_plan)))
+        out: VerifyOutput = await workflow.execute_activity(
+            VERIFY_ACTIVITY,
+            VerifyInput(
                 task_id=spec.task_id,
                 attempt=1,
-                idempotency_key=spec.idempotency_key or spec.task_id,
-                act=spec.act,
+                phase="after",
+                contracts=list(spec.proof_plan),
+                indexes=every,
+                before=[None] * len(every),
+                run_id=workflow.info().run_id,
+                request=str(workflow.uuid4()),
             ),
-            result_type=ActReport,
+            result_type=VerifyOutput,
             task_queue=queue,
             schedule_to_close_timeout=spec.time_cap,
-            heartbeat_timeout=spec.timeouts.act_heartbeat,
-            retry_policy=RetryPolicy(maximum_attempts=1),
-            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            start_to_close_timeout=spec.timeouts.verify,
+            heartbeat_timeout=spec.timeouts.verify_heartbeat,
         )
-        return report
+        return out

@@ -93,13 +93,23 @@ async def _measure(
 def _serve_baseline() -> int:
     """The baseline's workflow worker, in its own process like the runner."""
     from temporalio.worker import Worker
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-    from bench._act_only import ActOnly
+    from bench import _act_only
     from landed._plugin import connect, worker_identity
+
+    # The runner shares landed's workflow module across runs (SANDBOX_PASSTHROUGH); the
+    # baseline's module is shared the same way, so the two differ only by what landed does.
+    shared = SandboxRestrictions.default.with_passthrough_modules(_act_only.__name__)
 
     async def serve() -> None:
         client = await connect(identity=worker_identity("bench-baseline"))
-        async with Worker(client, task_queue=BASELINE_QUEUE, workflows=[ActOnly]):
+        async with Worker(
+            client,
+            task_queue=BASELINE_QUEUE,
+            workflows=[_act_only.ActOnly, _act_only.ActThenRead],
+            workflow_runner=SandboxedWorkflowRunner(restrictions=shared),
+        ):
             print(json.dumps({"event": "ready"}), flush=True)
             await asyncio.Event().wait()
 
@@ -110,6 +120,7 @@ def _serve_baseline() -> int:
 async def _run() -> bool:
     from landed._dev import DevStack
     from landed._receipt import Receipt
+    from landed._settings import DEFAULT_ACTOR_QUEUE, DEFAULT_VERIFIER_QUEUE
     from landed._task import TaskSpec
 
     home = Path(tempfile.mkdtemp(prefix="landed-bench-"))
@@ -151,19 +162,27 @@ async def _run() -> bool:
         temporal = client.temporal
         tag = uuid.uuid4().hex[:6]
 
-        def act_only(prefix: str) -> Callable[[int], Awaitable[bool]]:
-            async def one(i: int) -> bool:
-                spec = TaskSpec.model_validate(_spec(f"{prefix}-{tag}-{i}", False))
-                report = await temporal.execute_workflow(
-                    "BenchActOnly",
-                    spec,
-                    id=spec.task_id,
-                    task_queue=BASELINE_QUEUE,
-                    memo={"actor_task_queue": "landed-actor"},
-                )
-                return bool(report)
+        def plain(workflow: str) -> Callable[[str], Callable[[int], Awaitable[bool]]]:
+            def make(prefix: str) -> Callable[[int], Awaitable[bool]]:
+                async def one(i: int) -> bool:
+                    spec = TaskSpec.model_validate(_spec(f"{prefix}-{tag}-{i}", False))
+                    result = await temporal.execute_workflow(
+                        workflow,
+                        spec,
+                        id=spec.task_id,
+                        task_queue=BASELINE_QUEUE,
+                        memo={
+                            "actor_task_queue": DEFAULT_ACTOR_QUEUE,
+                            "verifier_task_queue": DEFAULT_VERIFIER_QUEUE,
+                        },
+                    )
+                    return bool(result)
 
-            return one
+                return one
+
+            return make
+
+        act_only = plain("BenchActOnly")
 
         def agent_task(prefix: str, pre_read: bool) -> Callable[[int], Awaitable[bool]]:
             async def one(i: int) -> bool:
@@ -190,6 +209,7 @@ async def _run() -> bool:
         flows: dict[str, tuple[Callable[[str], Callable[[int], Awaitable[bool]]], dict[str, int]]]
         flows = {
             "baseline": (act_only, base_pids),
+            "floor": (plain("BenchActThenRead"), {**base_pids, "verifier": roles["verifier"]}),
             "lean": (lambda prefix: agent_task(prefix, False), task_pids),
             "default": (lambda prefix: agent_task(prefix, True), task_pids),
         }
@@ -198,7 +218,7 @@ async def _run() -> bool:
         seconds = dict.fromkeys(flows, 0.0)
         passed = dict.fromkeys(flows, 0)
         cpu: dict[str, dict[str, float]] = {name: {} for name in flows}
-        round_ratios: list[tuple[float, float]] = []
+        round_ratios: list[tuple[float, ...]] = []
         order = list(flows)
         for r in range(ROUNDS):
             rates: dict[str, float] = {}
@@ -211,7 +231,7 @@ async def _run() -> bool:
                 for proc, sec in used.items():
                     cpu[name][proc] = cpu[name].get(proc, 0.0) + sec
             round_ratios.append(
-                (rates["lean"] / rates["baseline"], rates["default"] / rates["baseline"])
+                tuple(rates[name] / rates["baseline"] for name in ("floor", "lean", "default"))
             )
     finally:
         baseline.terminate()
@@ -222,7 +242,10 @@ async def _run() -> bool:
     total = N * ROUNDS
     rate = {name: total / seconds[name] for name in seconds}
     ms = {name: {p: sec * 1000 / total for p, sec in cpu[name].items()} for name in cpu}
-    base_ms, lean_ms, full_ms = (sum(ms[name].values()) for name in ("baseline", "lean", "default"))
+    base_ms, floor_ms, lean_ms, full_ms = (
+        sum(ms[name].values()) for name in ("baseline", "floor", "lean", "default")
+    )
+    floor_ratio = rate["floor"] / rate["baseline"]
     lean_ratio, full_ratio = rate["lean"] / rate["baseline"], rate["default"] / rate["baseline"]
     lean_ok, full_ok = passed["lean"], passed["default"]
     lean_verified = rate["lean"] * lean_ok / total
@@ -237,6 +260,11 @@ async def _run() -> bool:
         f"cpu {base_ms:5.1f} ms/task"
     )
     print(
+        f"  floor     act + one read, nothing else         {rate['floor']:7.1f} tasks/s  "
+        f"cpu {floor_ms:5.1f} ms/task  ratio {floor_ratio:.2f}x (one extra round trip, no "
+        f"routing, grading or ledger)"
+    )
+    print(
         f"  figure    act + verify + settle (pre_read off) {rate['lean']:7.1f} tasks/s  "
         f"cpu {lean_ms:5.1f} ms/task  ratio {lean_ratio:.2f}x (target >= {TARGET_RATIO}x)  "
         f"verified {lean_ok}/{total} = {lean_verified:.1f}/s (target >= {TARGET_RATE:.0f}/s)"
@@ -246,11 +274,12 @@ async def _run() -> bool:
         f"cpu {full_ms:5.1f} ms/task  ratio {full_ratio:.2f}x (the default flow)  "
         f"verified {full_ok}/{total} = {full_verified:.1f}/s"
     )
-    rounds = ", ".join(f"{a:.2f}/{b:.2f}" for a, b in round_ratios)
-    print(f"  ratio per round (act + verify + settle / default flow): {rounds}")
+    rounds = ", ".join("/".join(f"{x:.2f}" for x in r) for r in round_ratios)
+    print(f"  ratio per round (floor / act + verify + settle / default flow): {rounds}")
     print(
         f"  cpu-bound ceiling on {cores} dedicated cores: baseline "
-        f"{cores * 1000 / base_ms:.0f}/s, act + verify + settle {cores * 1000 / lean_ms:.0f}/s "
+        f"{cores * 1000 / base_ms:.0f}/s, floor {cores * 1000 / floor_ms:.0f}/s (ratio "
+        f"{base_ms / floor_ms:.2f}x), act + verify + settle {cores * 1000 / lean_ms:.0f}/s "
         f"(ratio {base_ms / lean_ms:.2f}x), default flow {cores * 1000 / full_ms:.0f}/s "
         f"(ratio {base_ms / full_ms:.2f}x)"
     )
@@ -263,7 +292,9 @@ async def _run() -> bool:
     if len(units) == len(ms):
         print(
             f"  cpu in units of the actor's (drift between phases cancels): baseline "
-            f"{units['baseline']:.1f}, act + verify + settle {units['lean']:.1f} (ratio "
+            f"{units['baseline']:.1f}, floor {units['floor']:.1f} (ratio "
+            f"{units['baseline'] / units['floor']:.2f}x), act + verify + settle "
+            f"{units['lean']:.1f} (ratio "
             f"{units['baseline'] / units['lean']:.2f}x), default flow {units['default']:.1f} "
             f"(ratio {units['baseline'] / units['default']:.2f}x)"
         )
