@@ -79,6 +79,10 @@ async def run_roles(
                 "verifier_task_queue": queues["verifier"],
                 "trust": [public],
                 "max_cached_workflows": max_cached_workflows,
+                # Every in-process test runs the workflow under the SDK's full sandbox, which
+                # stops a nondeterministic call in landed's workflow code; `landed dev` and the
+                # real-process tests run it as shipped (shared).
+                "sandbox": "strict",
                 **dict(runner or {}),
             }
         ),

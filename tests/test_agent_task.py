@@ -418,7 +418,8 @@ async def test_progress_shows_the_acts_rung_while_the_read_back_is_pending(
     assert pending.step == "verify" and pending.verdict is None
     assert pending.rung == "planned" and pending.proof_level == "P1", pending
     # The receipt so far is graded the same way, and has no verdict and no settle time yet.
-    assert so_far.verdict is None and so_far.settled_at is None, so_far
+    assert so_far.verdict is None and so_far.verdict_by is None, so_far
+    assert so_far.settled_at is None, so_far
     assert so_far.landed is not None
     assert (so_far.landed.rung, so_far.landed.proof_level) == ("planned", "P1"), so_far.landed
     assert receipt.verdict == "verified"

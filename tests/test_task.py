@@ -6,6 +6,7 @@ import ast
 import json
 import os
 import subprocess
+import textwrap
 from datetime import timedelta
 from pathlib import Path
 
@@ -203,38 +204,149 @@ def test_plugin_sets_converter_and_passthrough() -> None:
     assert isinstance(strict, SandboxedWorkflowRunner)
     assert "landed.workflows" not in strict.restrictions.passthrough_modules
     assert "landed._grading" in strict.restrictions.passthrough_modules
+    # A worker given the strict runner (LANDED_RUNNER_SANDBOX=strict) keeps it as it is.
+    assert plugin.workflow_runner(strict) is strict  # type: ignore[operator]
 
 
-def test_workflow_module_holds_no_state_a_run_could_change() -> None:
-    """Workers share the workflow module across runs (SANDBOX_PASSTHROUGH): its module level
-    may hold no container one run could fill for the next, and no code in it may write to a
-    module-level name, its attributes or its items."""
-    from landed.workflows import agent_task
+_MUTATING_METHODS = frozenset(
+    (
+        "append",
+        "extend",
+        "insert",
+        "remove",
+        "pop",
+        "popitem",
+        "clear",
+        "update",
+        "setdefault",
+        "add",
+        "discard",
+        "sort",
+        "reverse",
+        "__setitem__",
+        "__delitem__",
+        "__setattr__",
+        "__delattr__",
+    )
+)
 
-    module_names = {name for name in vars(agent_task) if not name.startswith("__")}
-    mutable = {
-        name: type(getattr(agent_task, name)).__name__
-        for name in module_names
-        if isinstance(getattr(agent_task, name), list | dict | set | bytearray)
-    }
-    assert mutable == {}, mutable
-    tree = ast.parse(Path(agent_task.__file__ or "").read_text())
+
+def _state_writes(source: str, shared: set[str]) -> list[str]:
+    """Statements in a module that could change state every run shares: a write to, a delete
+    of, or a mutating method call on a module-level name, the class (type(self),
+    self.__class__, a class by name), their attributes or items; and global statements."""
+
+    def root(node: ast.expr) -> ast.expr:
+        while isinstance(node, ast.Attribute | ast.Subscript):
+            if isinstance(node, ast.Attribute) and node.attr == "__class__":
+                return node  # self.__class__...: the class every run shares
+            node = node.value
+        return node
+
+    def shared_root(node: ast.expr) -> bool:
+        base = root(node)
+        if isinstance(base, ast.Attribute):  # x.__class__
+            return True
+        if isinstance(base, ast.Call) and getattr(base.func, "id", None) == "type":
+            return True  # type(self)
+        return isinstance(base, ast.Name) and base.id in shared
+
     writes: list[str] = []
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Global | ast.Nonlocal):
             writes.append(f"line {node.lineno}: {type(node).__name__.lower()} {node.names}")
+            continue
         targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = list(node.targets)
         elif isinstance(node, ast.AugAssign | ast.AnnAssign):
             targets = [node.target]
         for target in targets:
-            base = target
-            while isinstance(base, ast.Attribute | ast.Subscript):
-                base = base.value
-            if base is not target and isinstance(base, ast.Name) and base.id in module_names:
+            if isinstance(target, ast.Attribute | ast.Subscript) and shared_root(target):
                 writes.append(f"line {node.lineno}: {ast.unparse(target)}")
-    assert writes == [], writes
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in {"setattr", "delattr"} and node.args:
+                if shared_root(node.args[0]) or (
+                    isinstance(node.args[0], ast.Name) and node.args[0].id in shared
+                ):
+                    writes.append(f"line {node.lineno}: {ast.unparse(node)}")
+            elif (
+                isinstance(func, ast.Attribute)
+                and func.attr in _MUTATING_METHODS
+                and shared_root(func.value)
+            ):
+                writes.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return writes
+
+
+def test_workflow_modules_hold_no_state_a_run_could_change() -> None:
+    """Workers share landed's workflow modules across runs (SANDBOX_PASSTHROUGH): no module or
+    class level container one run could fill for the next, and no code that writes to state at
+    either level."""
+    import importlib
+    import pkgutil
+
+    import landed.workflows
+
+    modules = [landed.workflows] + [
+        importlib.import_module(f"landed.workflows.{m.name}")
+        for m in pkgutil.iter_modules(landed.workflows.__path__)
+    ]
+    assert len(modules) >= 2, modules
+    mutable_types = list | dict | set | bytearray
+    for module in modules:
+        shared = {name for name in vars(module) if not name.startswith("__")}
+        found = {
+            name: type(value).__name__
+            for name, value in vars(module).items()
+            if not name.startswith("__") and isinstance(value, mutable_types)
+        }
+        for name, value in vars(module).items():
+            if isinstance(value, type) and value.__module__ == module.__name__:
+                found |= {
+                    f"{name}.{attr}": type(v).__name__
+                    for attr, v in vars(value).items()
+                    if not attr.startswith("__") and isinstance(v, mutable_types)
+                }
+            # Containers inside module-level objects (a RetryPolicy's error types, say).
+            if hasattr(value, "__dataclass_fields__") and not isinstance(value, type):
+                found |= {
+                    f"{name}.{attr}": type(v).__name__
+                    for attr, v in vars(value).items()
+                    if isinstance(v, mutable_types)
+                }
+        assert found == {}, (module.__name__, found)
+        writes = _state_writes(Path(module.__file__ or "").read_text(), shared)
+        assert writes == [], (module.__name__, writes)
+
+
+def test_the_state_check_finds_each_kind_of_write() -> None:
+    source = textwrap.dedent(
+        """
+        CACHE = None
+        class Flow:
+            def run(self):
+                CACHE.append(1)
+                CACHE["k"] = 1
+                del CACHE["k"]
+                CACHE.x += 1
+                setattr(CACHE, "x", 2)
+                type(self).runs = 1
+                self.__class__.seen.add(1)
+                Flow.count = 2
+                self.mine = 1
+                local = []
+                local.append(1)
+        def f():
+            global CACHE
+        """
+    )
+    writes = _state_writes(source, {"CACHE", "Flow", "f"})
+    assert sorted((w.split(":")[0] for w in writes), key=lambda w: int(w.split()[1])) == [
+        "line 5", "line 6", "line 7", "line 8", "line 9", "line 10", "line 11", "line 12",
+        "line 17",
+    ], writes  # fmt: skip
 
 
 def test_connect_options_follow_temporal_envconfig() -> None:

@@ -44,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
         spec_digest,
     )
 
-__all__ = ["LANDED_OWNER", "LANDED_RUNG", "LANDED_VERDICT", "AgentTask"]
+__all__ = ["LANDED_OWNER", "LANDED_RUNG", "LANDED_VERDICT", "VERIFY_RETRY", "AgentTask"]
 
 LANDED_VERDICT = SearchAttributeKey.for_keyword("LandedVerdict")
 LANDED_OWNER = SearchAttributeKey.for_keyword("LandedOwner")
@@ -54,7 +54,7 @@ LANDED_RUNG = SearchAttributeKey.for_keyword("LandedRung")
 # because a retry without a read-back first is exactly the duplicate DOD-10 forbids.
 _ACT_ONCE = RetryPolicy(maximum_attempts=1)
 # A read is side-effect free, so a lost verifier (crash, timeout) is simply asked again.
-_VERIFY_RETRY = RetryPolicy(
+VERIFY_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=10),
@@ -65,14 +65,14 @@ _VERIFY_RETRY = RetryPolicy(
 _SETTLE_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     maximum_interval=timedelta(seconds=30),
-    non_retryable_error_types=["LedgerConflict"],
+    non_retryable_error_types=("LedgerConflict",),
 )
 _LOCAL = timedelta(seconds=30)
 # Reading the routing and the ledger: a task id reused for other work cannot succeed later.
 _PLAN_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     maximum_interval=timedelta(seconds=30),
-    non_retryable_error_types=["TaskIdReused"],
+    non_retryable_error_types=("TaskIdReused",),
 )
 
 
@@ -149,7 +149,9 @@ class AgentTask:
         if self._report is not None and self._routing is not None:
             graded = self._grade(self._spec, self._routing, self._report)
             return ReceiptQuery(
-                receipt=graded.model_copy(update={"verdict": None, "settled_at": None}),
+                receipt=graded.model_copy(
+                    update={"verdict": None, "verdict_by": None, "settled_at": None}
+                ),
                 settled=False,
             )
         report = self._report or ActReport(claimed_status="planned")
@@ -481,7 +483,7 @@ class AgentTask:
                     schedule_to_close_timeout=self._read_budget(),
                     start_to_close_timeout=spec.timeouts.verify,
                     heartbeat_timeout=spec.timeouts.verify_heartbeat,
-                    retry_policy=_VERIFY_RETRY,
+                    retry_policy=VERIFY_RETRY,
                 )
             except ActivityError as err:
                 if self._cancelled(err):

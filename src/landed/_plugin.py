@@ -99,9 +99,10 @@ SANDBOX_PASSTHROUGH: tuple[str, ...] = (
     # (measured: an eighth of its CPU). Its module level holds only constants, and no code in
     # it writes to them (tested); each run's state lives on its instance, so one copy serves
     # every run. What sharing gives up: a call the sandbox would stop (datetime.now, random)
-    # made from this module's own code is not stopped at run time. The suite therefore replays
-    # every recorded history under the SDK's sandbox with this module re-imported as the SDK
-    # does by default (strict_workflow_runner), and that replay fails on such a call.
+    # made from this module's own code is not stopped at run time. The test suite therefore
+    # runs its in-process runners, and replays every recorded history, under the SDK's sandbox
+    # with this module re-imported as the SDK does by default (strict_workflow_runner; a
+    # runner's LANDED_RUNNER_SANDBOX=strict), where such a call fails the workflow task.
     WORKFLOW_PACKAGE,
 )
 # The sandbox as the SDK runs workflow code by default (each run re-imports the workflow
@@ -160,10 +161,12 @@ class _CompileOnce(importlib.abc.MetaPathFinder):
     """Serves the modules the sandbox re-imports for each workflow run from code compiled once.
 
     The sandbox executes a workflow's module (and the packages above it) afresh for every run,
-    so a run starts from clean module state. Compiling that source again each time is the
-    costliest part of starting a run when Python has no bytecode cache to read (an editable
-    install, PYTHONDONTWRITEBYTECODE, a read-only tree). Executing the same code object again
-    is what Python does with a .pyc; each run still gets fresh module state.
+    so a run starts from clean module state: a user's workflow module, the ``landed`` package
+    above landed's own, and landed's workflow module itself under the strict runner. Compiling
+    that source again each time is the costliest part of starting a run when Python has no
+    bytecode cache to read (an editable install, PYTHONDONTWRITEBYTECODE, a read-only tree).
+    Executing the same code object again is what Python does with a .pyc; each run still gets
+    fresh module state.
     """
 
     def __init__(self) -> None:
@@ -272,28 +275,35 @@ class _SandboxRunner(SandboxedWorkflowRunner):
         return _CompiledInstance(det, self.runner_class, self.restrictions)
 
 
+@dataclasses.dataclass(frozen=True)
+class _StrictRunner(_SandboxRunner):
+    """The plugin's sandbox with landed's workflow module re-imported for every run."""
+
+
 def _with_passthrough(existing: WorkflowRunner | None) -> WorkflowRunner:
-    return _sharing(existing, SANDBOX_PASSTHROUGH)
-
-
-def strict_workflow_runner() -> WorkflowRunner:
-    """The sandbox with landed's workflow code re-imported for every run, as the SDK does by
-    default, so its restricted standard library stops any nondeterministic call that code
-    makes. Workers share that code (SANDBOX_PASSTHROUGH); replay tests run under this one."""
-    return _sharing(None, STRICT_PASSTHROUGH)
-
-
-def _sharing(existing: WorkflowRunner | None, shared: Sequence[str]) -> WorkflowRunner:
+    if isinstance(existing, _StrictRunner):
+        return existing  # asked for by name (the runner's sandbox=strict): share nothing more
     runner = existing if existing is not None else SandboxedWorkflowRunner()
     if not isinstance(runner, SandboxedWorkflowRunner):
         return runner  # an unsandboxed runner shares every module already
-    modules = (*shared, *_core_modules())
+    modules = (*SANDBOX_PASSTHROUGH, *_core_modules())
     restrictions = runner.restrictions.with_passthrough_modules(*modules)
     if type(runner) is not SandboxedWorkflowRunner:
         return dataclasses.replace(runner, restrictions=restrictions)  # a caller's own runner
     sandbox = _SandboxRunner(restrictions=restrictions, runner_class=runner.runner_class)
     sandbox.set_worker_level_failure_exception_types(runner._worker_level_failure_exception_types)
     return sandbox
+
+
+def strict_workflow_runner() -> WorkflowRunner:
+    """The sandbox with landed's workflow code re-imported for every run, as the SDK does by
+    default, so its restricted standard library stops any nondeterministic call that code
+    makes. Workers share that code unless their settings say sandbox=strict; the test suite's
+    in-process runners and its replay of recorded histories run under this one."""
+    restrictions = SandboxedWorkflowRunner().restrictions.with_passthrough_modules(
+        *STRICT_PASSTHROUGH, *_core_modules()
+    )
+    return _StrictRunner(restrictions=restrictions)
 
 
 def landed_plugin() -> SimplePlugin:

@@ -16,8 +16,9 @@ from temporalio.api.operatorservice.v1 import (
 )
 from temporalio.client import Client
 from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from landed._plugin import connect
+from landed._plugin import connect, strict_workflow_runner
 from landed._settings import ActorSettings, RoleSettings, RunnerSettings, VerifierSettings
 from landed._sources import SourceRegistry
 from landed._task import SEARCH_ATTRIBUTES, Routing
@@ -167,6 +168,11 @@ async def build_worker(
         )
         runner = RunnerActivities(ledger, routing)
         view["ledger"] = ledger.url
+        # The SDK's default sandbox becomes the plugin's, which shares landed's workflow module
+        # across runs; the strict one re-imports it for every run.
+        sandbox = (
+            strict_workflow_runner() if settings.sandbox == "strict" else SandboxedWorkflowRunner()
+        )
         worker = Worker(
             client,
             task_queue=settings.task_queue,
@@ -178,6 +184,7 @@ async def build_worker(
             # plan and settle only ever run as local activities: no poller asks the server
             # for remote activity tasks on the runner's queue, and none could be routed here.
             no_remote_activities=True,
+            workflow_runner=sandbox,
         )
         return worker, view, ledger.close
     raise RoleError(f"unknown role settings {type(settings).__name__}")
