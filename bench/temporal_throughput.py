@@ -262,7 +262,7 @@ async def _run() -> bool:
     print(
         f"  floor     act + one read, nothing else         {rate['floor']:7.1f} tasks/s  "
         f"cpu {floor_ms:5.1f} ms/task  ratio {floor_ratio:.2f}x (one extra round trip, no "
-        f"routing, grading or ledger)"
+        f"routing, grading or ledger)  read back as pass {passed['floor']}/{total}"
     )
     print(
         f"  figure    act + verify + settle (pre_read off) {rate['lean']:7.1f} tasks/s  "
