@@ -267,9 +267,7 @@ def _state_writes(source: str, shared: set[str]) -> list[str]:
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Name) and func.id in {"setattr", "delattr"} and node.args:
-                if shared_root(node.args[0]) or (
-                    isinstance(node.args[0], ast.Name) and node.args[0].id in shared
-                ):
+                if shared_root(node.args[0]):
                     writes.append(f"line {node.lineno}: {ast.unparse(node)}")
             elif (
                 isinstance(func, ast.Attribute)

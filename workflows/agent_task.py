@@ -116,11 +116,7 @@ class AgentTask:
         rung. Only the verdict, graded with the read-backs, can reach verified.
         """
         final = self._final
-        graded = final
-        if graded is None and self._report is not None and self._routing is not None:
-            # Pure: the only state it touches are the caches of the trust store and the spec
-            # digest, each a function of the recorded routing and the input.
-            graded = self._grade(self._spec, self._routing, self._report)
+        graded = self._graded_so_far()
         ext = graded.landed if graded is not None else None
         return Progress(
             task_id=self._spec.task_id,
@@ -146,8 +142,8 @@ class AgentTask:
             return ReceiptQuery(
                 receipt=self._final.model_copy(update={"settled_at": None}), settled=False
             )
-        if self._report is not None and self._routing is not None:
-            graded = self._grade(self._spec, self._routing, self._report)
+        graded = self._graded_so_far()
+        if graded is not None:
             return ReceiptQuery(
                 receipt=graded.model_copy(
                     update={"verdict": None, "verdict_by": None, "settled_at": None}
@@ -159,6 +155,16 @@ class AgentTask:
             self._spec, report, list(self._proofs), attempt=max(self._attempt, 1)
         )
         return ReceiptQuery(receipt=partial, settled=False)
+
+    def _graded_so_far(self) -> Receipt | None:
+        """The final receipt, else the grade of what the act reported (None before it has)."""
+        if self._final is not None:
+            return self._final
+        if self._report is None or self._routing is None:
+            return None
+        # Pure: the only state it touches are the caches of the trust store and the spec
+        # digest, each a function of the recorded routing and the input.
+        return self._grade(self._spec, self._routing, self._report)
 
     # --- the run -------------------------------------------------------------------------------
 

@@ -47,8 +47,6 @@ _DIRECT_CONTEXT = (
 __all__ = [
     "PLUGIN_NAME",
     "SANDBOX_PASSTHROUGH",
-    "STRICT_PASSTHROUGH",
-    "WORKFLOW_PACKAGE",
     "connect",
     "connect_options",
     "landed_plugin",
@@ -59,7 +57,7 @@ __all__ = [
 
 PLUGIN_NAME = "landed"
 # Where landed's workflow code lives (workflows/, installed under this name).
-WORKFLOW_PACKAGE = "landed.workflows"
+_WORKFLOW_PACKAGE = "landed.workflows"
 
 # Modules the workflow sandbox shares with the worker instead of re-importing per run. Each is
 # deterministic (no I/O, no clock, no randomness at import or in what workflow code calls) and
@@ -103,11 +101,13 @@ SANDBOX_PASSTHROUGH: tuple[str, ...] = (
     # runs its in-process runners, and replays every recorded history, under the SDK's sandbox
     # with this module re-imported as the SDK does by default (strict_workflow_runner; a
     # runner's LANDED_RUNNER_SANDBOX=strict), where such a call fails the workflow task.
-    WORKFLOW_PACKAGE,
+    _WORKFLOW_PACKAGE,
 )
 # The sandbox as the SDK runs workflow code by default (each run re-imports the workflow
 # module with the restricted standard library), with landed's pure core still shared.
-STRICT_PASSTHROUGH: tuple[str, ...] = tuple(m for m in SANDBOX_PASSTHROUGH if m != WORKFLOW_PACKAGE)
+_STRICT_PASSTHROUGH: tuple[str, ...] = tuple(
+    m for m in SANDBOX_PASSTHROUGH if m != _WORKFLOW_PACKAGE
+)
 
 
 def _core_modules() -> tuple[str, ...]:
@@ -301,7 +301,7 @@ def strict_workflow_runner() -> WorkflowRunner:
     makes. Workers share that code unless their settings say sandbox=strict; the test suite's
     in-process runners and its replay of recorded histories run under this one."""
     restrictions = SandboxedWorkflowRunner().restrictions.with_passthrough_modules(
-        *STRICT_PASSTHROUGH, *_core_modules()
+        *_STRICT_PASSTHROUGH, *_core_modules()
     )
     return _StrictRunner(restrictions=restrictions)
 
