@@ -53,6 +53,14 @@ def rows(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
     )
 
 
+@landed.act("test.rows_bad_report")
+def rows_bad_report(spec: dict[str, Any], ctx: landed.ActContext) -> Any:
+    """Writes ``write`` rows, then returns a dict where an ActReport belongs: the act ran, and
+    its report cannot be read."""
+    rows({**spec, "write": spec.get("write", 3)}, ctx)
+    return {"claimed_status": "done", "report": "Inserted."}
+
+
 @landed.act("test.publish")
 async def publish(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
     """POST a post to the site; an HTTP error raises (the write's outcome is then unknown)."""

@@ -36,6 +36,7 @@ from temporalio.workflow import ActivityHandle
 import landed
 from landed._assemble import proof_item
 from landed._contract import Contract, NonEmpty, Observation, Outcome, RecordProbe
+from landed._expect import label_for
 from landed._ledger import canonical_json
 from landed._plugin import connect, landed_plugin, strict_workflow_runner
 from landed._signing import KeyPair, sign_proof
@@ -633,12 +634,16 @@ async def test_signed_readings_in_the_act_report_count_for_nothing(
     await _verdicts_match_checker(roles, receipt)
 
 
+@pytest.mark.parametrize("fail", [None, "after"])
 async def test_a_reading_under_the_actors_identity_is_not_a_read_back(
-    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site, fail: str | None
 ) -> None:
     """_independent: when the verifier runs under the actor's identity, its readings are the
-    actor grading itself (DOD-2): probe-error, never verified, though the rows landed."""
+    actor grading itself (DOD-2): probe-error, never verified, though the rows landed. An act
+    that wrote and then raised leaves no report naming its actor; the identity that failed the
+    attempt counts the same."""
     shared = {"actor": "same-box", "verifier": "same-box"}
+    failing = {"fail": fail, "fail_attempts": 1} if fail else {}
     async with run_roles(
         temporal_dev,
         tmp_path,
@@ -647,7 +652,7 @@ async def test_a_reading_under_the_actors_identity_is_not_a_read_back(
         identities=shared,
     ) as roles:
         receipt = await roles.client.run(
-            rows_task("self-graded", db, expect=2, batch="sg", write=2)
+            rows_task(f"self-graded-{fail}", db, expect=2, batch="sg", write=2, **failing)
         )
     assert row_count(db, "sg") == 2
     (proof,) = _read_back(receipt)
@@ -705,6 +710,8 @@ class _Relay(VerifyActivities):
             return await self._forge(inp)
         if self._mode == "stale-reconcile":
             return await self._stale(inp)
+        if self._mode in ("dressed-up", "swapped-before-outcome", "keyless-signature"):
+            return await self._dress_up(inp)
         if self._mode == "slow-before" and inp.phase == "before":
             for _ in range(600):  # alive (heartbeating) until the task is cancelled
                 activity.heartbeat()
@@ -726,6 +733,47 @@ class _Relay(VerifyActivities):
             easier = [c.model_copy(update={"expect": NonEmpty()}) for c in inp.contracts]
             inp = inp.model_copy(update={"contracts": easier, "before": []})
         return await self._verify(inp)
+
+    async def _dress_up(self, inp: VerifyInput) -> VerifyOutput:
+        """The read-back, asked of the real verifier and handed back with its signature intact.
+
+        ``dressed-up`` asks under an easier expectation without the before-state, then shows
+        the plan step's expectation and before value in the reading beside the signed one;
+        ``swapped-before-outcome`` hands the verifier the task's own before value with its
+        outcome changed from pass to mismatch; ``keyless-signature`` drops the key id from the
+        signature."""
+        if inp.phase != "after":
+            return await self._verify(inp)
+        if self._mode == "swapped-before-outcome":
+            swapped = [
+                b.model_copy(update={"outcome": Outcome.MISMATCH}) if b is not None else None
+                for b in (inp.before or [])
+            ]
+            return await self._verify(inp.model_copy(update={"before": swapped}))
+        if self._mode == "keyless-signature":
+            out = await self._verify(inp)
+            readings = []
+            for r in out.readings:
+                landed_ext = dict(r.proof.landed or {})
+                signature = dict(landed_ext.get("signature") or {})
+                signature.pop("key_id", None)
+                landed_ext["signature"] = signature
+                proof = r.proof.model_copy(update={"landed": landed_ext})
+                readings.append(r.model_copy(update={"proof": proof}))
+            return out.model_copy(update={"readings": readings})
+        easier = [c.model_copy(update={"expect": NonEmpty()}) for c in inp.contracts]
+        out = await self._verify(inp.model_copy(update={"contracts": easier, "before": []}))
+        befores = inp.before or [None] * len(inp.indexes)
+        dressed = []
+        for r, contract, before in zip(out.readings, inp.contracts, befores, strict=True):
+            shown = r.observation.model_copy(
+                update={
+                    "expectation": label_for(contract.probe, contract.expect),
+                    "before_value": before.value if before is not None else None,
+                }
+            )
+            dressed.append(r.model_copy(update={"observation": shown}))  # the proof untouched
+        return out.model_copy(update={"readings": dressed})
 
     async def _forge(self, inp: VerifyInput) -> VerifyOutput:
         """The real verifier's reading with its value changed to "nothing there" (0 rows): the
@@ -1027,6 +1075,40 @@ async def test_a_relayed_reading_of_something_else_is_not_a_read_back(
     assert why[mode] in observation
 
 
+@pytest.mark.parametrize(
+    ("mode", "why"),
+    [
+        ("dressed-up", "differs from the observation the verifier signed"),
+        ("swapped-before-outcome", "handed another before-state"),
+        ("keyless-signature", None),
+    ],
+)
+async def test_a_genuine_signature_under_a_dressed_up_reading_is_not_a_read_back(
+    temporal_dev: str, tmp_path: Path, db: Path, mode: str, why: str | None
+) -> None:
+    """45 rows were there before; the act writes none. A worker on the queue the runner reads
+    from gets a genuine signed reading of something weaker (an easier expectation, or the
+    task's before value with its outcome swapped so the verifier sees a change) and shows the
+    plan step beside it, or strips the signature's key id. None of them verifies, and the task
+    still settles."""
+    make_rows_db(db, preexisting=45, batch="pre")
+    task = rows_task(f"dressed-{mode}", db, expect=45, batch="pre")
+    # A state comparison, so a before reading that already passed makes the after one vacuous.
+    task["proof_plan"][0]["expect"] = {"type": "equals", "value": 45}
+    async with _relayed(temporal_dev, tmp_path, db, mode) as roles:
+        receipt = await roles.client.run(task)
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get(task["task_id"])
+    (proof,) = _read_back(receipt)
+    assert receipt.verdict != "verified", receipt
+    assert receipt.landed is not None and receipt.landed.proof_level != "P3", receipt.landed
+    assert [canonical_json(r) for r in stored] == [canonical_json(receipt)]
+    assert act_runs(db, task["task_id"]) == [(1, task["task_id"])]
+    if why is not None:
+        assert proof.result == "probe-error", proof
+        assert why in str((proof.landed or {}).get("observation")), proof.landed
+
+
 async def test_the_task_cannot_switch_off_the_pre_read(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:
@@ -1099,3 +1181,51 @@ async def test_task_probes_the_verifier_config_does_not_allow_are_refused_once(
         and e.activity_task_scheduled_event_attributes.activity_type.name == VERIFY_ACTIVITY
     ]
     assert len(verify_calls) == 2  # one pre-read, one read-back: a refusal is never re-read
+
+
+async def test_a_malformed_report_after_the_write_is_an_unknown_write(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """The act writes its 3 rows, then returns a dict where an ActReport belongs. That refusal
+    comes after the act ran, so it is an unknown write (DOD-10): read back first, and the rows
+    that landed settle it, with the act run once, never a "failed" that invites a resubmit."""
+    make_rows_db(db)
+    task = rows_task("bad-report", db, expect=3, batch="br")
+    task["act"] = {"name": "test.rows_bad_report", "input": {"batch": "br"}}
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        receipt = await roles.client.run(task)
+    assert row_count(db, "br") == 3
+    assert act_runs(db, "bad-report") == [(1, "bad-report")]
+    (proof,) = _read_back(receipt)
+    assert proof.result == "pass", proof
+    assert receipt.verdict == "verified", receipt
+    assert receipt.landed is not None
+    assert "BadActReport" in (receipt.landed.model_dump().get("act_error") or ""), receipt.landed
+
+
+async def test_an_attempt_the_time_cap_stops_is_not_counted(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """The first attempt fails before writing and uses up the time cap: no second attempt
+    starts, so the receipt (and the ledger) name attempt 1, the one its readings were signed
+    for."""
+    make_rows_db(db)
+    task = rows_task(
+        "cap-attempt",
+        db,
+        expect=3,
+        batch="ca",
+        write=3,
+        fail="before",
+        fail_attempts=1,
+        sleep_before_s=2.6,
+    )
+    task["time_cap"] = 3
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        receipt = await roles.client.run(task)
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get("cap-attempt")
+    assert act_runs(db, "cap-attempt") == [(1, "cap-attempt")]
+    assert receipt.landed is not None and receipt.landed.attempt == 1, receipt.landed
+    assert [r.landed.attempt for r in stored if r.landed] == [1]
+    assert receipt.verdict != "verified"

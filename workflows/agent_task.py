@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
         unknown_write_report,
     )
     from landed._contract import Observation, Outcome, probe_digest
-    from landed._expect import label_for
+    from landed._expect import Judgement, judge_with_before, label_for
     from landed._grading import grade
     from landed._ladder import Status
     from landed._receipt import LandedExtension, ProofItem, Receipt
@@ -94,6 +94,9 @@ class AgentTask:
         self._proofs: list[ProofItem] = []
         self._final: Receipt | None = None
         self._act_error: str | None = None
+        # Identities that failed an act attempt: an act that errored leaves no report naming
+        # its actor, and a reading made under one of them is still the actor grading itself.
+        self._actors: list[str] = []
         self._unknown_write: str | None = None
         self._pre_read = True
         self._deadline: datetime | None = None
@@ -331,12 +334,13 @@ class AgentTask:
             if workflow.cancellation_reason() is not None:
                 self._act_error = self._act_error or (error or None)
                 raise asyncio.CancelledError  # no act starts after a cancel
-            self._attempt = attempt
             self._step = Step.ACT
             remaining = self._remaining(deadline)
             if remaining is None:
                 error = f"time cap {spec.time_cap} reached before attempt {attempt}"
                 break
+            # Only an attempt that starts is one: the receipt's attempt is the act's last run.
+            self._attempt = attempt
             try:
                 report = await workflow.execute_activity(
                     ACT_ACTIVITY,
@@ -360,10 +364,17 @@ class AgentTask:
                 if self._cancelled(err):
                     raise
                 error = _cause(err)
+                if err.identity and err.identity not in self._actors:
+                    self._actors.append(err.identity)
                 cause = err.cause
-                if isinstance(cause, ApplicationError) and cause.non_retryable:
-                    # The act refused before doing anything (unknown act, malformed report):
-                    # re-running cannot help. The read-back below still settles what is there.
+                if (
+                    isinstance(cause, ApplicationError)
+                    and cause.non_retryable
+                    and cause.type != "BadActReport"
+                ):
+                    # The act refused before doing anything (an unknown act): re-running cannot
+                    # help. The read-back below still settles what is there. A malformed report
+                    # comes after the act ran, so it is an unknown write like any error (DOD-10).
                     self._act_error = error
                     return ActReport(claimed_status="failed", report=error), None
             if not every:
@@ -546,8 +557,12 @@ class AgentTask:
         could ask it something else (an easier expectation, no before-state) and hand back a
         genuine signature. So the workflow holds each reading to the step it asked for."""
         attempt = max(self._attempt, 1)
-        if report.actor and reading.proof.checked_by == report.actor:
-            why = f"read by the actor's identity {report.actor}; the actor can't grade itself"
+        actors = [a for a in (report.actor, *self._actors) if a]
+        if reading.proof.checked_by in actors:
+            why = (
+                f"read by the actor's identity {reading.proof.checked_by}; the actor can't grade "
+                "itself"
+            )
             return self._unobserved(reading.index, routing, why, attempt)
         return self._of_step(reading, before, routing, attempt)
 
@@ -565,12 +580,14 @@ class AgentTask:
         ``signed_as`` names the phase a reading must carry a trusted verifier's signature for
         before it may decide anything here: a pre-read sets the before-state every later
         judgement compares with, and a reconciling read decides whether the act runs again.
-        The final read-back is held to its signature by the grade instead."""
+        The final read-back is held to its signature by the grade instead; every check here
+        reads the observation the verifier signed, never a copy beside it."""
         obs = reading.observation
         if obs.outcome == Outcome.PROBE_ERROR:
             return reading  # nothing was observed: it cannot count either way
         contract = self._spec.proof_plan[reading.index]
         step = f"plan step #{reading.index + 1}"
+        signed = (reading.proof.landed or {}).get("observation")
         if signed_as is not None:
             problem = check_reading(
                 reading.proof,
@@ -580,12 +597,16 @@ class AgentTask:
                 phase=signed_as,
                 run_id=workflow.info().run_id,
             )
-            signed = (reading.proof.landed or {}).get("observation")
             if problem is None and signed != obs.model_dump(mode="json"):
                 problem = "the reading differs from the observation the verifier signed"
             if problem is not None:
                 why = f"the {signed_as} reading of {step} is not a trusted verifier's: {problem}"
                 return self._unobserved(reading.index, routing, why, attempt)
+        elif signed is not None and signed != obs.model_dump(mode="json"):
+            # The copy checked below must be what the signature covers, or a relay could show
+            # this step's probe and expectation beside a proof of something easier.
+            why = f"the reading of {step} differs from the observation the verifier signed"
+            return self._unobserved(reading.index, routing, why, attempt)
         if obs.probe_sha256 != probe_digest(contract.probe) or obs.kind != contract.probe.kind:
             why = f"the reading is not of {step}'s probe (another probe was run)"
             return self._unobserved(reading.index, routing, why, attempt)
@@ -595,6 +616,18 @@ class AgentTask:
         if before is not None and obs.before_value != before.value:
             why = f"the reading was not judged against {step}'s before-state from the pre-read"
             return self._unobserved(reading.index, routing, why, attempt)
+        if before is not None:
+            # The signature covers the before value but not the before outcome the verifier was
+            # handed; judging again against this task's own pre-read shows a swapped outcome
+            # (a state that already held passed off as changed).
+            held = judge_with_before(contract.expect, Judgement(obs.outcome, "", obs.value), before)
+            if held.outcome != obs.outcome:
+                why = (
+                    f"the reading of {step} ({obs.outcome}) does not follow from its before-state "
+                    f"from the pre-read, which makes it {held.outcome}: the verifier was handed "
+                    "another before-state"
+                )
+                return self._unobserved(reading.index, routing, why, attempt)
         return reading
 
     def _unobserved(self, index: int, routing: Routing, why: str, attempt: int) -> VerifyReading:
@@ -629,11 +662,15 @@ class AgentTask:
         return left if left > timedelta(seconds=1) else None
 
     def _grade(self, spec: TaskSpec, routing: Routing, report: ActReport) -> Receipt:
+        # A reply can carry any shape here: a malformed signature is the grade's to refuse,
+        # never an exception that fails the workflow task on every retry.
         key_ids = sorted(
             {
                 str(p.landed["signature"]["key_id"])
                 for p in self._proofs
-                if p.landed and isinstance(p.landed.get("signature"), dict)
+                if p.landed
+                and isinstance(p.landed.get("signature"), dict)
+                and p.landed["signature"].get("key_id") is not None
             }
         )
         draft = assemble_receipt(
