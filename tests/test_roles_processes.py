@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -26,7 +27,8 @@ from temporalio.api.enums.v1 import EventType
 from test_agent_task import publish_task, rows_task
 
 import landed
-from landed._dev import DevStack, role_env
+from landed._cli._dev import _or_free
+from landed._dev import DevStack, free_port, role_env
 from landed._ledger import open_ledger
 from landed._settings import DEFAULT_RUNNER_QUEUE
 from landed._signing import TrustStore
@@ -432,6 +434,20 @@ async def test_dev_server_restart_with_file_db_loses_no_task(tmp_path: Path, sit
             assert row_count(db, f"rs{i}") == 2, receipt.task_id  # never duplicated
             assert receipt.verdict == "verified", (receipt.task_id, receipt.landed)
         await _settled_once(stack, ids, trust)
+
+
+def test_landed_dev_takes_temporals_ports_or_free_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    """`landed dev` asks for 7233 and 8233 so `landed submit` and `temporal` find it unset; a
+    port something else holds falls back to a free one, and says so."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        taken = held.getsockname()[1]
+        assert _or_free(taken, "Temporal frontend") == 0
+    assert f"Temporal frontend port {taken} is taken" in capsys.readouterr().err
+    free = free_port("127.0.0.1")
+    assert _or_free(free, "Web UI") == free
+    assert _or_free(0, "Web UI") == 0
 
 
 def test_landed_demo_gets_six_expected_verdicts(tmp_path: Path) -> None:

@@ -384,7 +384,7 @@ def _print_table(
     stored = sum(1 for r in rows if r["in_ledger"])
     console.print(
         f"ledger   {info['ledger']}  ({stored}/{len(rows)} receipts read back from it; "
-        "landed board --ledger ...)",
+        f"landed board --ledger {info['ledger']})",
         highlight=False,
     )
     state = "Ctrl-C stops it" if keep else "stopped with the demo; --keep keeps it up"

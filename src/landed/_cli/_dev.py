@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -14,11 +15,31 @@ from landed._cli import app
 from landed._cli._signals import stop_requested
 
 
+def _or_free(port: int, what: str) -> int:
+    """``port`` when nothing holds it on 127.0.0.1, else 0: a free port, printed once up."""
+    if port == 0:
+        return 0
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            print(
+                f"landed dev: {what} port {port} is taken; using a free port (printed below)",
+                file=sys.stderr,
+            )
+            return 0
+    return port
+
+
 async def _run_dev(
     home: Path, in_memory: bool, headless: bool, port: int, ui_port: int, as_json: bool
 ) -> int:
     from landed._dev import DevStack
 
+    # Temporal's own ports by default, so `landed submit` and the `temporal` CLI find the
+    # server without TEMPORAL_ADDRESS; a port already taken falls back to a free one.
+    port = _or_free(port, "Temporal frontend")
+    ui_port = 0 if headless else _or_free(ui_port, "Web UI")
     stack = DevStack(home=home, in_memory=in_memory, headless=headless, port=port, ui_port=ui_port)
     with stop_requested() as stop:
         await stack.start()
@@ -64,16 +85,19 @@ def dev(
     ),
     in_memory: bool = typer.Option(False, help="Keep Temporal's state in memory (lost on stop)."),
     headless: bool = typer.Option(False, help="Do not start the Web UI."),
-    port: int = typer.Option(0, help="Temporal frontend port (default: a free port)."),
-    ui_port: int = typer.Option(0, help="Web UI port (default: a free port)."),
+    port: int = typer.Option(
+        7233, help="Temporal frontend port; a free one if taken, 0 for any free port."
+    ),
+    ui_port: int = typer.Option(8233, help="Web UI port; a free one if taken, 0 for any."),
     as_json: bool = typer.Option(False, "--json", help="Print the addresses as one JSON line."),
 ) -> None:
     """Start Temporal's dev server (SQLite under --dir, WAL, 127.0.0.1) and the actor, verifier
     and runner as separate processes; print every address; stop all on Ctrl-C or SIGTERM.
 
-    The actor inherits only what a process needs to run (PATH, locale, temp dir, CA bundles,
-    LD_LIBRARY_PATH, CPython's PYTHON* settings) plus its LANDED_ACTOR_* and the variables named
-    in LANDED_ACTOR_PASS_ENV (comma-separated); its HOME is <dir>/actor unless HOME is named.
+    The actor inherits only what a process needs to run (PATH, USER, LOGNAME, SHELL, locale,
+    TZ, TERM, NO_COLOR, temp dir, VIRTUAL_ENV, LD_LIBRARY_PATH, CA bundles, CPython's PYTHON*
+    settings) plus its LANDED_ACTOR_* and the variables named in LANDED_ACTOR_PASS_ENV
+    (comma-separated); its HOME is <dir>/actor unless HOME is named.
     No role reads your Temporal profile file.
 
     Exit codes: 0 stopped on request; 1 a process died; 3 could not start (message names why).

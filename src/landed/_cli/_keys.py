@@ -52,8 +52,13 @@ def keys_new(
     key = KeyPair.generate()
     try:
         private, public = key.save(out)
-    except (SigningError, OSError) as exc:
+    except SigningError as exc:
         raise _fail(f"{exc}") from None
+    except OSError as exc:
+        raise _fail(
+            f"cannot write the key pair under {out}: {exc.strerror or exc}; pass --out with a "
+            "directory you can write to"
+        ) from None
     if as_json:
         info = {
             "key_id": key.key_id,

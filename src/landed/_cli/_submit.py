@@ -109,8 +109,8 @@ def submit(
         raise typer.Exit(1) from None
     except (RuntimeError, OSError, TimeoutError) as exc:
         print(
-            f"landed submit: cannot reach Temporal ({_line(exc)}); start it with `landed dev` or "
-            "set TEMPORAL_ADDRESS",
+            f"landed submit: cannot reach Temporal ({_line(exc)}); start it with `landed dev`, "
+            "or set TEMPORAL_ADDRESS to the address your server (or `landed dev`) printed",
             file=sys.stderr,
         )
         raise typer.Exit(1) from None
