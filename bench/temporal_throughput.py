@@ -33,7 +33,7 @@ N = int(os.environ.get("LANDED_BENCH_TEMPORAL_N", "200"))
 # and each phase's after-effects on the server (timers firing later) fall on all flows alike.
 ROUNDS = int(os.environ.get("LANDED_BENCH_TEMPORAL_ROUNDS", "3"))
 WARMUP = 40
-CONCURRENCY = 200
+CONCURRENCY = int(os.environ.get("LANDED_BENCH_TEMPORAL_CONCURRENCY", "200"))
 BASELINE_QUEUE = "bench-act-only"
 REPO = Path(__file__).resolve().parent.parent
 
