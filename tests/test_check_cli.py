@@ -127,6 +127,11 @@ def test_an_unreadable_trust_key_exits_3_before_scoring(tmp_path: Path) -> None:
     assert proc.returncode == 3
     assert b"--trust" in proc.stderr and b"Traceback" not in proc.stderr
     assert proc.stdout == b""
+    # With --json the refusal is also one JSON object on stdout, for a caller that parses it.
+    proc = run("check", str(path), "--json", "--trust", str(tmp_path / "missing.pub"))
+    assert proc.returncode == 3
+    answer = orjson.loads(proc.stdout)
+    assert answer["error"] == "trust unavailable" and "missing.pub" in answer["message"]
 
 
 def test_stdin_is_read_with_a_dash() -> None:

@@ -7,6 +7,7 @@ three times, exactly as `landed dev` does.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -253,6 +254,12 @@ def test_verifier_refuses_actor_identity_or_queue(temporal_dev: str, tmp_path: P
     assert code == 3 and "signing key" in err and "landed keys new" in err
     code, err = _run_role("runner", temporal_dev, {}, tmp_path)
     assert code == 3 and "LANDED_RUNNER_TRUST" in err
+    # The settings are checked before connecting: no server answers at port 1, and the
+    # message is still the missing setting, not the connection.
+    code, err = _run_role("verifier", "127.0.0.1:1", {}, tmp_path)
+    assert code == 3 and "signing key" in err, err
+    code, err = _run_role("runner", "127.0.0.1:1", {}, tmp_path)
+    assert code == 3 and "LANDED_RUNNER_TRUST" in err, err
 
 
 async def test_sigkill_actor_and_verifier_lose_nothing_duplicate_nothing(
@@ -448,6 +455,79 @@ def test_landed_dev_takes_temporals_ports_or_free_ones(capsys: pytest.CaptureFix
     free = free_port("127.0.0.1")
     assert _or_free(free, "Web UI") == free
     assert _or_free(0, "Web UI") == 0
+
+
+def _pids_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue  # ended while we looked
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has stopped; only its exit status is left to collect
+
+
+def test_a_killed_landed_dev_leaves_no_process_behind(tmp_path: Path) -> None:
+    """SIGKILL runs no cleanup in `landed dev`; its server and its three roles stop anyway (the
+    kernel signals each when the process that started it dies), so none holds the SQLite file
+    beside the next stack."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
+    home = tmp_path / "dev"
+    dev = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "landed",
+            "dev",
+            "--dir",
+            str(home),
+            "--headless",
+            "--json",
+            "--port",
+            "0",
+        ],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    roles: list[int] = []
+    server: list[int] = []
+    left: list[int] = []
+    try:
+        assert dev.stdout is not None
+        ready = json.loads(dev.stdout.readline())
+        roles = [int(w["pid"]) for w in ready["workers"].values()]
+        server = _pids_mentioning(str(home / "temporal.db"))
+        assert len(roles) == 3 and len(server) == 1, (roles, server)
+        dev.kill()
+        dev.wait(timeout=10)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(_alive(p) for p in [*roles, *server]):
+            time.sleep(0.2)
+        left = [p for p in [*roles, *server] if _alive(p)]
+    finally:
+        if dev.poll() is None:
+            dev.kill()
+            dev.wait(timeout=10)
+        if dev.stdout is not None:
+            dev.stdout.close()
+    for pid in [*roles, *server, *_pids_mentioning(str(home))]:  # none left, even on failure
+        if _alive(pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    assert left == [], f"still running after landed dev was killed: {left}"
 
 
 def test_landed_demo_gets_six_expected_verdicts(tmp_path: Path) -> None:

@@ -412,6 +412,14 @@ def test_submit_exits_3_on_garbage_and_1_when_temporal_is_unreachable(tmp_path: 
     done = _submit_cli(str(good), "--address", "127.0.0.1:1")
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr and "cannot reach Temporal" in done.stderr
+    # --json answers on stdout whatever happened: one object naming the error.
+    done = _submit_cli(str(good), "--address", "127.0.0.1:1", "--json")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["error"] == "Temporal unreachable", done.stdout
+    done = _submit_cli(str(tmp_path / "missing.json"), "--json")
+    assert done.returncode == 3
+    answer = json.loads(done.stdout)
+    assert answer["error"] == "unreadable task file" and "missing.json" in answer["message"]
 
 
 def test_submit_names_a_request_temporal_refuses(temporal_dev: str, tmp_path: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import json
 import os
 import re
@@ -12,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -65,6 +67,32 @@ DEV_DYNAMIC_CONFIG: dict[str, Any] = {
     # server starts (--search-attribute), so the cached registry is always current.
     "system.forceSearchAttributesCacheRefreshOnRead": False,
 }
+
+
+_PR_SET_PDEATHSIG = 1
+_prctl: Any = None
+# Not Linux: no prctl, and a killed stack's processes are stopped by hand.
+with contextlib.suppress(OSError, AttributeError):
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+
+def _stop_with_parent() -> Callable[[], None]:
+    """A Popen ``preexec_fn``: the child gets SIGTERM when the thread that started it dies.
+
+    A `landed dev` or `landed demo` killed with SIGKILL runs no cleanup; without this its
+    Temporal server (holding the SQLite file) and its three roles would run on, orphaned, and
+    the next stack would open the same file beside them. The parent's pid is taken before the
+    fork, so a parent that died before the child set this is caught too.
+    """
+    parent = os.getpid()
+
+    def arm() -> None:
+        if _prctl is not None:
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arm
 
 
 class DevError(RuntimeError):
@@ -199,7 +227,11 @@ class DevServer:
             self._log = self.log_file.open("ab")
             out = self._log
         self.proc = subprocess.Popen(
-            self.argv(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            self.argv(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_stop_with_parent(),
         )
         deadline = time.monotonic() + timeout
         _wait_port(self.ip, self.port, deadline, self.proc)
@@ -354,6 +386,7 @@ class RoleProcess:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_stop_with_parent(),
         )
         self.ready = None
         return self

@@ -23,7 +23,14 @@ from landed._settings import ActorSettings, RoleSettings, RunnerSettings, Verifi
 from landed._sources import SourceRegistry
 from landed._task import SEARCH_ATTRIBUTES, Routing
 
-__all__ = ["ROLES", "RoleError", "build_worker", "ensure_search_attributes", "run_role"]
+__all__ = [
+    "ROLES",
+    "RoleError",
+    "build_worker",
+    "check_settings",
+    "ensure_search_attributes",
+    "run_role",
+]
 
 ROLES = ("actor", "verifier", "runner")
 
@@ -108,18 +115,13 @@ async def build_worker(
             graceful_shutdown_timeout=timedelta(seconds=settings.graceful_shutdown_s),
         )
         return worker, view, None
+    check_settings(settings)
     if isinstance(settings, VerifierSettings):
-        settings.check_separation()
         from landed._signing import KeyPair
 
         VerifyActivities = _load("landed.activities.verify", "VerifyActivities")
 
-        if settings.signing_key is None:
-            raise RoleError(
-                "the verifier has no signing key, so nothing it reads could be proven "
-                "offline; make one with `landed keys new` and set "
-                "LANDED_VERIFIER_SIGNING_KEY to its .key file"
-            )
+        assert settings.signing_key is not None  # check_settings
         key = KeyPair.load(settings.signing_key)
         if registry is None:
             registry = SourceRegistry.from_settings(allow_unsourced=False)
@@ -145,16 +147,6 @@ async def build_worker(
         RunnerActivities = _load("landed.activities.runner", "RunnerActivities")
         AgentTask = _load("landed.workflows.agent_task", "AgentTask")
 
-        if not settings.trust:
-            raise RoleError(
-                "the runner trusts no verifier key, so no task could ever be verified; set "
-                "LANDED_RUNNER_TRUST to the verifier's .pub file (from `landed keys new`)"
-            )
-        if settings.verifier_task_queue == settings.actor_task_queue:
-            raise RoleError(
-                "LANDED_RUNNER_VERIFIER_TASK_QUEUE equals LANDED_RUNNER_ACTOR_TASK_QUEUE; the "
-                "verify step must run on the verifier's own queue"
-            )
         pems = _read_pems(settings.trust)
         await ensure_search_attributes(client)
         ledger = await open_ledger(settings.ledger_url)
@@ -190,6 +182,30 @@ async def build_worker(
     raise RoleError(f"unknown role settings {type(settings).__name__}")
 
 
+def check_settings(settings: RoleSettings) -> None:
+    """What a role's settings must hold that needs no connection: a role refuses before it
+    connects, so a missing key or trust is named even where Temporal is unreachable."""
+    if isinstance(settings, VerifierSettings):
+        settings.check_separation()
+        if settings.signing_key is None:
+            raise RoleError(
+                "the verifier has no signing key, so nothing it reads could be proven "
+                "offline; make one with `landed keys new` and set "
+                "LANDED_VERIFIER_SIGNING_KEY to its .key file"
+            )
+    if isinstance(settings, RunnerSettings):
+        if not settings.trust:
+            raise RoleError(
+                "the runner trusts no verifier key, so no task could ever be verified; set "
+                "LANDED_RUNNER_TRUST to the verifier's .pub file (from `landed keys new`)"
+            )
+        if settings.verifier_task_queue == settings.actor_task_queue:
+            raise RoleError(
+                "LANDED_RUNNER_VERIFIER_TASK_QUEUE equals LANDED_RUNNER_ACTOR_TASK_QUEUE; the "
+                "verify step must run on the verifier's own queue"
+            )
+
+
 def settings_for(role: str) -> RoleSettings:
     if role == "actor":
         return ActorSettings()
@@ -211,8 +227,7 @@ async def run_role(
     """Connect as the role, run its worker until ``stop`` is set, then shut down cleanly."""
     settings = settings_for(role)
     identity = settings.resolved_identity()
-    if isinstance(settings, VerifierSettings):
-        settings.check_separation()  # before any connection: refuse early
+    check_settings(settings)  # before any connection: refuse early, and say why
     client = await connect(identity=identity, address=address, namespace=namespace)
     worker, view, cleanup = await build_worker(settings, client, identity)
     view["address"] = client.service_client.config.target_host

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pickle
 import shutil
@@ -447,6 +448,11 @@ def run_check(
         signature_ok = _load_trust(trust)
     except TrustUnavailable as exc:
         err.print(f"[bold red]error:[/bold red] {escape(_safe(str(exc)))}", highlight=False)
+        if as_json:
+            # A --json caller parses stdout whatever happened: the refusal is one object too.
+            line = json.dumps({"error": "trust unavailable", "message": _safe(str(exc))})
+            stdout.write(line + "\n")
+            stdout.flush()
         return EXIT_INVALID
     options = LiveOptions(concurrency=concurrency, timeout_s=timeout) if live else None
     with _open_source(source) as (stream, name, problem):

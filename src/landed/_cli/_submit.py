@@ -31,6 +31,14 @@ async def _submit(
     return out
 
 
+def _fail(message: str, code: int, as_json: bool, error: str) -> typer.Exit:
+    """Say why on stderr; with --json, also as one JSON object on stdout, as every outcome is."""
+    print(f"landed submit: {message}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"error": error, "message": message}))
+    return typer.Exit(code)
+
+
 def _line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text[:300] or type(exc).__name__
@@ -64,8 +72,8 @@ def submit(
     try:
         data = sys.stdin.buffer.read() if str(task_file) == "-" else task_file.read_bytes()
     except OSError as exc:
-        print(f"landed submit: cannot read {task_file}: {exc.strerror or exc}", file=sys.stderr)
-        raise typer.Exit(3) from None
+        why = f"cannot read {task_file}: {exc.strerror or exc}"
+        raise _fail(why, 3, as_json, "unreadable task file") from None
     try:
         check = check_spec(data)
     except TaskSpecError as exc:
@@ -93,35 +101,30 @@ def submit(
         raise typer.Exit(3) from None
     except WorkflowFailureError as exc:
         cause = exc.cause if exc.cause is not None else exc
-        print(
-            f"landed submit: the task's workflow failed before settling "
-            f"({type(cause).__name__}: {_line(cause)}); nothing was settled as done: read its "
-            "history in the Temporal UI, fix the cause and submit it under a new task_id",
-            file=sys.stderr,
+        why = (
+            f"the task's workflow failed before settling ({type(cause).__name__}: "
+            f"{_line(cause)}); nothing was settled as done: read its history in the Temporal "
+            "UI, fix the cause and submit it under a new task_id"
         )
-        raise typer.Exit(1) from None
+        raise _fail(why, 1, as_json, "workflow failed") from None
     except RPCError as exc:
-        print(
-            f"landed submit: Temporal refused the request ({exc.status.name}: {_line(exc)}); "
-            "check --address, --namespace and --task-queue (or TEMPORAL_ADDRESS)",
-            file=sys.stderr,
+        why = (
+            f"Temporal refused the request ({exc.status.name}: {_line(exc)}); check --address, "
+            "--namespace and --task-queue (or TEMPORAL_ADDRESS)"
         )
-        raise typer.Exit(1) from None
+        raise _fail(why, 1, as_json, "refused by Temporal") from None
     except (RuntimeError, OSError, TimeoutError) as exc:
-        print(
-            f"landed submit: cannot reach Temporal ({_line(exc)}); start it with `landed dev`, "
-            "or set TEMPORAL_ADDRESS to the address your server (or `landed dev`) printed",
-            file=sys.stderr,
+        why = (
+            f"cannot reach Temporal ({_line(exc)}); start it with `landed dev`, or set "
+            "TEMPORAL_ADDRESS to the address your server (or `landed dev`) printed"
         )
-        raise typer.Exit(1) from None
+        raise _fail(why, 1, as_json, "Temporal unreachable") from None
     except Exception as exc:  # never a traceback: name what went wrong
-        print(
-            f"landed submit: the submission failed ({type(exc).__name__}: {_line(exc)}); "
-            "it may or may not have started; submitting it again attaches to it and never "
-            "acts twice",
-            file=sys.stderr,
+        why = (
+            f"the submission failed ({type(exc).__name__}: {_line(exc)}); it may or may not "
+            "have started; submitting it again attaches to it and never acts twice"
         )
-        raise typer.Exit(1) from None
+        raise _fail(why, 1, as_json, "submission failed") from None
     receipt = out.get("receipt")
     if as_json:
         print(json.dumps(out, indent=2))

@@ -73,8 +73,9 @@ def worker(
         raise typer.Exit(3) from None
     except RuntimeError as exc:
         # Connection failures surface as RuntimeError from the SDK's core.
+        where = f"--address {address}" if address else "TEMPORAL_ADDRESS (or localhost:7233)"
         print(
-            f"landed worker {role.value}: {exc}; is Temporal running at TEMPORAL_ADDRESS? "
+            f"landed worker {role.value}: {exc}; is Temporal running at {where}? "
             "(`landed dev` starts one)",
             file=sys.stderr,
         )
