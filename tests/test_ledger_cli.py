@@ -194,3 +194,17 @@ def test_board_and_export_without_a_ledger_say_so(tmp_path: Path) -> None:
     export = landed("receipts", "export", "-o", "out.jsonl", cwd=tmp_path)
     assert export.returncode == 3 and not (tmp_path / "out.jsonl").exists()
     assert not (tmp_path / ".landed").exists()  # reading never creates a ledger
+
+
+def test_ledger_init_makes_an_empty_file_a_ledger_and_keeps_one_there(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    url = f"sqlite:///{empty}"
+    before = landed("board", "--ledger", url, cwd=tmp_path)
+    assert before.returncode == 3 and "landed ledger init" in before.stderr, before.stderr
+    done = landed("ledger", "init", "--ledger", url, "--json", cwd=tmp_path)
+    assert done.returncode == 0 and json.loads(done.stdout) == {"ledger": url, "tasks": 0}
+    board = landed("board", "--ledger", url, "--json", cwd=tmp_path)
+    assert board.returncode == 0 and json.loads(board.stdout)["count"] == 0, board.stderr
+    bad = landed("ledger", "init", "--ledger", "mysql://db/x", cwd=tmp_path)
+    assert bad.returncode == 3 and "unknown ledger URL scheme" in bad.stderr, bad.stderr

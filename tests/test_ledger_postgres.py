@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -192,3 +196,24 @@ async def test_bad_schema_name_and_unreachable_server_are_clear_errors(pg: Pg) -
         await open_ledger(f"{pg.dsn}?schema=x;drop")
     with pytest.raises(LedgerError, match="cannot connect to the PostgreSQL ledger"):
         await open_ledger("postgresql://postgres@127.0.0.1:1/none?connect_timeout=1")
+
+
+def test_ledger_init_creates_the_ledger_the_board_then_reads(pg: Pg, tmp_path: Path) -> None:
+    """`landed ledger init`, run as the owner, migrates an empty schema (table, trigger, the
+    INSERT-only role); the board then shows an empty ledger instead of "no ledger"."""
+    exe = Path(sys.executable).with_name("landed")
+
+    def landed(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(exe), *args], cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+
+    before = landed("board", "--ledger", pg.owner_url)
+    assert before.returncode == 3 and "landed ledger init" in before.stderr, before.stderr
+    done = landed("ledger", "init", "--ledger", pg.owner_url, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["tasks"] == 0
+    board = landed("board", "--ledger", pg.owner_url, "--json")
+    assert board.returncode == 0 and json.loads(board.stdout)["count"] == 0, board.stderr
+    again = landed("ledger", "init", "--ledger", pg.owner_url)  # kept as is
+    assert again.returncode == 0 and "ledger ready" in again.stdout, again.stderr

@@ -89,7 +89,8 @@ class PostgresLedger:
                 if not create:
                     raise LedgerNotFound(
                         f"no landed ledger in schema {schema!r} at {_redact(url)} "
-                        f"(schema version {version}); open it once as the database owner"
+                        f"(schema version {version}); open it once as the database owner: "
+                        "`landed ledger init --ledger URL`"
                     )
                 await migrate(conn, schema, role)
         pool = AsyncConnectionPool(

@@ -140,7 +140,7 @@ class SqliteLedger:
         if not create:
             raise LedgerNotFound(
                 f"{self._path} is not a landed ledger (schema version {version}); "
-                "open it once with a command that settles receipts"
+                "create it with `landed ledger init --ledger URL` (a runner creates its own)"
             )
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -1,4 +1,4 @@
-"""``landed board`` and ``landed receipts export``: read-only projections of the outcome ledger."""
+"""``landed board``, ``landed receipts export`` and ``landed ledger init``: the outcome ledger."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from landed._cli import app
 from landed._ledger import LedgerError, canonical_json, open_ledger
 from landed._receipt import Receipt
 
-__all__ = ["board", "export"]
+__all__ = ["board", "export", "init"]
 
 EXIT_INVALID = 3
 
@@ -38,6 +38,11 @@ receipts_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(receipts_app, name="receipts")
+ledger_app = typer.Typer(
+    help="The outcome ledger itself.\n\nExit codes: 0 done; 3 it could not be created.",
+    no_args_is_help=True,
+)
+app.add_typer(ledger_app, name="ledger")
 
 
 def _fail(message: str) -> typer.Exit:
@@ -60,6 +65,36 @@ def _row(receipt: Receipt) -> dict[str, Any]:
         "settled_at": receipt.settled_at.isoformat() if receipt.settled_at else None,
         "signed_proofs": signed,
     }
+
+
+async def _init(url: str | None) -> tuple[str, int]:
+    async with await open_ledger(url, create=True) as ledger:
+        return ledger.url, len(await ledger.board())
+
+
+@ledger_app.command("init")
+def init(
+    ledger: LedgerOption = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help='One JSON object: {"ledger", "tasks"}.')
+    ] = False,
+) -> None:
+    """Create the ledger, or bring it to landed's schema; a ledger already there is kept as is.
+
+    On PostgreSQL, run it once as the database owner (with CREATEROLE): it creates the table,
+    the trigger that rejects UPDATE, DELETE and TRUNCATE, and the INSERT-and-SELECT-only role
+    the runner's login is then granted. Nothing is ever removed or rewritten.
+
+    Exit codes: 0 the ledger is ready; 3 it could not be created (the message names why).
+    """
+    try:
+        where, tasks = asyncio.run(_init(ledger))
+    except LedgerError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps({"ledger": where, "tasks": tasks}))
+    else:
+        typer.echo(f"ledger ready: {where} ({tasks} task(s) settled there)")
 
 
 async def _board(url: str | None) -> tuple[str, list[Receipt]]:
