@@ -15,5 +15,8 @@ app.add_typer(schema_app, name="schema")
 
 @schema_app.command("receipt")
 def receipt_schema() -> None:
-    """Print the JSON Schema of a DoD v1.0 receipt as landed writes and reads it."""
+    """Print the JSON Schema of a DoD v1.0 receipt as landed writes and reads it.
+
+    Exit codes: 0 printed.
+    """
     typer.echo(json.dumps(Receipt.model_json_schema(by_alias=True), indent=2))
