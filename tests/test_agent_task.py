@@ -634,14 +634,14 @@ async def test_signed_readings_in_the_act_report_count_for_nothing(
     await _verdicts_match_checker(roles, receipt)
 
 
-@pytest.mark.parametrize("fail", [None, "after"])
+@pytest.mark.parametrize("fail", [None, "after", "before"])
 async def test_a_reading_under_the_actors_identity_is_not_a_read_back(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site, fail: str | None
 ) -> None:
     """_independent: when the verifier runs under the actor's identity, its readings are the
     actor grading itself (DOD-2): probe-error, never verified, though the rows landed. An act
-    that wrote and then raised leaves no report naming its actor; the identity that failed the
-    attempt counts the same."""
+    that raised leaves no report naming its actor; the identity that failed the attempt counts
+    the same, and its "nothing landed" never runs the act again."""
     shared = {"actor": "same-box", "verifier": "same-box"}
     failing = {"fail": fail, "fail_attempts": 1} if fail else {}
     async with run_roles(
@@ -654,7 +654,8 @@ async def test_a_reading_under_the_actors_identity_is_not_a_read_back(
         receipt = await roles.client.run(
             rows_task(f"self-graded-{fail}", db, expect=2, batch="sg", write=2, **failing)
         )
-    assert row_count(db, "sg") == 2
+    assert row_count(db, "sg") == (0 if fail == "before" else 2)
+    assert act_runs(db, f"self-graded-{fail}") == [(1, f"self-graded-{fail}")]
     (proof,) = _read_back(receipt)
     assert proof.result == "probe-error"
     assert proof.checked_by == roles.identities["runner"]

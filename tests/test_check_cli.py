@@ -119,6 +119,9 @@ def test_exit_3_on_unusable_input_never_a_traceback(
     assert proc.returncode == 3
     text = proc.stdout.decode() + proc.stderr.decode()
     assert expected in text and "Traceback" not in text
+    if content is None or content == b"":
+        # Nothing was read: said as such, with no scorecard of zeros that reads like a result.
+        assert "not scored" in text and "governance scorecard" not in text, text
 
 
 def test_an_unreadable_trust_key_exits_3_before_scoring(tmp_path: Path) -> None:

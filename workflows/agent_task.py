@@ -388,8 +388,9 @@ class AgentTask:
             except BaseException:
                 self._act_error = error  # cancelled mid-read: the receipt still names the error
                 raise
+            # Whether the act runs again rests on this read: it must be another identity's too.
             last = {
-                i: self._of_step(last[i], before[i], routing, attempt, signed_as="after")
+                i: self._independent(last[i], before[i], None, routing, signed_as="after")
                 for i in every
             }
             if every and all(last[i].observation.outcome == Outcome.PASS for i in every):
@@ -547,8 +548,10 @@ class AgentTask:
         self,
         reading: VerifyReading,
         before: Observation | None,
-        report: ActReport,
+        report: ActReport | None,
         routing: Routing,
+        *,
+        signed_as: str | None = None,
     ) -> VerifyReading:
         """A reading counts only if another identity made it (DOD-2) of this plan step: its
         probe, its expectation and, after a pre-read, against the before-state this task read.
@@ -557,14 +560,14 @@ class AgentTask:
         could ask it something else (an easier expectation, no before-state) and hand back a
         genuine signature. So the workflow holds each reading to the step it asked for."""
         attempt = max(self._attempt, 1)
-        actors = [a for a in (report.actor, *self._actors) if a]
+        actors = [a for a in (report.actor if report else None, *self._actors) if a]
         if reading.proof.checked_by in actors:
             why = (
                 f"read by the actor's identity {reading.proof.checked_by}; the actor can't grade "
                 "itself"
             )
             return self._unobserved(reading.index, routing, why, attempt)
-        return self._of_step(reading, before, routing, attempt)
+        return self._of_step(reading, before, routing, attempt, signed_as=signed_as)
 
     def _of_step(
         self,

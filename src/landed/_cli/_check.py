@@ -339,6 +339,19 @@ def render_text(report: CheckReport, scorecard: Scorecard, console: Console) -> 
             f"... {report.hidden_tasks:,} more task(s) not shown, {report.hidden_missed:,} of "
             "them missing the bar; --json lists every task, --max-rows shows more"
         )
+    whole = [item for item in report.invalid_rows if not item.line]
+    if whole and report.invalid_count == len(whole):
+        # Nothing could be read at all (no file, an empty one): no lines, and no scorecard of
+        # zeros that would read like a result.
+        for item in whole:
+            console.print(
+                f"[bold red]not scored[/bold red]: {escape(_safe(report.file))}: "
+                f"{escape(_safe(item.reason))}",
+                highlight=False,
+                soft_wrap=True,
+            )
+        console.print(f"[bold red]invalid input[/bold red] (exit {report.exit_code})")
+        return
     if report.invalid_count:
         console.print(
             f"[bold red]{report.invalid_count:,} invalid line(s)[/bold red] (not scored):"
