@@ -12,7 +12,7 @@ __all__ = ["heartbeating"]
 
 
 @contextlib.asynccontextmanager
-async def heartbeating() -> AsyncIterator[None]:
+async def heartbeating(*details: object) -> AsyncIterator[None]:
     """Heartbeat every third of the heartbeat timeout (at most 5 s) until the block ends.
 
     A live worker keeps its activity alive however long one act or probe takes; a killed one
@@ -20,7 +20,8 @@ async def heartbeating() -> AsyncIterator[None]:
     of waiting out the whole start-to-close timeout.
 
     The first beat waits one interval: the heartbeat timeout runs from the attempt's start, so
-    a beat at the start proves nothing the start didn't.
+    a beat at the start proves nothing the start didn't. ``details`` ride on every beat; Temporal
+    hands the last ones to the workflow when the attempt times out.
     """
     timeout = activity.info().heartbeat_timeout
     every = 5.0 if timeout is None else max(0.2, min(5.0, timeout.total_seconds() / 3))
@@ -28,7 +29,7 @@ async def heartbeating() -> AsyncIterator[None]:
     async def beat() -> None:
         while True:
             await asyncio.sleep(every)
-            activity.heartbeat()
+            activity.heartbeat(*details)
 
     task = asyncio.create_task(beat())
     try:

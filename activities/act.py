@@ -29,6 +29,10 @@ class ActActivities:
         self._credentials = dict(credentials)
         self._identity = identity
 
+    def _beat(self, *details: object) -> None:
+        # An act's own beat keeps this actor's name first, where the workflow looks for it.
+        activity.heartbeat(self._identity, *details)
+
     @activity.defn(name=ACT_ACTIVITY)
     async def act(self, inp: ActInput) -> ActReport:
         """Run one act attempt. An exception here is an unknown write: the workflow reads back
@@ -50,9 +54,11 @@ class ActActivities:
             credentials=self._credentials,
             # A sync act runs in a thread where the activity context is absent; the background
             # beat below keeps it alive, so its heartbeat is a no-op.
-            heartbeat=activity.heartbeat if inspect.iscoroutinefunction(fn) else _no_beat,
+            heartbeat=self._beat if inspect.iscoroutinefunction(fn) else _no_beat,
         )
-        async with heartbeating():
+        # Each beat names this actor first: an attempt that times out reports no worker
+        # identity, and the workflow still has to know whose reading would be self-grading.
+        async with heartbeating(self._identity):
             if inspect.iscoroutinefunction(fn):
                 result = await fn(dict(inp.act.input), ctx)
             else:

@@ -39,7 +39,7 @@ from landed._contract import Contract, NonEmpty, Observation, Outcome, RecordPro
 from landed._expect import label_for
 from landed._ledger import canonical_json
 from landed._plugin import connect, landed_plugin, strict_workflow_runner
-from landed._signing import KeyPair, sign_proof
+from landed._signing import KeyPair, TrustStore, sign_proof
 from landed._sources import SourceRegistry
 from landed._task import (
     SETTLE_ACTIVITY,
@@ -634,16 +634,19 @@ async def test_signed_readings_in_the_act_report_count_for_nothing(
     await _verdicts_match_checker(roles, receipt)
 
 
-@pytest.mark.parametrize("fail", [None, "after", "before"])
+@pytest.mark.parametrize("fail", [None, "after", "before", "timeout"])
 async def test_a_reading_under_the_actors_identity_is_not_a_read_back(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site, fail: str | None
 ) -> None:
     """_independent: when the verifier runs under the actor's identity, its readings are the
     actor grading itself (DOD-2): probe-error, never verified, though the rows landed. An act
-    that raised leaves no report naming its actor; the identity that failed the attempt counts
-    the same, and its "nothing landed" never runs the act again."""
+    that raised or timed out leaves no report naming its actor; the identity that failed the
+    attempt (or named itself in the attempt's heartbeats) counts the same, and its "nothing
+    landed" never runs the act again."""
     shared = {"actor": "same-box", "verifier": "same-box"}
-    failing = {"fail": fail, "fail_attempts": 1} if fail else {}
+    failing: dict[str, Any] = {"fail": fail, "fail_attempts": 1} if fail else {}
+    if fail == "timeout":  # writes, then outlives the time cap while it beats
+        failing = {"sleep_after_s": 6}
     async with run_roles(
         temporal_dev,
         tmp_path,
@@ -651,9 +654,10 @@ async def test_a_reading_under_the_actors_identity_is_not_a_read_back(
         sources={"rows-db": {"url": f"sqlite:///{db}"}},
         identities=shared,
     ) as roles:
-        receipt = await roles.client.run(
-            rows_task(f"self-graded-{fail}", db, expect=2, batch="sg", write=2, **failing)
-        )
+        task = rows_task(f"self-graded-{fail}", db, expect=2, batch="sg", write=2, **failing)
+        if fail == "timeout":
+            task["time_cap"] = 3
+        receipt = await roles.client.run(task)
     assert row_count(db, "sg") == (0 if fail == "before" else 2)
     assert act_runs(db, f"self-graded-{fail}") == [(1, f"self-graded-{fail}")]
     (proof,) = _read_back(receipt)
@@ -1229,4 +1233,24 @@ async def test_an_attempt_the_time_cap_stops_is_not_counted(
     assert act_runs(db, "cap-attempt") == [(1, "cap-attempt")]
     assert receipt.landed is not None and receipt.landed.attempt == 1, receipt.landed
     assert [r.landed.attempt for r in stored if r.landed] == [1]
+    assert receipt.verdict != "verified"
+
+
+async def test_a_task_the_cap_stops_before_its_act_keeps_signatures_that_verify(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """A slow system of record: the pre-read uses up the time cap, so no act attempt starts.
+    The read-back is still signed for the attempt the receipt names, so the receipt checks out
+    offline instead of looking changed after signing."""
+    site.count_delay_s = 2.5
+    task = publish_task("cap-before-act", "cba")
+    task["time_cap"] = 3
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        receipt = await roles.client.run(task)
+        trust = TrustStore.load([roles.public_key])
+    assert site.count("cba") == 0  # the act never ran
+    assert receipt.landed is not None and receipt.landed.attempt == 1, receipt.landed
+    signed = [p for p in _read_back(receipt) if p.landed and "signature" in p.landed]
+    assert signed, receipt.proof
+    assert all(trust.signature_ok(receipt, p) for p in signed), signed
     assert receipt.verdict != "verified"

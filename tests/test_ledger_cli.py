@@ -206,5 +206,6 @@ def test_ledger_init_makes_an_empty_file_a_ledger_and_keeps_one_there(tmp_path: 
     assert done.returncode == 0 and json.loads(done.stdout) == {"ledger": url, "tasks": 0}
     board = landed("board", "--ledger", url, "--json", cwd=tmp_path)
     assert board.returncode == 0 and json.loads(board.stdout)["count"] == 0, board.stderr
-    bad = landed("ledger", "init", "--ledger", "mysql://db/x", cwd=tmp_path)
+    bad = landed("ledger", "init", "--ledger", "mysql://db/x", "--json", cwd=tmp_path)
     assert bad.returncode == 3 and "unknown ledger URL scheme" in bad.stderr, bad.stderr
+    assert json.loads(bad.stdout)["error"] == "ledger not created", bad.stdout

@@ -455,6 +455,17 @@ def test_landed_dev_takes_temporals_ports_or_free_ones(capsys: pytest.CaptureFix
     free = free_port("127.0.0.1")
     assert _or_free(free, "Web UI") == free
     assert _or_free(0, "Web UI") == 0
+    # A connection of the last run waiting in TIME_WAIT does not hold the port: the server,
+    # which sets SO_REUSEADDR as this listener does (Go's default), could bind it again.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)):
+            conn, _ = listener.accept()
+            conn.close()  # the server side closes first: its end waits in TIME_WAIT
+    assert _or_free(port, "Web UI") == port
 
 
 def _pids_mentioning(text: str) -> list[int]:

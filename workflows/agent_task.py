@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
     from landed._assemble import (
@@ -54,6 +55,9 @@ LANDED_RUNG = SearchAttributeKey.for_keyword("LandedRung")
 # because a retry without a read-back first is exactly the duplicate DOD-10 forbids.
 _ACT_ONCE = RetryPolicy(maximum_attempts=1)
 # A read is side-effect free, so a lost verifier (crash, timeout) is simply asked again.
+# A malformed act report is read back as an unknown write (runs started earlier settled it as
+# refused); the patch marker keeps both kinds of history replaying.
+_BAD_REPORT_READ = "landed-bad-report-is-unknown-write"
 VERIFY_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
@@ -79,6 +83,13 @@ _PLAN_RETRY = RetryPolicy(
 def _cause(err: BaseException) -> str:
     inner = err.cause if isinstance(err, ActivityError) and err.cause is not None else err
     return f"{type(inner).__name__}: {inner}"
+
+
+def _beat_identity(cause: BaseException | None) -> str | None:
+    """The actor named in the last heartbeat of an act attempt that timed out, if it beat."""
+    details = cause.last_heartbeat_details if isinstance(cause, TemporalTimeout) else ()
+    first = details[0] if details else None
+    return first if isinstance(first, str) and first else None
 
 
 @workflow.defn(name=AGENT_TASK_WORKFLOW)
@@ -243,7 +254,8 @@ class AgentTask:
         if after is None and spec.proof_plan:
             self._step = Step.VERIFY
             every = list(range(len(spec.proof_plan)))
-            after = await self._read(routing, "after", every, self._before, attempt=self._attempt)
+            attempt = max(self._attempt, 1)  # 0 when the time cap left no act attempt
+            after = await self._read(routing, "after", every, self._before, attempt=attempt)
         self._prove(after or {}, report, routing)
         self._final = self._grade(spec, routing, report)
 
@@ -364,13 +376,15 @@ class AgentTask:
                 if self._cancelled(err):
                     raise
                 error = _cause(err)
-                if err.identity and err.identity not in self._actors:
-                    self._actors.append(err.identity)
+                actor = err.identity or _beat_identity(err.cause)
+                if actor and actor not in self._actors:
+                    self._actors.append(actor)
                 cause = err.cause
                 if (
                     isinstance(cause, ApplicationError)
                     and cause.non_retryable
-                    and cause.type != "BadActReport"
+                    # Runs recorded before this reading took the refusal path: replay them so.
+                    and (cause.type != "BadActReport" or not workflow.patched(_BAD_REPORT_READ))
                 ):
                     # The act refused before doing anything (an unknown act): re-running cannot
                     # help. The read-back below still settles what is there. A malformed report

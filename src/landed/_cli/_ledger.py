@@ -90,6 +90,8 @@ def init(
     try:
         where, tasks = asyncio.run(_init(ledger))
     except LedgerError as exc:
+        if as_json:
+            typer.echo(json.dumps({"error": "ledger not created", "message": str(exc)}))
         raise _fail(str(exc)) from None
     if as_json:
         typer.echo(json.dumps({"ledger": where, "tasks": tasks}))
