@@ -20,9 +20,11 @@ def _or_free(port: int, what: str) -> int:
     if port == 0:
         return 0
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        # As the server binds (Go sets SO_REUSEADDR): a connection of the last run still in
-        # TIME_WAIT does not hold the port, a listener does.
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if sys.platform == "linux":
+            # As the server binds (Go sets SO_REUSEADDR): a connection of the last run still in
+            # TIME_WAIT does not hold the port, a listener does. Only on Linux: elsewhere the
+            # option lets a bind share a port another socket listens on.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:
