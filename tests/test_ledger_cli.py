@@ -200,10 +200,11 @@ def test_ledger_init_makes_an_empty_file_a_ledger_and_keeps_one_there(tmp_path: 
     empty = tmp_path / "empty.db"
     empty.touch()
     url = f"sqlite:///{empty}"
-    before = landed("board", "--ledger", url, cwd=tmp_path)
+    before = landed("board", "--ledger", url, "--json", cwd=tmp_path)
     assert before.returncode == 3 and "landed ledger init" in before.stderr, before.stderr
+    assert json.loads(before.stdout)["error"] == "ledger unreadable", before.stdout
     done = landed("ledger", "init", "--ledger", url, "--json", cwd=tmp_path)
-    assert done.returncode == 0 and json.loads(done.stdout) == {"ledger": url, "tasks": 0}
+    assert done.returncode == 0 and json.loads(done.stdout) == {"ledger": url}
     board = landed("board", "--ledger", url, "--json", cwd=tmp_path)
     assert board.returncode == 0 and json.loads(board.stdout)["count"] == 0, board.stderr
     bad = landed("ledger", "init", "--ledger", "mysql://db/x", "--json", cwd=tmp_path)

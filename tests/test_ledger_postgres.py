@@ -212,7 +212,7 @@ def test_ledger_init_creates_the_ledger_the_board_then_reads(pg: Pg, tmp_path: P
     assert before.returncode == 3 and "landed ledger init" in before.stderr, before.stderr
     done = landed("ledger", "init", "--ledger", pg.owner_url, "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["tasks"] == 0
+    assert json.loads(done.stdout) == {"ledger": pg.owner_url}
     board = landed("board", "--ledger", pg.owner_url, "--json")
     assert board.returncode == 0 and json.loads(board.stdout)["count"] == 0, board.stderr
     again = landed("ledger", "init", "--ledger", pg.owner_url)  # kept as is

@@ -92,6 +92,17 @@ def _beat_identity(cause: BaseException | None) -> str | None:
     return first if isinstance(first, str) and first else None
 
 
+def _signed_key_id(proof: ProofItem) -> str | None:
+    """The key id a proof claims to be signed with, if it names one.
+
+    A reply can carry any shape here: a malformed signature is the grade's to refuse, never an
+    exception that fails the workflow task on every retry.
+    """
+    signature = (proof.landed or {}).get("signature")
+    key_id = signature.get("key_id") if isinstance(signature, dict) else None
+    return None if key_id is None else str(key_id)
+
+
 @workflow.defn(name=AGENT_TASK_WORKFLOW)
 class AgentTask:
     """One agent task. The verdict is computed here with the checker's grading code."""
@@ -605,6 +616,9 @@ class AgentTask:
         contract = self._spec.proof_plan[reading.index]
         step = f"plan step #{reading.index + 1}"
         signed = (reading.proof.landed or {}).get("observation")
+        # The copy checked below must be what the signature covers, or a relay could show this
+        # step's probe and expectation beside a proof of something easier.
+        unlike_signed = signed != obs.model_dump(mode="json")
         if signed_as is not None:
             problem = check_reading(
                 reading.proof,
@@ -614,14 +628,12 @@ class AgentTask:
                 phase=signed_as,
                 run_id=workflow.info().run_id,
             )
-            if problem is None and signed != obs.model_dump(mode="json"):
+            if problem is None and unlike_signed:
                 problem = "the reading differs from the observation the verifier signed"
             if problem is not None:
                 why = f"the {signed_as} reading of {step} is not a trusted verifier's: {problem}"
                 return self._unobserved(reading.index, routing, why, attempt)
-        elif signed is not None and signed != obs.model_dump(mode="json"):
-            # The copy checked below must be what the signature covers, or a relay could show
-            # this step's probe and expectation beside a proof of something easier.
+        elif signed is not None and unlike_signed:
             why = f"the reading of {step} differs from the observation the verifier signed"
             return self._unobserved(reading.index, routing, why, attempt)
         if obs.probe_sha256 != probe_digest(contract.probe) or obs.kind != contract.probe.kind:
@@ -679,17 +691,7 @@ class AgentTask:
         return left if left > timedelta(seconds=1) else None
 
     def _grade(self, spec: TaskSpec, routing: Routing, report: ActReport) -> Receipt:
-        # A reply can carry any shape here: a malformed signature is the grade's to refuse,
-        # never an exception that fails the workflow task on every retry.
-        key_ids = sorted(
-            {
-                str(p.landed["signature"]["key_id"])
-                for p in self._proofs
-                if p.landed
-                and isinstance(p.landed.get("signature"), dict)
-                and p.landed["signature"].get("key_id") is not None
-            }
-        )
+        key_ids = sorted({k for p in self._proofs if (k := _signed_key_id(p)) is not None})
         draft = assemble_receipt(
             spec,
             report,

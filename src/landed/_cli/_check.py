@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import pickle
 import shutil
@@ -340,9 +339,10 @@ def render_text(report: CheckReport, scorecard: Scorecard, console: Console) -> 
             "them missing the bar; --json lists every task, --max-rows shows more"
         )
     whole = [item for item in report.invalid_rows if not item.line]
-    if whole and report.invalid_count == len(whole):
-        # Nothing could be read at all (no file, an empty one): no lines, and no scorecard of
-        # zeros that would read like a result.
+    # Nothing could be read at all (no file, an empty one): no lines, and no scorecard of
+    # zeros that would read like a result.
+    unread = bool(whole) and report.invalid_count == len(whole)
+    if unread:
         for item in whole:
             console.print(
                 f"[bold red]not scored[/bold red]: {escape(_safe(report.file))}: "
@@ -350,9 +350,7 @@ def render_text(report: CheckReport, scorecard: Scorecard, console: Console) -> 
                 highlight=False,
                 soft_wrap=True,
             )
-        console.print(f"[bold red]invalid input[/bold red] (exit {report.exit_code})")
-        return
-    if report.invalid_count:
+    elif report.invalid_count:
         console.print(
             f"[bold red]{report.invalid_count:,} invalid line(s)[/bold red] (not scored):"
         )
@@ -366,7 +364,8 @@ def render_text(report: CheckReport, scorecard: Scorecard, console: Console) -> 
             )
         if report.invalid_count > len(report.invalid_rows):
             console.print(f"  ... and {report.invalid_count - len(report.invalid_rows):,} more")
-    _render_scorecard(scorecard, console)
+    if not unread:
+        _render_scorecard(scorecard, console)
     verdicts = {
         EXIT_OK: "[green]every done claim meets its bar[/green]",
         EXIT_MISSED: f"[bold red]{report.missed_count:,} done claim(s) miss the bar[/bold red]",
@@ -463,8 +462,8 @@ def run_check(
         err.print(f"[bold red]error:[/bold red] {escape(_safe(str(exc)))}", highlight=False)
         if as_json:
             # A --json caller parses stdout whatever happened: the refusal is one object too.
-            line = json.dumps({"error": "trust unavailable", "message": _safe(str(exc))})
-            stdout.write(line + "\n")
+            line = orjson.dumps({"error": "trust unavailable", "message": _safe(str(exc))})
+            stdout.write(line.decode() + "\n")
             stdout.flush()
         return EXIT_INVALID
     options = LiveOptions(concurrency=concurrency, timeout_s=timeout) if live else None

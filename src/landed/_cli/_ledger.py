@@ -17,7 +17,7 @@ from rich.table import Table
 
 from landed._cli import app
 from landed._ledger import LedgerError, canonical_json, open_ledger
-from landed._receipt import Receipt
+from landed._receipt import Receipt, attempt_of
 
 __all__ = ["board", "export", "init"]
 
@@ -45,9 +45,12 @@ ledger_app = typer.Typer(
 app.add_typer(ledger_app, name="ledger")
 
 
-def _fail(message: str) -> typer.Exit:
+def _fail(message: str, *, json_error: str | None = None) -> typer.Exit:
+    """Say why on stderr; under --json (``json_error`` given) also as one object on stdout."""
     err = Console(stderr=True, soft_wrap=True)
     err.print(f"[bold red]error:[/bold red] {message}", highlight=False)
+    if json_error is not None:
+        typer.echo(json.dumps({"error": json_error, "message": message}))
     return typer.Exit(EXIT_INVALID)
 
 
@@ -56,7 +59,7 @@ def _row(receipt: Receipt) -> dict[str, Any]:
     signed = sum(1 for p in receipt.proof if p.landed and "signature" in p.landed)
     return {
         "task_id": receipt.task_id,
-        "attempt": ext.attempt if ext else 1,
+        "attempt": attempt_of(receipt),
         "owner": receipt.owner,
         "claimed_status": receipt.claimed_status,
         "verdict": receipt.verdict,
@@ -67,17 +70,15 @@ def _row(receipt: Receipt) -> dict[str, Any]:
     }
 
 
-async def _init(url: str | None) -> tuple[str, int]:
+async def _init(url: str | None) -> str:
     async with await open_ledger(url, create=True) as ledger:
-        return ledger.url, len(await ledger.board())
+        return ledger.url
 
 
 @ledger_app.command("init")
 def init(
     ledger: LedgerOption = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help='One JSON object: {"ledger", "tasks"}.')
-    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help='One JSON object: {"ledger"}.')] = False,
 ) -> None:
     """Create the ledger, or bring it to landed's schema; a ledger already there is kept as is.
 
@@ -88,15 +89,13 @@ def init(
     Exit codes: 0 the ledger is ready; 3 it could not be created (the message names why).
     """
     try:
-        where, tasks = asyncio.run(_init(ledger))
+        where = asyncio.run(_init(ledger))
     except LedgerError as exc:
-        if as_json:
-            typer.echo(json.dumps({"error": "ledger not created", "message": str(exc)}))
-        raise _fail(str(exc)) from None
+        raise _fail(str(exc), json_error="ledger not created" if as_json else None) from None
     if as_json:
-        typer.echo(json.dumps({"ledger": where, "tasks": tasks}))
+        typer.echo(json.dumps({"ledger": where}))
     else:
-        typer.echo(f"ledger ready: {where} ({tasks} task(s) settled there)")
+        typer.echo(f"ledger ready: {where}")
 
 
 async def _board(url: str | None) -> tuple[str, list[Receipt]]:
@@ -118,7 +117,7 @@ def board(
     try:
         where, receipts = asyncio.run(_board(ledger))
     except LedgerError as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(str(exc), json_error="ledger unreadable" if as_json else None) from None
     rows = [_row(r) for r in receipts]
     if as_json:
         typer.echo(json.dumps({"ledger": where, "count": len(rows), "tasks": rows}))

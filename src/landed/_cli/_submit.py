@@ -94,11 +94,7 @@ def submit(
     try:
         out = asyncio.run(_submit(data, wait, address, namespace, task_queue))
     except TaskIdReused as exc:
-        if as_json:
-            print(json.dumps({"error": "task id reused", "message": str(exc)}))
-        else:
-            print(f"landed submit: {exc}", file=sys.stderr)
-        raise typer.Exit(3) from None
+        raise _fail(str(exc), 3, as_json, "task id reused") from None
     except WorkflowFailureError as exc:
         cause = exc.cause if exc.cause is not None else exc
         why = (
