@@ -210,3 +210,36 @@ def test_ledger_init_makes_an_empty_file_a_ledger_and_keeps_one_there(tmp_path: 
     bad = landed("ledger", "init", "--ledger", "mysql://db/x", "--json", cwd=tmp_path)
     assert bad.returncode == 3 and "unknown ledger URL scheme" in bad.stderr, bad.stderr
     assert json.loads(bad.stdout)["error"] == "ledger not created", bad.stdout
+
+
+async def test_the_board_shows_user_text_as_text_and_names_a_bad_row(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "l.db"
+    url = f"sqlite:///{path}"
+    odd = Receipt(
+        task_id="t1",
+        owner="team[/]bot [bold]x",
+        claimed_status="done",
+        verdict="failed",
+        verdict_by="runner",
+        landed=LandedExtension(attempt=1),
+    )
+    async with await open_ledger(url) as ledger:
+        await ledger.append(odd)
+    board = landed("board", "--ledger", url, cwd=tmp_path)
+    assert board.returncode == 0, board.stderr
+    assert "team[/]bot [bold]x" in board.stdout
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "INSERT INTO landed_receipts (task_id, attempt, body_sha256, body)"
+            " VALUES ('t2', 1, 'x', '{\"task_id\": 1')"
+        )
+    db.close()
+    broken = landed("board", "--ledger", url, "--json", cwd=tmp_path)
+    assert broken.returncode == 3, broken.stderr
+    assert json.loads(broken.stdout)["error"] == "ledger unreadable"
+    assert "row 2 of the ledger" in broken.stderr and "Traceback" not in broken.stderr
+    export = landed("receipts", "export", "--ledger", url, "-o", "out.jsonl", cwd=tmp_path)
+    assert export.returncode == 3 and "row 2 of the ledger" in export.stderr, export.stderr
+    assert not [p.name for p in tmp_path.iterdir() if "out.jsonl" in p.name]  # no temp file left

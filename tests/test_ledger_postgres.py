@@ -217,3 +217,40 @@ def test_ledger_init_creates_the_ledger_the_board_then_reads(pg: Pg, tmp_path: P
     assert board.returncode == 0 and json.loads(board.stdout)["count"] == 0, board.stderr
     again = landed("ledger", "init", "--ledger", pg.owner_url)  # kept as is
     assert again.returncode == 0 and "ledger ready" in again.stdout, again.stderr
+
+
+async def test_a_login_without_the_writer_role_is_told_to_grant_it(seeded: Pg) -> None:
+    async with await owner_conn(seeded) as conn:
+        await conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(seeded.login)))
+    for create in (True, False):
+        with pytest.raises(LedgerError, match=f"GRANT {seeded.role} TO <this login>"):
+            await open_ledger(seeded.writer_url, create=create)
+
+
+def test_secrets_in_the_url_never_show_and_the_rest_is_passed_on_unchanged() -> None:
+    from landed._ledger_postgres import _redact
+
+    url = (
+        "postgresql://u:pw1@db/x?schema=s&options=-c%20statement_timeout%3D5000"
+        "&password=hunter2&sslpassword=k3y"
+    )
+    shown = _redact(url)
+    assert "pw1" not in shown and "hunter2" not in shown and "k3y" not in shown, shown
+    dsn, schema, role = split_url(url)
+    assert schema == "s" and role == "landed_writer"
+    assert "options=-c%20statement_timeout%3D5000" in dsn, dsn  # %20 stays, never +
+    with pytest.raises(LedgerError, match="cannot be parsed"):
+        split_url("postgresql://postgres@[::1/test")
+
+
+async def test_one_receipt_the_server_refuses_does_not_fail_the_others_in_its_batch(
+    pg: Pg,
+) -> None:
+    bad = receipt("nul").model_copy(update={"owner": "agent\x00x"})
+    async with await open_ledger(pg.owner_url) as ledger:
+        results = await asyncio.gather(
+            ledger.append(receipt("good")), ledger.append(bad), return_exceptions=True
+        )
+        assert results[0] is True, results
+        assert isinstance(results[1], LedgerError), results
+        assert [r.task_id for r in await ledger.board()] == ["good"]

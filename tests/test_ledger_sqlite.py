@@ -148,7 +148,8 @@ async def test_file_is_wal_full_sync_in_created_directories_and_reopens(tmp_path
         assert await ledger.count() == 1
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert db.execute("SELECT version FROM landed_schema_version").fetchall() == [(1,)]
+        versions = db.execute("SELECT version FROM landed_schema_version ORDER BY version")
+        assert versions.fetchall() == [(1,), (2,)]
 
 
 async def test_default_url_is_dot_landed_ledger_db_unless_the_env_names_one(
@@ -175,6 +176,106 @@ async def test_read_only_open_never_creates(tmp_path: Path) -> None:
         await open_ledger(url(foreign), create=False)
 
 
+async def test_reading_a_file_that_is_not_a_ledger_leaves_it_as_it_was(tmp_path: Path) -> None:
+    app_db, empty = tmp_path / "app.db", tmp_path / "empty.db"
+    with sqlite3.connect(app_db) as db:
+        db.execute("CREATE TABLE users (name TEXT)")
+    db.close()
+    empty.touch()
+    before = {p: p.read_bytes() for p in (app_db, empty)}
+    for path in (app_db, empty):
+        with pytest.raises(LedgerNotFound, match="not a landed ledger"):
+            await open_ledger(url(path), create=False)
+    # Same bytes (still journal_mode=delete, the empty file still empty), no -wal beside them.
+    assert {p: p.read_bytes() for p in before} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "empty.db"]
+    # And a writer will not make another program's database its ledger.
+    with pytest.raises(LedgerError, match=r"another database \(tables: users\)"):
+        await open_ledger(url(app_db))
+    assert app_db.read_bytes() == before[app_db]
+
+
+async def test_a_stored_receipt_cannot_be_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    async with await open_ledger(url(path)) as ledger:
+        await ledger.append(receipt("a"))
+    forged = canonical_json(receipt("a", verdict="failed")).decode()
+    with sqlite3.connect(path) as db:
+        for verb in ("INSERT OR REPLACE INTO", "REPLACE INTO"):
+            with pytest.raises(sqlite3.IntegrityError, match="cannot be replaced"):
+                db.execute(
+                    f"{verb} landed_receipts (task_id, attempt, verdict, body_sha256, body)"
+                    " VALUES ('a', 1, 'failed', 'x', ?)",
+                    (forged,),
+                )
+    db.close()
+    async with await open_ledger(url(path), create=False) as ledger:
+        assert [r.verdict for r in await ledger.get("a")] == ["verified"]
+    async with await open_ledger(url(path)) as ledger:  # landed's own retry is still a no-op
+        assert await ledger.append(receipt("a")) is False
+
+
+async def test_a_ledger_of_the_first_schema_reads_as_is_and_a_writer_upgrades_it(
+    tmp_path: Path,
+) -> None:
+    from landed._ledger_sqlite import _MIGRATIONS
+
+    path = tmp_path / "v1.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE landed_schema_version (version INTEGER PRIMARY KEY)")
+        for statement in _MIGRATIONS[1]:
+            db.execute(statement)
+        db.execute("INSERT INTO landed_schema_version VALUES (1)")
+        db.execute(
+            "INSERT INTO landed_receipts (task_id, attempt, verdict, body_sha256, body)"
+            " VALUES ('a', 1, 'verified', 'x', ?)",
+            (canonical_json(receipt("a")).decode(),),
+        )
+    db.close()
+    async with await open_ledger(url(path), create=False) as ledger:
+        assert [r.task_id for r in await ledger.board()] == ["a"]
+    async with await open_ledger(url(path)) as ledger:
+        assert await ledger.append(receipt("b")) is True
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT max(version) FROM landed_schema_version").fetchone() == (2,)
+        with pytest.raises(sqlite3.IntegrityError, match="cannot be replaced"):
+            db.execute(
+                "REPLACE INTO landed_receipts (task_id, attempt, body_sha256, body)"
+                " VALUES ('a', 1, 'y', '{}')"
+            )
+    db.close()
+
+
+async def test_a_row_that_is_not_a_receipt_is_named_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    async with await open_ledger(url(path)) as ledger:
+        await ledger.append(receipt("a"))
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "INSERT INTO landed_receipts (task_id, attempt, body_sha256, body)"
+            " VALUES ('b', 1, 'x', 'not json')"
+        )
+    db.close()
+    async with await open_ledger(url(path), create=False) as ledger:
+        with pytest.raises(LedgerError, match=r"row 2 of the ledger .* is not a receipt"):
+            await ledger.board()
+        with pytest.raises(LedgerError, match="row 2 of the ledger"):
+            _ = [r async for r in ledger.iter_receipts()]
+        assert [r.task_id for r in await ledger.get("a")] == ["a"]
+
+
+async def test_url_paths_are_decoded_and_the_reported_url_opens_the_same_file(
+    tmp_path: Path,
+) -> None:
+    odd = tmp_path / "my ledger?v=1%.db"
+    async with await open_ledger(str(odd)) as ledger:  # a bare path is taken literally
+        await ledger.append(receipt("a"))
+        reported = ledger.url
+    assert odd.is_file() and "%20" in reported
+    async with await open_ledger(reported, create=False) as again:
+        assert await again.count() == 1
+
+
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
@@ -182,6 +283,8 @@ async def test_read_only_open_never_creates(tmp_path: Path) -> None:
         ("sqlite://host/x.db", "has a host part"),
         ("sqlite:///:memory:", "must be a file"),
         ("sqlite:///x.db?synchronous=off", "synchronous='off' is not supported"),
+        ("sqlite:///x.db?mode=ro", r"unknown parameter\(s\) mode"),
+        ("sqlite:x.db", "lacks the //"),
     ],
 )
 async def test_bad_urls_name_the_fix(bad: str, message: str) -> None:

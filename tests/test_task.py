@@ -78,6 +78,15 @@ def test_time_cap_bounds() -> None:
     assert check_spec(spec(time_cap="PT5M")).spec.time_cap == timedelta(minutes=5)
 
 
+@pytest.mark.parametrize("owner", ["agent\x00x", "agent\x1b[2J", "a\nb", "agent\x85"])
+def test_an_owner_with_a_control_character_is_refused_at_submit(owner: str) -> None:
+    with pytest.raises(TaskSpecError) as err:
+        check_spec(spec(owner=owner))
+    assert err.value.problems[0][0] == "owner"
+    assert "control character" in str(err.value)
+    assert check_spec(spec(owner="team-bot [eu] ü")).spec.owner == "team-bot [eu] ü"
+
+
 def test_not_json_is_a_clear_error() -> None:
     with pytest.raises(TaskSpecError) as err:
         check_spec("{not json")

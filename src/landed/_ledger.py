@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import orjson
+from pydantic import ValidationError
 
 from landed._receipt import Receipt, attempt_of
 
@@ -101,8 +102,18 @@ class LedgerRow:
         return (self.task_id, self.attempt)
 
 
-def parse_body(body: bytes | str) -> Receipt:
-    return Receipt.model_validate(orjson.loads(body))
+def parse_body(body: bytes | str, sequence: int | None = None) -> Receipt:
+    """A stored receipt; a row that is not one is a LedgerError naming the row."""
+    try:
+        return Receipt.model_validate(orjson.loads(body))
+    except (orjson.JSONDecodeError, ValidationError) as exc:
+        row = f"row {sequence}" if sequence is not None else "a row"
+        first = str(exc).strip().splitlines()[0][:200]
+        raise LedgerError(
+            f"{row} of the ledger (landed_receipts.sequence) is not a receipt landed can read "
+            f"({type(exc).__name__}: {first}); landed never writes such a row, so the file was "
+            "changed by other means: copy the ledger aside and inspect that row"
+        ) from exc
 
 
 @runtime_checkable
@@ -200,12 +211,26 @@ class GroupCommit:
             del self._pending[: self._max_batch]
             try:
                 await self._store(batch)
+            except Exception as exc:
+                if len(batch) == 1:
+                    self._fail(batch, exc)
+                    continue
+                # One row the store refuses (a value its column cannot hold) fails the whole
+                # transaction: each row is tried alone, so only that row's settle fails.
+                for one in batch:
+                    try:
+                        await self._store([one])
+                    except Exception as alone:
+                        self._fail([one], alone)
             except BaseException as exc:
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(_as_ledger_error(exc))
-                if not isinstance(exc, Exception):
-                    raise
+                self._fail(batch, exc)
+                raise
+
+    @staticmethod
+    def _fail(batch: list[tuple[LedgerRow, asyncio.Future[bool]]], exc: BaseException) -> None:
+        for _, fut in batch:
+            if not fut.done():
+                fut.set_exception(_as_ledger_error(exc))
 
     async def _store(self, batch: list[tuple[LedgerRow, asyncio.Future[bool]]]) -> None:
         # The first row per key is written; later rows with the same key compare against it.

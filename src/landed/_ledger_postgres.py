@@ -6,7 +6,7 @@ import functools
 import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
@@ -34,7 +34,14 @@ def _values(n: int) -> str:
 
 def split_url(url: str) -> tuple[str, str, str]:
     """Take landed's own query parameters (schema, writer_role) out of a PostgreSQL URL."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsed lazily; a bad port or host raises here, not later
+    except ValueError as exc:
+        raise LedgerError(
+            f"the PostgreSQL ledger URL cannot be parsed ({exc}); write it as "
+            "postgresql://USER@HOST:PORT/DB?schema=NAME"
+        ) from None
     query = parse_qsl(parts.query, keep_blank_values=True)
     ours = {k: v for k, v in query if k in _LANDED_PARAMS}
     rest = [(k, v) for k, v in query if k not in _LANDED_PARAMS]
@@ -44,15 +51,27 @@ def split_url(url: str) -> tuple[str, str, str]:
             raise LedgerError(
                 f"{what}={name!r} is not a plain SQL name; use letters, digits and _ only"
             )
-    return urlunsplit(parts._replace(query=urlencode(rest))), schema, role
+    # quote, not quote_plus: libpq reads + as itself, so an encoded space must stay %20.
+    return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), schema, role
+
+
+_SECRET_PARAMS = frozenset({"password", "sslpassword"})
 
 
 def _redact(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
+    """The URL without its secrets: the password in user:password@ and in the query."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "<a PostgreSQL URL that cannot be parsed>"
+    if password is not None:
+        parts = parts._replace(netloc=parts.netloc.replace(f":{password}@", ":***@"))
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(k in _SECRET_PARAMS for k, _ in query):
+        hidden = [(k, "***" if k in _SECRET_PARAMS else v) for k, v in query]
+        parts = parts._replace(query=urlencode(hidden, quote_via=quote, safe="*"))
+    return urlunsplit(parts)
 
 
 class PostgresLedger:
@@ -84,15 +103,27 @@ class PostgresLedger:
                 f"{str(exc).strip()}; check the URL and that the server is running"
             ) from exc
         async with conn:
-            version = await schema_version(conn, schema)
-            if version < SCHEMA_VERSION:
-                if not create:
-                    raise LedgerNotFound(
-                        f"no landed ledger in schema {schema!r} at {_redact(url)} "
-                        f"(schema version {version}); open it once as the database owner: "
-                        "`landed ledger init --ledger URL`"
-                    )
-                await migrate(conn, schema, role)
+            try:
+                version = await schema_version(conn, schema)
+                if version < SCHEMA_VERSION:
+                    if not create:
+                        raise LedgerNotFound(
+                            f"no landed ledger in schema {schema!r} at {_redact(url)} "
+                            f"(schema version {version}); open it once as the database owner: "
+                            "`landed ledger init --ledger URL`"
+                        )
+                    await migrate(conn, schema, role)
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise LedgerError(
+                    f"the login of {_redact(dsn)} may not use the ledger in schema {schema!r} "
+                    f"({str(exc).strip()}); as the database owner, run `landed ledger init "
+                    f"--ledger URL` once and then GRANT {role} TO <this login>"
+                ) from exc
+            except psycopg.Error as exc:
+                raise LedgerError(
+                    f"opening the ledger in schema {schema!r} at {_redact(dsn)} failed: "
+                    f"{str(exc).strip()}"
+                ) from exc
         pool = AsyncConnectionPool(
             dsn, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True}
         )
@@ -162,13 +193,14 @@ class PostgresLedger:
         try:
             async with self._pool.connection() as conn:
                 cur = await conn.execute(query, params)
-                return [parse_body(row[0]) for row in await cur.fetchall()]
+                rows = await cur.fetchall()
         except psycopg.Error as exc:
             raise LedgerError(f"reading the ledger at {self.url} failed: {exc}") from exc
+        return [parse_body(body, int(sequence)) for sequence, body in rows]
 
     async def get(self, task_id: str) -> list[Receipt]:
         return await self._select(
-            sql.SQL("SELECT body FROM {t} WHERE task_id = %s ORDER BY attempt").format(
+            sql.SQL("SELECT sequence, body FROM {t} WHERE task_id = %s ORDER BY attempt").format(
                 t=self._table
             ),
             task_id,
@@ -176,9 +208,9 @@ class PostgresLedger:
 
     async def latest(self, task_id: str) -> Receipt | None:
         found = await self._select(
-            sql.SQL("SELECT body FROM {t} WHERE task_id = %s ORDER BY attempt DESC LIMIT 1").format(
-                t=self._table
-            ),
+            sql.SQL(
+                "SELECT sequence, body FROM {t} WHERE task_id = %s ORDER BY attempt DESC LIMIT 1"
+            ).format(t=self._table),
             task_id,
         )
         return found[0] if found else None
@@ -186,32 +218,41 @@ class PostgresLedger:
     async def board(self) -> list[Receipt]:
         return await self._select(
             sql.SQL(
-                "SELECT DISTINCT ON (task_id) body FROM {t} ORDER BY task_id, attempt DESC"
+                "SELECT DISTINCT ON (task_id) sequence, body FROM {t}"
+                " ORDER BY task_id, attempt DESC"
             ).format(t=self._table)
         )
 
     async def iter_receipts(self) -> AsyncIterator[Receipt]:
         # A server-side cursor in one REPEATABLE READ snapshot: sequence numbers may commit out
         # of order under concurrent writers, so paging by sequence could skip a receipt.
-        async with self._pool.connection() as conn:
-            await conn.set_autocommit(False)
-            try:
-                await conn.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)
-                async with conn.transaction(), conn.cursor(name="landed_export") as cur:
-                    cur.itersize = _PAGE
-                    await cur.execute(
-                        sql.SQL("SELECT body FROM {t} ORDER BY sequence").format(t=self._table)
-                    )
-                    async for (body,) in cur:
-                        yield parse_body(body)
-            finally:
-                await conn.set_isolation_level(None)
-                await conn.set_autocommit(True)
+        try:
+            async with self._pool.connection() as conn:
+                await conn.set_autocommit(False)
+                try:
+                    await conn.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)
+                    async with conn.transaction(), conn.cursor(name="landed_export") as cur:
+                        cur.itersize = _PAGE
+                        await cur.execute(
+                            sql.SQL("SELECT sequence, body FROM {t} ORDER BY sequence").format(
+                                t=self._table
+                            )
+                        )
+                        async for sequence, body in cur:
+                            yield parse_body(body, int(sequence))
+                finally:
+                    await conn.set_isolation_level(None)
+                    await conn.set_autocommit(True)
+        except psycopg.Error as exc:
+            raise LedgerError(f"reading the ledger at {self.url} failed: {exc}") from exc
 
     async def count(self) -> int:
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(sql.SQL("SELECT count(*) FROM {t}").format(t=self._table))
-            row = await cur.fetchone()
+        try:
+            async with self._pool.connection() as conn:
+                cur = await conn.execute(sql.SQL("SELECT count(*) FROM {t}").format(t=self._table))
+                row = await cur.fetchone()
+        except psycopg.Error as exc:
+            raise LedgerError(f"reading the ledger at {self.url} failed: {exc}") from exc
         return int(row[0]) if row else 0
 
     async def close(self) -> None:

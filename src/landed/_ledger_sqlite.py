@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote, unquote
 
 from landed._ledger import GroupCommit, LedgerError, LedgerNotFound, LedgerRow, parse_body
 from landed._receipt import Receipt
@@ -17,8 +17,9 @@ __all__ = ["SqliteLedger", "sqlite_path"]
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _PAGE = 500
+_QUERY = frozenset({"synchronous"})
 
 # Each step runs once, in order, inside one transaction with its version row.
 _MIGRATIONS: dict[int, list[str]] = {
@@ -45,16 +46,38 @@ _MIGRATIONS: dict[int, list[str]] = {
            BEGIN SELECT RAISE(ABORT, 'the landed ledger is append-only: DELETE is not allowed');
            END""",
     ],
+    # INSERT OR REPLACE (and REPLACE INTO) removes the stored row without firing the DELETE
+    # trigger (SQLite fires none for a replace unless recursive_triggers is on), so an insert
+    # of a stored (task_id, attempt) is refused before it reaches the constraint.
+    2: [
+        """CREATE TRIGGER landed_receipts_no_replace BEFORE INSERT ON landed_receipts
+           WHEN EXISTS (SELECT 1 FROM landed_receipts
+                        WHERE task_id = NEW.task_id AND attempt = NEW.attempt)
+           BEGIN SELECT RAISE(ABORT, """
+        "'the landed ledger is append-only: a stored receipt cannot be replaced'); END",
+    ],
 }
 
+# A stored (task_id, attempt) inserts nothing (the caller compares it with the stored one); the
+# no-replace trigger never sees it, because no row is offered.
 _INSERT = """INSERT INTO landed_receipts
     (task_id, attempt, verdict, owner, settled_at, body_sha256, body)
-    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, attempt) DO NOTHING"""
+    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE NOT EXISTS
+        (SELECT 1 FROM landed_receipts WHERE task_id = ?1 AND attempt = ?2)"""
 
 
 def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
-    """``sqlite:///rel.db`` -> rel.db, ``sqlite:////abs.db`` -> /abs.db, a bare path -> itself."""
+    """``sqlite:///rel.db`` -> rel.db, ``sqlite:////abs.db`` -> /abs.db, a bare path -> itself.
+
+    A URL's path is percent-decoded (``%20`` is a space, ``%3F`` a question mark) and its query
+    may hold only ``synchronous``; a bare path is taken literally, query-like text included.
+    """
     query: dict[str, str] = {}
+    if url.startswith("sqlite:") and not url.startswith("sqlite://"):
+        raise LedgerError(
+            f"SQLite ledger URL {url!r} lacks the //; use sqlite:///relative/path.db or "
+            "sqlite:////absolute/path.db"
+        )
     if url.startswith("sqlite://"):
         rest = url[len("sqlite://") :]
         if not rest.startswith("/"):
@@ -63,8 +86,14 @@ def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
                 "or sqlite:////absolute/path.db"
             )
         rest, _, qs = rest[1:].partition("?")
-        query = {k: v[-1] for k, v in parse_qs(qs).items()}
-        url = rest
+        query = {k: v[-1] for k, v in parse_qs(qs, keep_blank_values=True).items()}
+        unknown = sorted(set(query) - _QUERY)
+        if unknown:
+            raise LedgerError(
+                f"SQLite ledger URL {url!r}: unknown parameter(s) {', '.join(unknown)}; the only "
+                "one is synchronous=full|normal|extra"
+            )
+        url = unquote(rest)
     if not url or url == ":memory:":
         raise LedgerError("the ledger must be a file: pass sqlite:///PATH or a file path")
     return Path(url), query
@@ -83,7 +112,8 @@ class SqliteLedger:
 
     @property
     def url(self) -> str:
-        return f"sqlite:///{self._path}"
+        # Quoted, so a path holding ? or % reads back as the same file.
+        return f"sqlite:///{quote(str(self._path))}"
 
     @classmethod
     async def open(cls, url: str, *, create: bool = True) -> SqliteLedger:
@@ -108,7 +138,13 @@ class SqliteLedger:
         return ledger
 
     async def _run(self, fn: Callable[..., T], *args: object) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
+        except sqlite3.Error as exc:
+            raise LedgerError(
+                f"the ledger file {self._path} failed: {type(exc).__name__}: {exc}; if the file "
+                "is damaged, copy it aside and restore the ledger from a backup"
+            ) from exc
 
     # --- runs on the ledger thread ------------------------------------------------------------
 
@@ -121,27 +157,51 @@ class SqliteLedger:
         try:
             if create:
                 self._path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+                conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+            else:
+                # Read-only: a file that is not a ledger (or not yet) is left exactly as it was.
+                uri = f"file:{quote(str(self._path.resolve()))}?mode=ro"
+                conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
             raise LedgerError(f"cannot open the ledger file {self._path}: {exc}") from exc
         self._conn = conn
         try:
             conn.execute("PRAGMA busy_timeout = 10000")
+            version = self._version(conn)
+            if not create:
+                if version < 1:
+                    raise LedgerNotFound(
+                        f"{self._path} is not a landed ledger (schema version {version}); "
+                        "create it with `landed ledger init --ledger URL` (a runner creates "
+                        "its own)"
+                    )
+                return  # an older schema reads the same; only a writer migrates it
+            if version < 1:
+                self._refuse_foreign(conn)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-            self._migrate_sync(conn, create)
+            if version < SCHEMA_VERSION:
+                self._migrate_sync(conn)
         except sqlite3.DatabaseError as exc:
             raise LedgerError(f"{self._path} is not a usable landed ledger: {exc}") from exc
 
-    def _migrate_sync(self, conn: sqlite3.Connection, create: bool) -> None:
-        version = self._version(conn)
-        if version >= SCHEMA_VERSION:
-            return
-        if not create:
-            raise LedgerNotFound(
-                f"{self._path} is not a landed ledger (schema version {version}); "
-                "create it with `landed ledger init --ledger URL` (a runner creates its own)"
+    def _refuse_foreign(self, conn: sqlite3.Connection) -> None:
+        """A database holding other tables is someone else's: the ledger gets its own file."""
+        names = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+                " AND name NOT LIKE 'landed_%' ORDER BY name"
             )
+        ]
+        if names:
+            shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+            raise LedgerError(
+                f"{self._path} is another database (tables: {shown}), not a landed ledger; "
+                "give the ledger a file of its own, e.g. --ledger sqlite:///.landed/ledger.db"
+            )
+
+    def _migrate_sync(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute(
@@ -200,8 +260,8 @@ class SqliteLedger:
             raise
         return out
 
-    def _bodies_sync(self, sql: str, params: tuple[object, ...]) -> list[str]:
-        return [str(r[0]) for r in self._db().execute(sql, params).fetchall()]
+    def _rows_sync(self, sql: str, params: tuple[object, ...]) -> list[tuple[int, str]]:
+        return [(int(r[0]), str(r[1])) for r in self._db().execute(sql, params).fetchall()]
 
     def _count_sync(self) -> int:
         return int(self._db().execute("SELECT count(*) FROM landed_receipts").fetchone()[0])
@@ -230,23 +290,25 @@ class SqliteLedger:
         return await self._commit.submit([LedgerRow.of(r) for r in receipts])
 
     async def _select(self, sql: str, *params: object) -> list[Receipt]:
-        return [parse_body(b) for b in await self._run(self._bodies_sync, sql, params)]
+        rows = await self._run(self._rows_sync, sql, params)
+        return [parse_body(body, sequence) for sequence, body in rows]
 
     async def get(self, task_id: str) -> list[Receipt]:
         return await self._select(
-            "SELECT body FROM landed_receipts WHERE task_id = ? ORDER BY attempt", task_id
+            "SELECT sequence, body FROM landed_receipts WHERE task_id = ? ORDER BY attempt", task_id
         )
 
     async def latest(self, task_id: str) -> Receipt | None:
         found = await self._select(
-            "SELECT body FROM landed_receipts WHERE task_id = ? ORDER BY attempt DESC LIMIT 1",
+            "SELECT sequence, body FROM landed_receipts WHERE task_id = ? ORDER BY attempt DESC "
+            "LIMIT 1",
             task_id,
         )
         return found[0] if found else None
 
     async def board(self) -> list[Receipt]:
         return await self._select(
-            "SELECT body FROM landed_receipts AS r WHERE attempt = "
+            "SELECT sequence, body FROM landed_receipts AS r WHERE attempt = "
             "(SELECT max(attempt) FROM landed_receipts WHERE task_id = r.task_id) ORDER BY task_id"
         )
 
@@ -256,8 +318,8 @@ class SqliteLedger:
         after = 0
         while True:
             page = await self._run(self._page_sync, after)
-            for _, body in page:
-                yield parse_body(body)
+            for sequence, body in page:
+                yield parse_body(body, sequence)
             if len(page) < _PAGE:
                 return
             after = page[-1][0]

@@ -196,6 +196,19 @@ class TaskSpec(_Strict):
     retry: RetryBudget = Field(default_factory=RetryBudget)
     timeouts: StepTimeouts = Field(default_factory=StepTimeouts)
 
+    @field_validator("owner")
+    @classmethod
+    def _plain_owner(cls, value: str) -> str:
+        # The owner is a column of the ledger and a cell of the board: a control character
+        # there breaks PostgreSQL's text (NUL) or the terminal showing it.
+        bad = next((c for c in value if ord(c) < 32 or 127 <= ord(c) < 160), None)
+        if bad is not None:
+            raise ValueError(
+                f"owner must be plain text; it holds the control character {bad!r}: name the "
+                "agent without it"
+            )
+        return value
+
     @field_validator("time_cap")
     @classmethod
     def _time_cap_bounds(cls, value: timedelta) -> timedelta:

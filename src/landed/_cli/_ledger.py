@@ -14,8 +14,10 @@ from typing import IO, Annotated, Any, Literal
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from landed._cli import app
+from landed._cli._check import _safe
 from landed._ledger import LedgerError, canonical_json, open_ledger
 from landed._receipt import Receipt, attempt_of
 
@@ -122,7 +124,7 @@ def board(
     if as_json:
         typer.echo(json.dumps({"ledger": where, "count": len(rows), "tasks": rows}))
         return
-    table = Table(title=f"landed board: {where}", title_justify="left")
+    table = Table(title=Text(f"landed board: {where}"), title_justify="left")
     columns = ("task", "attempt", "owner", "claimed", "verdict", "rung", "settled at", "signed")
     for column in columns:
         justify: Literal["left", "right"] = "right" if column == "attempt" else "left"
@@ -130,13 +132,14 @@ def board(
     for row in rows:
         verdict = row["verdict"] or "-"
         style = "green" if verdict in {"verified", "reconciled", "done"} else "yellow"
+        # Every cell is plain text: a task id or owner such as "[/]" is not rich markup.
         table.add_row(
-            row["task_id"],
+            Text(_safe(row["task_id"])),
             str(row["attempt"]),
-            row["owner"] or "-",
-            row["claimed_status"],
-            f"[{style}]{verdict}[/{style}]",
-            row["rung"] or "-",
+            Text(_safe(row["owner"] or "-")),
+            Text(_safe(row["claimed_status"])),
+            Text(_safe(verdict), style=style),
+            Text(_safe(row["rung"] or "-")),
             row["settled_at"] or "-",
             str(row["signed_proofs"]),
         )
@@ -172,8 +175,10 @@ def export(
 ) -> None:
     """Write the ledger's receipts as DoD v1.0 JSONL, one receipt per line, in append order.
 
-    The output is what `landed check` (and `landed check --trust KEY.pub`) reads. A file is
-    written whole or not at all.
+    The output is what `landed check` (and `landed check --trust KEY.pub`) reads. Every attempt
+    is exported and `landed check` scores each line as a claim; with --latest only the attempt
+    the board shows is, so the scorecard then matches the board. A file is written whole or not
+    at all.
 
     Exit codes: 0 written; 3 no ledger there, it could not be read, or FILE not written.
     """
@@ -201,9 +206,12 @@ def export(
             where, count = asyncio.run(_export(ledger, fh, latest))
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; receipts are meant to be handed on
         os.replace(tmp, target)
-    except (LedgerError, OSError) as exc:
+    except BaseException as exc:
+        # Written whole or not at all, whatever stopped it (Ctrl-C included).
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if not isinstance(exc, LedgerError | OSError):
+            raise
         reason = str(exc) if isinstance(exc, LedgerError) else f"{exc.strerror or exc}"
         raise _fail(f"export to {target} failed: {reason}") from None
     err.print(f"exported {count} receipt(s) from {where} to {target}", highlight=False)
