@@ -9,6 +9,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from landed._acts import ActContext, ActFn
+from landed._redact import Redactor
 from landed._task import ACT_ACTIVITY, ActInput, ActReport
 
 from ._heartbeat import heartbeating
@@ -28,6 +29,8 @@ class ActActivities:
         self._acts = dict(acts)
         self._credentials = dict(credentials)
         self._identity = identity
+        # An act's error text travels to the workflow, its receipt and the append-only ledger.
+        self._redact = Redactor(self._credentials.values())
 
     def _beat(self, *details: object) -> None:
         # An act's own beat keeps this actor's name first, where the workflow looks for it.
@@ -58,13 +61,27 @@ class ActActivities:
         )
         # Each beat names this actor first: an attempt that times out reports no worker
         # identity, and the workflow still has to know whose reading would be self-grading.
-        async with heartbeating(self._identity):
-            if inspect.iscoroutinefunction(fn):
-                result = await fn(dict(inp.act.input), ctx)
-            else:
-                result = await to_the_end(fn, dict(inp.act.input), ctx)
-                if inspect.isawaitable(result):
-                    result = await result
+        try:
+            async with heartbeating(self._identity):
+                if inspect.iscoroutinefunction(fn):
+                    result = await fn(dict(inp.act.input), ctx)
+                else:
+                    result = await to_the_end(fn, dict(inp.act.input), ctx)
+                    if inspect.isawaitable(result):
+                        result = await result
+        except ApplicationError as exc:
+            # The act's own error kind and retry choice stand; only its text is redacted.
+            raise ApplicationError(
+                self._redact(exc.message),
+                *exc.details,
+                type=exc.type,
+                non_retryable=exc.non_retryable,
+                next_retry_delay=exc.next_retry_delay,
+            ) from None
+        except Exception as exc:
+            # The traceback stays on the actor: its frames and chained causes can quote a
+            # credential (a URL with its token) that the redactor never sees whole.
+            raise ApplicationError(self._redact(str(exc)), type=type(exc).__name__) from None
         if not isinstance(result, ActReport):
             raise ApplicationError(
                 f"act {inp.act.name!r} returned {type(result).__name__}, not an ActReport; "

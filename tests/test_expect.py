@@ -194,6 +194,34 @@ def test_rung_at_least_on_both_ladders() -> None:
         RungAtLeast(value="deliverd")
 
 
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ('{"status": "failed", "status": "succeeded"}', "appears twice"),
+        ('{"n": Infinity}', "Infinity is not a JSON number"),
+        ('{"n": NaN}', "NaN is not a JSON number"),
+        ('{"balance": 99.99999999999999999}', "cannot be compared exactly"),
+        ('{"balance": 1e400}', "cannot be compared exactly"),
+    ],
+)
+def test_json_a_proof_cannot_rest_on_is_never_a_pass(body: str, why: str) -> None:
+    for expect in (
+        JsonPath(path="$.status", op="==", value="succeeded"),
+        JsonPath(path="$.n", op="!=", value=0),
+        JsonPath(path="$.balance", op=">=", value=100),
+        Equals(value={"status": "succeeded"}),
+    ):
+        got = judge(expect, text(body), probe_kind="http")
+        assert got.outcome is not Outcome.PASS, (body, expect, got)
+        assert why in got.message, got.message
+    fine = judge(
+        JsonPath(path="$.balance", op=">=", value=100),
+        text('{"balance": 100.10}'),
+        probe_kind="http",
+    )
+    assert fine.outcome is Outcome.PASS, fine.message
+
+
 def test_non_empty_passes_anything_non_blank() -> None:
     assert outcome(NonEmpty(), text("0")) is Outcome.PASS  # the reason it is labelled weak
     assert outcome(NonEmpty(), text(" \n\t")) is Outcome.EMPTY

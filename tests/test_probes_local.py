@@ -325,3 +325,22 @@ async def test_a_crash_while_judging_is_a_probe_error_never_a_pass(
     obs = await see(CommandProbe(argv=["echo", "45"]), Count(value=45))
     assert obs.outcome is Outcome.PROBE_ERROR
     assert "judging failed: RuntimeError: bug in a judge" in obs.message
+
+
+async def test_a_pull_request_url_is_never_read_past_a_git_source() -> None:
+    """A git source gives a probe no license to fetch any URL: only an http source may."""
+    from landed_http import LocalHTTP
+
+    server = LocalHTTP().start()
+    try:
+        server.route("/creds", 200, b'{"SecretAccessKey": "abc"}')
+        async with SourceRegistry({"repo": {"kind": "git", "path": "."}}) as registry:
+            probe = GitProbe(source="repo", pull_request_url=server.url("/creds"))
+            obs = await observe(
+                probe, Contains(value="SecretAccessKey"), registry=registry, observer="v"
+            )
+        assert obs.outcome is Outcome.PROBE_ERROR, obs
+        assert "name an http source" in (obs.message or "") and obs.evidence is None
+        assert not server.requests, "the verifier fetched the URL"
+    finally:
+        server.stop()

@@ -239,3 +239,29 @@ async def test_postgres_pool_serves_concurrent_probes(
     q = f"select count(*) from {pg_table}"
     results = await asyncio.gather(*(read(pg_registry, q, Count(value=45)) for _ in range(20)))
     assert {r.outcome for r in results} == {Outcome.PASS}
+
+
+async def test_a_count_of_zero_is_empty_even_under_the_weak_default(
+    sqlite_registry: SourceRegistry,
+) -> None:
+    zero = await read(sqlite_registry, "select count(*) from orders where batch = 7", NonEmpty())
+    assert zero.outcome is Outcome.EMPTY, zero.message
+    some = await read(sqlite_registry, "select count(*) from orders where batch = 124", NonEmpty())
+    assert some.outcome is Outcome.PASS, some.message
+
+
+async def test_postgres_numbers_a_float_would_round_are_never_judged(
+    pg_registry: SourceRegistry,
+) -> None:
+    for query, expect in (
+        ("select 99.99999999999999999::numeric as paid", AtLeast(value=100)),
+        ("select 44.999999999999999999::numeric as n", Count(value=45)),
+        ("select 'infinity'::float8 as n", AtLeast(value=1)),
+        ("select 'NaN'::numeric as n", Count(value=1)),
+    ):
+        obs = await read(pg_registry, query, expect)
+        assert obs.outcome is Outcome.PROBE_ERROR, (query, obs.outcome, obs.message)
+        assert "cannot be judged exactly" in (obs.message or ""), obs.message
+    # A decimal the float holds exactly is judged as that number.
+    exact = await read(pg_registry, "select 100.10::numeric as paid", AtLeast(value=100))
+    assert exact.outcome is Outcome.PASS and exact.value == 100.1, exact.message

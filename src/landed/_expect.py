@@ -28,7 +28,7 @@ from landed._contract import (
 )
 from landed._jsonpath import MISSING, parse_path, resolve
 from landed._ladder import CALL_LADDER, MESSAGE_LADDER
-from landed._reading import NO_VALUE, Reading
+from landed._reading import NO_VALUE, Reading, strict_json
 
 __all__ = [
     "REGEX_TIMEOUT_S",
@@ -299,9 +299,11 @@ def _document(reading: Reading) -> tuple[Any, str | None]:
             f"the probe returned {reading.capture.total} bytes, too many to parse as JSON",
         )
     try:
-        return json.loads(reading.capture.data), None
-    except (ValueError, RecursionError):
+        return strict_json(reading.capture.data), None
+    except (json.JSONDecodeError, RecursionError):
         return NO_VALUE, f"the probe returned {_short(reading.text)}, which is not JSON"
+    except ValueError as exc:
+        return NO_VALUE, f"the probe returned {_short(reading.text)}, which cannot be judged: {exc}"
 
 
 def _judge_equals(expect: Equals, reading: Reading) -> Judgement:
@@ -418,6 +420,11 @@ def _judge_rung(expect: RungAtLeast, reading: Reading, probe_kind: str) -> Judge
 def _judge_non_empty(reading: Reading) -> Judgement:
     if _blank(reading):
         return _empty()
+    number = reading.number
+    if isinstance(number, (int, float)) and not isinstance(number, bool) and number == 0:
+        # A record's single numeric cell is its count (measure=auto): select count(*) that
+        # counted nothing returned a row, but nothing landed.
+        return _empty("a count of 0")
     return Judgement(
         Outcome.PASS,
         f"the probe returned {reading.capture.total} bytes; any non-empty output passes this "

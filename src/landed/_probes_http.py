@@ -22,7 +22,7 @@ from landed._contract import (
     SentLogProbe,
 )
 from landed._expect import strict_equal
-from landed._reading import NO_VALUE, Capture, Limits, ProbeError, Reading
+from landed._reading import NO_VALUE, Capture, Limits, ProbeError, Reading, strict_json
 from landed._sources import SourceConfig, SourceRegistry
 
 __all__ = [
@@ -218,9 +218,13 @@ async def _read_json_object(
         reading.failed_claims.append(f"the object is {got.capture.total} bytes, too large to read")
         return reading
     try:
-        reading.document = json.loads(got.capture.data)
-    except (ValueError, RecursionError):
+        reading.document = strict_json(got.capture.data)
+    except (json.JSONDecodeError, RecursionError):
         reading.failed_claims.append(f"the probe returned non-JSON from {_display(got.url)}")
+    except ValueError as exc:
+        reading.failed_claims.append(
+            f"the probe returned JSON from {_display(got.url)} that cannot be judged: {exc}"
+        )
     return reading
 
 

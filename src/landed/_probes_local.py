@@ -125,9 +125,15 @@ async def read_git(
     probe: GitProbe, cfg: SourceConfig | None, registry: SourceRegistry, limits: Limits
 ) -> Reading:
     if probe.pull_request_url is not None:
-        http_cfg = cfg if cfg is not None and cfg.kind == "http" else None
+        if cfg is not None and cfg.kind != "http":
+            # Fetched without an http source, the URL would be read as an unsourced one (any
+            # host), past the allow_unsourced setting that let only configured sources be read.
+            raise ProbeError(
+                f"a pull_request_url is read over HTTP, and source {probe.source!r} is a "
+                f"{cfg.kind} source; name an http source whose base URL holds the pull request"
+            )
         got = await fetch(
-            registry, probe.source if http_cfg else None, http_cfg, probe.pull_request_url, limits
+            registry, probe.source if cfg else None, cfg, probe.pull_request_url, limits
         )
         if got.status in (404, 410):
             return Reading(

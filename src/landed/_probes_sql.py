@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import math
 import sqlite3
 import time
 from decimal import Decimal
@@ -13,7 +14,7 @@ from urllib.parse import quote, urlsplit
 from uuid import UUID
 
 from landed._contract import RecordProbe
-from landed._reading import Limits, ProbeError, Reading
+from landed._reading import Limits, ProbeError, Reading, exact_float
 from landed._sources import SourceConfig, SourceRegistry
 
 __all__ = ["MAX_ROWS", "jsonable", "read_record"]
@@ -22,16 +23,29 @@ __all__ = ["MAX_ROWS", "jsonable", "read_record"]
 MAX_ROWS = 10_000
 
 
+# A number a float cannot hold exactly would be judged as another number (99.99999999999999999
+# as 100), and an infinity would read as text: neither may stand behind a pass.
+_NOT_EXACT = (
+    "the query returned the number {value}, which cannot be judged exactly (not finite, or more "
+    "digits than a float holds); round or cast it in the query, e.g. round(x, 6) or x::text"
+)
+
+
 def jsonable(value: Any) -> Any:
     """A database value as plain JSON: Decimal 45 is 45, timestamps are ISO text."""
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
-        return value if value == value and abs(value) != float("inf") else str(value)
+        if not math.isfinite(value):
+            raise ProbeError(_NOT_EXACT.format(value=value))
+        return value
     if isinstance(value, Decimal):
-        if not value.is_finite():
-            return str(value)
-        return int(value) if value == value.to_integral_value() else float(value)
+        if value.is_finite() and value == value.to_integral_value():
+            return int(value)
+        number = exact_float(value)
+        if number is None:
+            raise ProbeError(_NOT_EXACT.format(value=value))
+        return number
     if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
     if isinstance(value, (bytes, bytearray, memoryview)):

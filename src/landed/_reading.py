@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from landed._contract import Evidence
@@ -18,7 +20,9 @@ __all__ = [
     "Limits",
     "ProbeError",
     "Reading",
+    "exact_float",
     "make_evidence",
+    "strict_json",
 ]
 
 #: Bytes of output kept in memory for expectations to match against.
@@ -157,3 +161,51 @@ def make_evidence(capture: Capture, cap: int, redactor: Redactor) -> Evidence:
         total_bytes=capture.total,
         sha256=capture.sha256,
     )
+
+
+def exact_float(value: Decimal | str) -> float | None:
+    """``value`` as a float if the float is that very number (100.10 is 100.1), else None.
+
+    A float holds about 16 significant digits: 99.99999999999999999 becomes 100.0, and an
+    expectation of 100 would pass on a value below it. Such a value is never judged as a float.
+    """
+    try:
+        exact = Decimal(value)
+    except InvalidOperation:
+        return None
+    if not exact.is_finite():
+        return None
+    number = float(exact)
+    if math.isinf(number) or Decimal(repr(number)) != exact:
+        return None
+    return number
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            # Parsers disagree on which copy wins; the source meant one of them, unknown which.
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _float(text: str) -> float:
+    number = exact_float(text)
+    if number is None:
+        raise ValueError(
+            f"the number {text[:40]} cannot be compared exactly (more digits than a float holds, "
+            "or out of range); have the source send it as a string or round it"
+        )
+    return number
+
+
+def strict_json(data: bytes | str) -> Any:
+    """JSON as a proof can rest on it: ValueError for duplicate keys, NaN or Infinity, and a
+    number a float would round; RecursionError for nesting too deep to parse."""
+    return json.loads(data, object_pairs_hook=_object, parse_constant=_constant, parse_float=_float)

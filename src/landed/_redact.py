@@ -25,8 +25,12 @@ _JSON_HEADER = re.compile(
     r"""(["'])(?:(?!\2).)*\2"""
 )
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{6,}")
-# user:password@ in a URL or DSN.
-_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]*:)[^\s@/]+@")
+# user:password@ in a URL or DSN. Every repeat is bounded and the scheme may not start inside
+# a word: unbounded, text such as "a.a.a.a..." made each start rescan the rest (quadratic time,
+# seconds per 16 KB) while the verifier's event loop waited.
+_URL_PASSWORD = re.compile(
+    r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]{0,31}://[^\s:/@]{0,256}:)[^\s@/]{1,1024}@"
+)
 # password=... in a libpq key/value DSN or a query string.
 _KV_PASSWORD = re.compile(r"(?i)\b(password|passwd|pwd|secret|token|api_key)=([^\s&;]+)")
 

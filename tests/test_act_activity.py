@@ -1,0 +1,47 @@
+"""The act activity in-process: what an act's error carries out of the actor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from landed.activities.act import ActActivities
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+import landed
+from landed._task import ActInput, ActSpec
+
+SECRET = "sk_live_" + "Q" * 24
+
+
+def _run_with(fn: Any) -> ActActivities:
+    return ActActivities({"leaky": fn}, {"api": SECRET, "db": f"postgresql://u:{SECRET}@h/x"}, "a1")
+
+
+def _input() -> ActInput:
+    return ActInput(task_id="t1", attempt=1, idempotency_key="t1", act=ActSpec(name="leaky"))
+
+
+async def test_an_acts_error_text_leaves_the_actor_without_its_credentials() -> None:
+    def leaky(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
+        url = f"https://pay.example/charge?api_key={ctx.credential('api')}"
+        raise RuntimeError(f"502 from {url} (dsn {ctx.credential('db')})")
+
+    with pytest.raises(ApplicationError) as err:
+        await ActivityEnvironment().run(_run_with(leaky).act, _input())
+    assert SECRET not in err.value.message and "[redacted]" in err.value.message
+    assert err.value.type == "RuntimeError" and not err.value.non_retryable
+    assert err.value.__cause__ is None  # the original, with its text, stays on the actor
+
+
+async def test_an_acts_own_application_error_keeps_its_kind_and_loses_the_secret() -> None:
+    async def refusing(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
+        raise ApplicationError(
+            f"card declined for key {ctx.credential('api')}", type="Declined", non_retryable=True
+        )
+
+    with pytest.raises(ApplicationError) as err:
+        await ActivityEnvironment().run(_run_with(refusing).act, _input())
+    assert SECRET not in err.value.message
+    assert err.value.type == "Declined" and err.value.non_retryable
