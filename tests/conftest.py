@@ -28,7 +28,21 @@ def postgres_dsn() -> str:
     return POSTGRES_DSN
 
 
-_exit_status: list[int] = [0]
+# The machine's own settings must not steer a test: a developer's LANDED_RUNNER_PRE_READ=false
+# or TEMPORAL_NAMESPACE would change what the in-process roles and subprocesses do.
+_KEPT = frozenset({"LANDED_TEST_POSTGRES", "LANDED_REQUIRE_POSTGRES"})
+
+
+@pytest.fixture(autouse=True)
+def _no_outside_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if (name.startswith("LANDED_") and name not in _KEPT) or name.startswith("TEMPORAL_"):
+            monkeypatch.delenv(name)
+
+
+# None until the session has finished: a run that never got that far (an INTERNALERROR while
+# configuring) leaves through pytest's own exit path and status, never through a 0 of ours.
+_exit_status: list[int | None] = [None]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -37,11 +51,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
+    status = _exit_status[0]
+    if status is None:
+        return
     # The Temporal SDK's core can crash during interpreter teardown after every test passed
     # (sdk-python#300); the report is already printed, so leave with the real status now.
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(_exit_status[0])
+    os._exit(status)
 
 
 @pytest.fixture(scope="session")

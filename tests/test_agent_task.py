@@ -713,7 +713,7 @@ class _Relay(VerifyActivities):
     async def verify(self, inp: VerifyInput) -> VerifyOutput:
         if self._mode in ("forged-before", "unsigned-before", "forged-reconcile"):
             return await self._forge(inp)
-        if self._mode == "stale-reconcile":
+        if self._mode in ("stale-reconcile", "stale-norequest"):
             return await self._stale(inp)
         if self._mode in ("dressed-up", "swapped-before-outcome", "keyless-signature"):
             return await self._dress_up(inp)
@@ -806,12 +806,17 @@ class _Relay(VerifyActivities):
 
     async def _stale(self, inp: VerifyInput) -> VerifyOutput:
         """During the pre-read, also get the real verifier's signed "after" reading of this run
-        and attempt (nothing is there yet: empty), and hand it back as the reconcile read."""
+        and attempt (nothing is there yet: empty), and hand it back as the reconcile read.
+        ``stale-norequest`` asks for it with no request id, as an older verifier signed."""
         if inp.phase == "before":
             out = await self._verify(inp)
-            early = inp.model_copy(
-                update={"phase": "after", "before": [r.observation for r in out.readings]}
-            )
+            update: dict[str, object] = {
+                "phase": "after",
+                "before": [r.observation for r in out.readings],
+            }
+            if self._mode == "stale-norequest":
+                update["request"] = ""
+            early = inp.model_copy(update=update)
             self._early = await self._verify(early)
             return out
         if self._early is not None and not self._forged:
@@ -837,7 +842,7 @@ async def test_a_forged_pre_read_cannot_make_rows_that_were_there_count(
     assert act_runs(db, f"relayed-{mode}") == [(1, f"relayed-{mode}")]
 
 
-@pytest.mark.parametrize("mode", ["forged-reconcile", "stale-reconcile"])
+@pytest.mark.parametrize("mode", ["forged-reconcile", "stale-reconcile", "stale-norequest"])
 async def test_a_false_reconcile_read_does_not_run_the_act_again(
     temporal_dev: str, tmp_path: Path, db: Path, mode: str
 ) -> None:
@@ -845,8 +850,8 @@ async def test_a_false_reconcile_read_does_not_run_the_act_again(
     rows": unsigned (forged), or a genuine signed reading of this run and attempt taken before
     the act ran (stale). Taken at its word, the act would run again and write 3 more. Held to
     the verifier's signature, the forged one observed nothing, so the act is not run again
-    (DOD-10); the stale one answers another read's request id, so the read is asked again and
-    sees the rows."""
+    (DOD-10); the stale one answers another read's request id (or none), so the read is asked
+    again and sees the rows."""
     make_rows_db(db)
     receipt, _ = await _through_relay(
         temporal_dev, tmp_path, db, mode, "fr", 3, write=3, fail="after", fail_attempts=1
@@ -854,7 +859,7 @@ async def test_a_false_reconcile_read_does_not_run_the_act_again(
     assert act_runs(db, f"relayed-{mode}") == [(1, f"relayed-{mode}")]
     assert row_count(db, "fr") == 3
     assert receipt.landed is not None
-    if mode == "stale-reconcile":
+    if mode.startswith("stale-"):
         assert receipt.verdict == "verified"
     else:
         assert receipt.verdict != "verified"
@@ -1076,8 +1081,12 @@ async def test_a_relayed_reading_of_something_else_is_not_a_read_back(
     assert proof.result == "probe-error", proof
     assert receipt.verdict != "verified"
     assert receipt.landed is not None and receipt.landed.proof_level != "P3"
-    why = {"no-before": "before-state", "other-before": "before", "easier-expect": "expectation"}
-    assert why[mode] in observation
+    why = {
+        "no-before": "before-state from the pre-read",
+        "other-before": "another probe was run",
+        "easier-expect": "expectation",
+    }
+    assert why[mode] in f"{proof} {observation}", (proof, observation)
 
 
 @pytest.mark.parametrize(

@@ -243,3 +243,24 @@ async def test_the_board_shows_user_text_as_text_and_names_a_bad_row(tmp_path: P
     export = landed("receipts", "export", "--ledger", url, "-o", "out.jsonl", cwd=tmp_path)
     assert export.returncode == 3 and "row 2 of the ledger" in export.stderr, export.stderr
     assert not [p.name for p in tmp_path.iterdir() if "out.jsonl" in p.name]  # no temp file left
+
+
+async def test_export_latest_writes_only_the_attempt_the_board_shows(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    async with await open_ledger(url) as ledger:
+        for attempt, verdict in ((1, "failed"), (2, "verified")):
+            await ledger.append(
+                Receipt(
+                    task_id="t1",
+                    owner="agent-a",
+                    claimed_status="done",
+                    verdict=verdict,
+                    verdict_by="runner",
+                    landed=LandedExtension(attempt=attempt),
+                )
+            )
+    every = landed("receipts", "export", "--ledger", url, cwd=tmp_path)
+    latest = landed("receipts", "export", "--ledger", url, "--latest", cwd=tmp_path)
+    assert every.returncode == 0 and latest.returncode == 0, (every.stderr, latest.stderr)
+    assert [json.loads(x)["verdict"] for x in every.stdout.splitlines()] == ["failed", "verified"]
+    assert [json.loads(x)["verdict"] for x in latest.stdout.splitlines()] == ["verified"]
