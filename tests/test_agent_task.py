@@ -688,7 +688,10 @@ async def test_a_verifier_nobody_runs_settles_not_done_by_the_time_cap(
             stored = await ledger.get("no-verifier")
     (proof,) = _read_back(receipt)
     assert proof.result == "probe-error"
-    assert "verify failed" in str((proof.landed or {}).get("observation"))
+    observation = str((proof.landed or {}).get("observation"))
+    assert "verify failed" in observation
+    assert "no verifier answered on task queue 'nobody-" in observation, observation
+    assert "landed worker verifier" in observation
     assert receipt.verdict != "verified"
     assert [r.verdict for r in stored] == [receipt.verdict]  # settled, once
 

@@ -344,3 +344,13 @@ async def test_a_pull_request_url_is_never_read_past_a_git_source() -> None:
         assert not server.requests, "the verifier fetched the URL"
     finally:
         server.stop()
+
+
+async def test_terminal_escapes_in_a_failing_commands_output_are_shown_escaped() -> None:
+    probe = CommandProbe(
+        argv=["printf '\\033]0;owned\\007\\033[2JALL GOOD' >&2; exit 3"], shell=True
+    )
+    obs = await see(probe, Contains(value="x"))
+    assert obs.outcome is Outcome.PROBE_ERROR, obs
+    assert "\x1b" not in (obs.message or "") and "\x07" not in (obs.message or "")
+    assert "\\x1b[2JALL GOOD" in (obs.message or ""), obs.message

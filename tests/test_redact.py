@@ -219,3 +219,16 @@ def test_hostile_text_is_redacted_in_linear_time() -> None:
     assert redact(text) == text
     assert time.process_time() - started < 2.0
     assert redact("dsn postgresql://u:pw9@db/x") == "dsn postgresql://u:[redacted]@db/x"
+
+
+def test_the_start_of_a_secret_a_message_cut_short_is_redacted_too() -> None:
+    key = "K" * 20 + "abcdefghijklmnopqrstuvwxyz0123456789" * 2 + "ZZ"
+    redact = Redactor([key])
+    shown = redact(f'the probe returned $.echo = "{key[:65]}..."; expected == {{}}')
+    assert key[:_MIN_CUT_SEEN] not in shown, shown
+    assert shown == 'the probe returned $.echo = "[redacted]..."; expected == {}', shown
+    # Text that merely ends in "..." and shares a few characters with a secret is left alone.
+    assert redact("KKKKKKK... and abc...") == "KKKKKKK... and abc..."
+
+
+_MIN_CUT_SEEN = 8

@@ -7,7 +7,12 @@ from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    TimeoutType,
+    is_cancelled_exception,
+)
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
@@ -532,8 +537,17 @@ class AgentTask:
                 if self._cancelled(err):
                     raise
                 # The verifier could not be reached or crashed every time: nothing was observed.
+                why = f"verify failed: {_cause(err)}"
+                if isinstance(err.cause, TemporalTimeout) and err.cause.type in (
+                    TimeoutType.SCHEDULE_TO_START,
+                    TimeoutType.SCHEDULE_TO_CLOSE,
+                ):
+                    why += (
+                        f"; no verifier answered on task queue {routing.verifier_task_queue!r} "
+                        "in time: check that `landed worker verifier` runs and polls that queue"
+                    )
                 for i in todo:
-                    got[i] = self._unobserved(i, routing, f"verify failed: {_cause(err)}", attempt)
+                    got[i] = self._unobserved(i, routing, why, attempt)
                 break
             for reading in out.readings:
                 if reading.index not in todo:

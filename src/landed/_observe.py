@@ -38,7 +38,7 @@ from landed._reading import (
     Reading,
     make_evidence,
 )
-from landed._redact import Redactor
+from landed._redact import Redactor, escape_for_humans
 from landed._sources import SourceConfig, SourceKind, SourceRegistry
 
 __all__ = ["DEFAULT_EVIDENCE_CAP", "observe", "probe_digest"]
@@ -148,7 +148,9 @@ async def observe(
     if before is not None:
         judgement = judge_with_before(expect, judgement, before)
     duration_ms = round((time.perf_counter() - started) * 1000, 3)
-    message = redactor(judgement.message)
+    # A failed command's stderr or a server's error text can hold terminal escapes; the message
+    # is shown by landed verify, the board's readers and the Web UI, so they are shown escaped.
+    message = escape_for_humans(redactor(judgement.message))
     observation = Observation(
         outcome=judgement.outcome,
         expectation=expectation,

@@ -14,6 +14,8 @@ REDACTED = "[redacted]"
 # Shortest configured value treated as a secret: shorter ones ("1", "on") would redact
 # ordinary output everywhere and protect nothing.
 _MIN_SECRET = 4
+# The shortest start of a secret redacted where a message cut the secret short.
+_MIN_CUT = 8
 
 # Authorization-style header lines and bearer tokens, wherever they appear in text.
 _HEADER_LINE = re.compile(
@@ -61,6 +63,10 @@ class Redactor:
         self._pattern = (
             re.compile("|".join(re.escape(s) for s in self._secrets)) if self._secrets else None
         )
+        # A message that quotes a value cuts it short ("..." after 80 characters): the start of
+        # a secret cut there no longer matches the secret whole.
+        cut = [_prefix_of(s) for s in self._secrets if len(s) > _MIN_CUT]
+        self._cut = re.compile(f"(?:{'|'.join(cut)})\\.\\.\\.") if cut else None
 
     @property
     def longest(self) -> int:
@@ -73,6 +79,8 @@ class Redactor:
     def __call__(self, text: str) -> str:
         if self._pattern is not None:
             text = self._pattern.sub(REDACTED, text)
+        if self._cut is not None and "..." in text:
+            text = self._cut.sub(REDACTED + "...", text)
         if text.isascii():
             if not _HINTS_LOWER.search(text.lower()):
                 return text
@@ -83,6 +91,16 @@ class Redactor:
         text = _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
         text = _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED + "@", text)
         return _KV_PASSWORD.sub(lambda m: m.group(1) + "=" + REDACTED, text)
+
+
+def _prefix_of(secret: str) -> str:
+    """A pattern for any start of ``secret`` at least _MIN_CUT characters long (nested optional
+    groups: linear in its length, no backtracking between alternatives)."""
+    head, rest = secret[:_MIN_CUT], secret[_MIN_CUT:]
+    tail = ""
+    for char in reversed(rest):
+        tail = f"(?:{re.escape(char)}{tail})?"
+    return re.escape(head) + tail
 
 
 def escape_for_humans(text: str) -> str:
