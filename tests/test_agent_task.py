@@ -37,8 +37,9 @@ import landed
 from landed._assemble import proof_item
 from landed._contract import Contract, NonEmpty, Observation, Outcome, RecordProbe
 from landed._expect import label_for
-from landed._ledger import canonical_json
+from landed._ledger import canonical_json, open_ledger
 from landed._plugin import connect, landed_plugin, strict_workflow_runner
+from landed._receipt import LandedExtension
 from landed._signing import KeyPair, TrustStore, sign_proof
 from landed._sources import SourceRegistry
 from landed._task import (
@@ -907,6 +908,31 @@ async def test_a_task_id_reused_for_other_work_fails_closed(
     assert act_runs(db, "reused") == [(1, "reused")]
     assert row_count(db, "ru2") == 0
     assert [canonical_json(r) for r in stored] == [canonical_json(first)]
+
+
+async def test_a_task_id_whose_stored_receipt_records_no_spec_is_refused(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """The ledger holds a receipt under the id that records no spec digest (written by an older
+    landed, or by hand): it cannot be shown to be this task, so the task is neither answered
+    with it nor acted."""
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        async with await open_ledger(roles.ledger_url) as ledger:
+            await ledger.append(
+                landed.Receipt(
+                    task_id="undigested",
+                    owner="agent-a",
+                    claimed_status="done",
+                    verdict="verified",
+                    verdict_by="runner",
+                    landed=LandedExtension(attempt=1),
+                )
+            )
+        task = rows_task("undigested", db, expect=2, batch="ud", write=2)
+        with pytest.raises(landed.TaskIdReused, match="records no spec digest"):
+            await roles.client.run(task)
+    assert act_runs(db, "undigested") == []
+    assert row_count(db, "ud") == 0
 
 
 async def _second_run(roles: Roles, task: dict[str, Any]) -> landed.Receipt:

@@ -472,3 +472,40 @@ def test_property_non_empty_and_every_expectation_survive_any_bytes(raw: bytes) 
         assert isinstance(result.outcome, Outcome)
     blank = not raw.decode("utf-8", errors="replace").strip()
     assert (judge(NonEmpty(), reading, probe_kind="command").outcome is Outcome.EMPTY) == blank
+
+
+def _typed(value: object) -> object:
+    """An oracle independent of strict_equal: each value tagged with its JSON type, so true and
+    1 differ at any depth while 45 and 45.0 stay one number."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, (int, float)):
+        return ("number", float(value))
+    if isinstance(value, list):
+        return ("list", tuple(_typed(v) for v in value))
+    if isinstance(value, dict):
+        return ("object", tuple(sorted((k, _typed(v)) for k, v in value.items())))
+    return (type(value).__name__, value)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "equal"),
+    [
+        ([True], [1], False),
+        ({"a": True}, {"a": 1}, False),
+        ([{"n": [0]}], [{"n": [False]}], False),
+        ({"a": [45]}, {"a": [45.0]}, True),
+        ([None], [0], False),
+        (["45"], [45], False),
+    ],
+)
+def test_strict_equal_holds_at_every_depth(a: object, b: object, equal: bool) -> None:
+    assert strict_equal(a, b) is equal and strict_equal(b, a) is equal
+    assert (_typed(a) == _typed(b)) is equal
+    got = outcome(Equals(value=b), text(json.dumps(a)))
+    assert (got is Outcome.PASS) is equal, (a, b, got)
+
+
+@given(value=json_values, other=json_values)
+def test_property_strict_equal_agrees_with_a_typed_oracle(value: object, other: object) -> None:
+    assert strict_equal(value, other) == (_typed(value) == _typed(other))

@@ -4,6 +4,7 @@ landed, landed.workflows and landed.activities, and ship the sample receipts."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -30,9 +31,25 @@ def test_editable_install_imports_all_three() -> None:
     assert int(out[3]) > 0
 
 
+def _tracked_tree(into: Path) -> Path:
+    """The project's tracked files, copied to ``into``: a build there can't reuse a stale
+    build/ of the working tree (or write one), so a file left out of the packages fails here."""
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=True, timeout=60
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            target = into / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return into
+
+
 @pytest.mark.timeout(600)
 def test_a_wheel_installs_into_a_fresh_venv(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
+    tree = _tracked_tree(tmp_path / "tree")
     # pip builds in an isolated environment from pyproject's build-system (the machine's
     # configured package index supplies setuptools and wheel).
     subprocess.run(
@@ -45,7 +62,7 @@ def test_a_wheel_installs_into_a_fresh_venv(tmp_path: Path) -> None:
             "-q",
             "-w",
             str(wheels),
-            str(ROOT),
+            str(tree),
         ],
         check=True,
         timeout=300,
