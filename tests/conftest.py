@@ -30,7 +30,7 @@ def postgres_dsn() -> str:
 
 # The machine's own settings must not steer a test: a developer's LANDED_RUNNER_PRE_READ=false
 # or TEMPORAL_NAMESPACE would change what the in-process roles and subprocesses do.
-_KEPT = frozenset({"LANDED_TEST_POSTGRES", "LANDED_REQUIRE_POSTGRES"})
+_KEPT = frozenset({"LANDED_TEST_POSTGRES", "LANDED_REQUIRE_POSTGRES", "LANDED_RECORD_HISTORIES"})
 
 
 @pytest.fixture(autouse=True)

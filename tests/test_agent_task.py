@@ -512,12 +512,17 @@ async def test_replay_recorded_histories(
                 "replay-rerun", db, expect=1, batch="rr", write=1, fail="before", fail_attempts=1
             )
         )
+        # A malformed report after the write: the unknown-write path behind its patch marker.
+        bad = rows_task("replay-badreport", db, expect=3, batch="rb")
+        bad["act"] = {"name": "test.rows_bad_report", "input": {"batch": "rb"}}
+        await roles.client.run(bad)
         histories = [
             await roles.temporal.get_workflow_handle(wid).fetch_history()
-            for wid in ("replay-ok", "replay-dod10", "replay-rerun")
+            for wid in ("replay-ok", "replay-dod10", "replay-rerun", "replay-badreport")
         ]
     _record_history("dod10", histories[1])
     _record_history("rerun", histories[2])
+    _record_history("badreport", histories[3])
     committed = sorted(HISTORIES.glob("*.json"))
     assert committed, "tests/histories/ holds at least one recorded AgentTask history"
     for path in committed:
