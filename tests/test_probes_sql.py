@@ -265,3 +265,12 @@ async def test_postgres_numbers_a_float_would_round_are_never_judged(
     # A decimal the float holds exactly is judged as that number.
     exact = await read(pg_registry, "select 100.10::numeric as paid", AtLeast(value=100))
     assert exact.outcome is Outcome.PASS and exact.value == 100.1, exact.message
+
+
+async def test_a_result_larger_than_the_read_cap_is_refused_as_it_arrives(
+    sqlite_registry: SourceRegistry,
+) -> None:
+    obs = await read(sqlite_registry, "select randomblob(9000000) as blob", NonEmpty())
+    assert obs.outcome is Outcome.PROBE_ERROR, obs.message
+    assert "more than 8388608 bytes" in (obs.message or ""), obs.message
+    assert obs.evidence is None  # refused before any copy of it was made

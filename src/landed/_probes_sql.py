@@ -100,7 +100,30 @@ def _sqlite_path(cfg: SourceConfig) -> Path:
     return Path(cfg.path)
 
 
-def _sqlite_read(path: Path, query: str, params: Any, deadline: float) -> list[dict[str, Any]]:
+class _Budget:
+    """Bytes of result a probe may hold: rows are counted as they arrive, so a huge cell or a
+    wide result is refused before it is copied into hex, JSON and evidence (several times)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, row: tuple[Any, ...]) -> None:
+        for value in row:
+            if isinstance(value, (bytes, bytearray, memoryview, str)):
+                self.used += len(value)
+            else:
+                self.used += 16
+        if self.used > self.limit:
+            raise ProbeError(
+                f"the query returned more than {self.limit} bytes; select only the columns "
+                "the expectation needs, or count or hash them in SQL"
+            )
+
+
+def _sqlite_read(
+    path: Path, query: str, params: Any, deadline: float, limit: int
+) -> list[dict[str, Any]]:
     if not path.is_file():
         raise ProbeError(f"the SQLite file {path} does not exist")
     uri = f"file:{quote(str(path.resolve()))}?mode=ro"
@@ -113,7 +136,12 @@ def _sqlite_read(path: Path, query: str, params: Any, deadline: float) -> list[d
         # Checked every few thousand VM steps: a runaway query is interrupted at the deadline.
         conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 5_000)
         cur = conn.execute(query, params)
-        raw = cur.fetchmany(MAX_ROWS + 1)
+        budget, raw = _Budget(limit), []
+        for row in cur:
+            budget.take(row)
+            raw.append(row)
+            if len(raw) > MAX_ROWS:
+                break
         columns = [d[0] for d in cur.description or ()]
     except sqlite3.Error as exc:
         if time.monotonic() > deadline:
@@ -153,7 +181,9 @@ async def _postgres_rows(
             # is cut at MAX_ROWS without being held in memory.
             cur = conn.cursor()
             raw: list[tuple[Any, ...]] = []
+            budget = _Budget(limits.read_cap)
             async for row in cur.stream(probe.query, probe.params or None):
+                budget.take(row)
                 raw.append(row)
                 if len(raw) > MAX_ROWS:
                     break
@@ -175,7 +205,7 @@ async def read_record(
         deadline = time.monotonic() + limits.timeout_s
         params = probe.params if probe.params else ()
         rows = await asyncio.to_thread(
-            _sqlite_read, _sqlite_path(cfg), probe.query, params, deadline
+            _sqlite_read, _sqlite_path(cfg), probe.query, params, deadline, limits.read_cap
         )
     elif scheme in ("postgres", "postgresql"):
         rows = await _postgres_read(probe.source, cfg, probe, registry, limits)
