@@ -288,13 +288,14 @@ async def test_same_task_id_twice_acts_once(
 
 
 async def _at_step(handle: landed.TaskHandle, step: str) -> Progress:
-    """Poll the task's progress query until it reports ``step`` (10 s at most)."""
+    """Poll the task's progress query until it reports ``step``; fail after 10 s, so a test
+    that means to act during that step never acts during another."""
     for _ in range(200):
         progress = await handle.progress()
         if progress.step == step:
             return progress
         await asyncio.sleep(0.05)
-    return progress
+    raise AssertionError(f"the task never reached step {step!r}; last seen {progress.step!r}")
 
 
 async def _held_in_act(

@@ -78,10 +78,15 @@ async def test_sql_errors_never_quote_the_dsn(tmp_path: Path) -> None:
 async def test_a_cancelled_command_act_leaves_nothing_running(tmp_path: Path) -> None:
     """Cancelled (the workflow gave up, the actor drains past its grace): the command and what
     it started are killed before the act reports, so nothing can write after the read-back."""
-    marker = tmp_path / "late-write"
-    script = f"sleep 1.5 && touch {marker} & sleep 1.5 && touch {marker}; wait"
+    marker, started = tmp_path / "late-write", tmp_path / "started"
+    script = f"touch {started}; sleep 1.5 && touch {marker} & sleep 1.5 && touch {marker}; wait"
     task = asyncio.create_task(command({"argv": ["sh", "-c", script]}, _ctx()))
-    await asyncio.sleep(0.4)
+    for _ in range(200):  # cancel once the command runs, however slow the machine is
+        if started.exists():
+            break
+        await asyncio.sleep(0.02)
+    assert started.exists(), "the command never started"
+    await asyncio.sleep(0.1)  # its two writers are forked by now
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
