@@ -212,19 +212,24 @@ def test_ledger_init_makes_an_empty_file_a_ledger_and_keeps_one_there(tmp_path: 
     assert json.loads(bad.stdout)["error"] == "ledger not created", bad.stdout
 
 
+def _unsigned(task_id: str, attempt: int, verdict: str, owner: str = "agent-a") -> Receipt:
+    """A settled receipt with no proof: enough for what the board and export show."""
+    return Receipt(
+        task_id=task_id,
+        owner=owner,
+        claimed_status="done",
+        verdict=verdict,
+        verdict_by="runner",
+        landed=LandedExtension(attempt=attempt),
+    )
+
+
 async def test_the_board_shows_user_text_as_text_and_names_a_bad_row(tmp_path: Path) -> None:
     import sqlite3
 
     path = tmp_path / "l.db"
     url = f"sqlite:///{path}"
-    odd = Receipt(
-        task_id="t1",
-        owner="team[/]bot [bold]x",
-        claimed_status="done",
-        verdict="failed",
-        verdict_by="runner",
-        landed=LandedExtension(attempt=1),
-    )
+    odd = _unsigned("t1", 1, "failed", owner="team[/]bot [bold]x")
     async with await open_ledger(url) as ledger:
         await ledger.append(odd)
     board = landed("board", "--ledger", url, cwd=tmp_path)
@@ -249,16 +254,7 @@ async def test_export_latest_writes_only_the_attempt_the_board_shows(tmp_path: P
     url = f"sqlite:///{tmp_path / 'l.db'}"
     async with await open_ledger(url) as ledger:
         for attempt, verdict in ((1, "failed"), (2, "verified")):
-            await ledger.append(
-                Receipt(
-                    task_id="t1",
-                    owner="agent-a",
-                    claimed_status="done",
-                    verdict=verdict,
-                    verdict_by="runner",
-                    landed=LandedExtension(attempt=attempt),
-                )
-            )
+            await ledger.append(_unsigned("t1", attempt, verdict))
     every = landed("receipts", "export", "--ledger", url, cwd=tmp_path)
     latest = landed("receipts", "export", "--ledger", url, "--latest", cwd=tmp_path)
     assert every.returncode == 0 and latest.returncode == 0, (every.stderr, latest.stderr)
