@@ -32,7 +32,7 @@ class VerifyActivities:
         """A probe this verifier's configuration does not allow: nothing was observed."""
         return Observation(
             outcome=Outcome.PROBE_ERROR,
-            expectation=self._registry.redactor(label_for(contract.probe, contract.expect)),
+            expectation=label_for(contract.probe, contract.expect),
             kind=contract.probe.kind,
             source=getattr(contract.probe, "source", None),
             observer=self._identity,

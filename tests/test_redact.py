@@ -104,8 +104,13 @@ async def test_http_token_never_reaches_the_observation(
         ]
     assert server.requests[0].headers["authorization"] == f"Bearer {CANARY}"  # it was sent
     for obs in observations:
-        dumped = obs.model_dump_json()
+        # What was read from the source (evidence, value, message) never shows the token.
+        dumped = obs.model_dump_json(exclude={"expectation"})
         assert CANARY not in dumped, dumped
+    # The label is the plan's own text, carried as written so the workflow can hold the
+    # reading to its step: a plan that names a secret has published it already (the receipt
+    # carries the plan's expectation), and hiding it made that step unverifiable.
+    assert observations[2].expectation == f'contains("{CANARY}")'
     assert observations[0].outcome.value == "pass"
     assert all(CANARY not in rec.getMessage() for rec in caplog.records)
 
@@ -232,3 +237,20 @@ def test_the_start_of_a_secret_a_message_cut_short_is_redacted_too() -> None:
 
 
 _MIN_CUT_SEEN = 8
+
+
+async def test_an_expectation_naming_a_verifier_secret_is_judged_under_the_plans_label() -> None:
+    """APP_ENV=production is a secret of this command source; a plan step expecting the text
+    "production" is still held to, and judged under, its own label."""
+    from landed._expect import label_for
+
+    sources = {"sh": {"kind": "command", "commands": ["printf"], "env": {"APP_ENV": "production"}}}
+    async with SourceRegistry(sources) as registry:
+        for argv, expect in (
+            (["printf", "deployed to production"], Contains(value="production")),
+            (["printf", "GET /reset?token=abc"], Contains(value="?token=")),
+        ):
+            probe = CommandProbe(source="sh", argv=argv)
+            obs = await observe(probe, expect, registry=registry, observer="v")
+            assert obs.outcome.value == "pass", obs
+            assert obs.expectation == label_for(probe, expect)

@@ -124,7 +124,11 @@ async def observe(
     probe = coerce_probe(probe)
     expect = coerce_expectation(expect)
     redactor = registry.redactor
-    expectation = redactor(label_for(probe, expect))
+    # The label is the plan's own text (the receipt carries the expectation itself beside it):
+    # redacting it hid nothing, and made a step whose expectation holds a value the verifier
+    # keeps as a secret ("production"), or credential-shaped text ("?token="), unverifiable,
+    # since the workflow holds every reading to its step's exact label.
+    expectation = label_for(probe, expect)
     if before is not None and (before.kind != probe.kind or before.expectation != expectation):
         raise ValueError(
             f"the before reading is of {before.kind} under {before.expectation}, not of "
@@ -171,7 +175,7 @@ async def observe(
         probe.kind,
         observation.source or "-",
         observation.outcome.value,
-        expectation,
+        redactor(expectation),  # a log outlives the task; it never shows a verifier's secret
         message,
     )
     return observation
