@@ -58,12 +58,13 @@ _MIGRATIONS: dict[int, list[str]] = {
     ],
 }
 
-# A stored (task_id, attempt) inserts nothing (the caller compares it with the stored one); the
-# no-replace trigger never sees it, because no row is offered.
+# A stored (task_id, attempt) is refused by the no-replace trigger (schema 2) or, on a ledger
+# still at schema 1, skipped by the conflict clause; either way the caller compares it with the
+# stored one. The trigger's own lookup is the only one added to an insert.
 _INSERT = """INSERT INTO landed_receipts
     (task_id, attempt, verdict, owner, settled_at, body_sha256, body)
-    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE NOT EXISTS
-        (SELECT 1 FROM landed_receipts WHERE task_id = ?1 AND attempt = ?2)"""
+    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, attempt) DO NOTHING"""
+_REPLACE_REFUSED = "cannot be replaced"
 
 
 def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
@@ -233,19 +234,26 @@ class SqliteLedger:
         conn.execute("BEGIN IMMEDIATE")
         try:
             for row in rows:
-                cur = conn.execute(
-                    _INSERT,
-                    (
-                        row.task_id,
-                        row.attempt,
-                        row.verdict,
-                        row.owner,
-                        row.settled_at.isoformat() if row.settled_at else None,
-                        row.sha256,
-                        row.body.decode(),
-                    ),
-                )
-                if cur.rowcount == 1:
+                try:
+                    cur = conn.execute(
+                        _INSERT,
+                        (
+                            row.task_id,
+                            row.attempt,
+                            row.verdict,
+                            row.owner,
+                            row.settled_at.isoformat() if row.settled_at else None,
+                            row.sha256,
+                            row.body.decode(),
+                        ),
+                    )
+                    inserted = cur.rowcount == 1
+                except sqlite3.IntegrityError as exc:
+                    # RAISE(ABORT) undoes this statement only; the batch goes on.
+                    if _REPLACE_REFUSED not in str(exc):
+                        raise
+                    inserted = False
+                if inserted:
                     out.append(True)
                     continue
                 stored = conn.execute(
