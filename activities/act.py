@@ -32,6 +32,25 @@ class ActActivities:
         # An act's error text travels to the workflow, its receipt and the append-only ledger.
         self._redact = Redactor(self._credentials.values())
 
+    def _redacted(self, value: object) -> object:
+        if isinstance(value, str):
+            return self._redact(value)
+        if isinstance(value, dict):
+            return {k: self._redacted(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self._redacted(v) for v in value]
+        return value
+
+    @staticmethod
+    def _log_kept(inp: ActInput, exc: BaseException) -> None:
+        activity.logger.warning(
+            "act %r of task %s attempt %d raised; the workflow gets its redacted text",
+            inp.act.name,
+            inp.task_id,
+            inp.attempt,
+            exc_info=exc,
+        )
+
     def _beat(self, *details: object) -> None:
         # An act's own beat keeps this actor's name first, where the workflow looks for it.
         activity.heartbeat(self._identity, *details)
@@ -70,17 +89,21 @@ class ActActivities:
                     if inspect.isawaitable(result):
                         result = await result
         except ApplicationError as exc:
-            # The act's own error kind and retry choice stand; only its text is redacted.
+            # The act's own error kind, retry choice and category stand; its text and details
+            # are redacted (details land in Temporal's history with the failure).
+            self._log_kept(inp, exc)
             raise ApplicationError(
                 self._redact(exc.message),
-                *exc.details,
+                *(self._redacted(d) for d in exc.details),
                 type=exc.type,
                 non_retryable=exc.non_retryable,
                 next_retry_delay=exc.next_retry_delay,
+                category=exc.category,
             ) from None
         except Exception as exc:
-            # The traceback stays on the actor: its frames and chained causes can quote a
-            # credential (a URL with its token) that the redactor never sees whole.
+            # The traceback stays in the actor's own log: its frames and chained causes can
+            # quote a credential (a URL with its token) that the redactor never sees whole.
+            self._log_kept(inp, exc)
             raise ApplicationError(self._redact(str(exc)), type=type(exc).__name__) from None
         if not isinstance(result, ActReport):
             raise ApplicationError(

@@ -45,3 +45,24 @@ async def test_an_acts_own_application_error_keeps_its_kind_and_loses_the_secret
         await ActivityEnvironment().run(_run_with(refusing).act, _input())
     assert SECRET not in err.value.message
     assert err.value.type == "Declined" and err.value.non_retryable
+
+
+async def test_an_acts_error_details_lose_the_secret_and_the_actor_logs_the_original(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from temporalio.exceptions import ApplicationErrorCategory
+
+    async def detailed(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
+        raise ApplicationError(
+            "declined",
+            {"url": f"https://pay.example/x?key={ctx.credential('api')}"},
+            type="Declined",
+            category=ApplicationErrorCategory.BENIGN,
+        )
+
+    with pytest.raises(ApplicationError) as err:
+        await ActivityEnvironment().run(_run_with(detailed).act, _input())
+    assert SECRET not in repr(err.value.details), err.value.details
+    assert err.value.category is ApplicationErrorCategory.BENIGN
+    kept = [r for r in caplog.records if r.exc_info and "act 'leaky'" in r.getMessage()]
+    assert kept, [r.getMessage() for r in caplog.records]

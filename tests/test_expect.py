@@ -509,3 +509,10 @@ def test_strict_equal_holds_at_every_depth(a: object, b: object, equal: bool) ->
 @given(value=json_values, other=json_values)
 def test_property_strict_equal_agrees_with_a_typed_oracle(value: object, other: object) -> None:
     assert strict_equal(value, other) == (_typed(value) == _typed(other))
+
+
+def test_a_printed_number_a_float_would_round_is_never_judged() -> None:
+    for printed in ("99.99999999999999999", "1e999"):
+        got = judge(AtLeast(value=100), text(printed), probe_kind="command")
+        assert got.outcome is Outcome.MISMATCH and "cannot be judged exactly" in got.message
+    assert outcome(AtLeast(value=100), text("100.10")) is Outcome.PASS

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -202,12 +203,15 @@ async def test_a_stored_receipt_cannot_be_replaced(tmp_path: Path) -> None:
     forged = canonical_json(receipt("a", verdict="failed")).decode()
     with sqlite3.connect(path) as db:
         for verb in ("INSERT OR REPLACE INTO", "REPLACE INTO"):
-            with pytest.raises(sqlite3.IntegrityError, match="cannot be replaced"):
-                db.execute(
-                    f"{verb} landed_receipts (task_id, attempt, verdict, body_sha256, body)"
-                    " VALUES ('a', 1, 'failed', 'x', ?)",
-                    (forged,),
-                )
+            cur = db.execute(
+                f"{verb} landed_receipts (task_id, attempt, verdict, body_sha256, body)"
+                " VALUES ('a', 1, 'failed', 'x', ?)",
+                (forged,),
+            )
+            assert cur.rowcount == 0  # dropped by the trigger: nothing replaced
+        assert db.execute("SELECT sequence, verdict FROM landed_receipts").fetchall() == [
+            (1, "verified")
+        ]
     db.close()
     async with await open_ledger(url(path), create=False) as ledger:
         assert [r.verdict for r in await ledger.get("a")] == ["verified"]
@@ -238,11 +242,21 @@ async def test_a_ledger_of_the_first_schema_reads_as_is_and_a_writer_upgrades_it
         assert await ledger.append(receipt("b")) is True
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT max(version) FROM landed_schema_version").fetchone() == (2,)
-        with pytest.raises(sqlite3.IntegrityError, match="cannot be replaced"):
-            db.execute(
-                "REPLACE INTO landed_receipts (task_id, attempt, body_sha256, body)"
-                " VALUES ('a', 1, 'y', '{}')"
-            )
+        replaced = db.execute(
+            "REPLACE INTO landed_receipts (task_id, attempt, body_sha256, body)"
+            " VALUES ('a', 1, 'y', '{}')"
+        )
+        assert replaced.rowcount == 0
+        assert db.execute(
+            "SELECT body_sha256 FROM landed_receipts WHERE task_id = 'a'"
+        ).fetchone() == ("x",)
+        # The first schema's own insert, as a runner not yet upgraded sends it, still reads as
+        # "already there" (no error) on the upgraded file.
+        old = db.execute(
+            "INSERT INTO landed_receipts (task_id, attempt, body_sha256, body)"
+            " VALUES ('a', 1, 'z', '{}') ON CONFLICT (task_id, attempt) DO NOTHING"
+        )
+        assert old.rowcount == 0
     db.close()
 
 
@@ -379,3 +393,34 @@ async def test_settle_after_a_runner_stopped_past_its_append_keeps_the_stored_re
             await settle(SettleInput(receipt=changed))
         assert err.value.type == "LedgerConflict" and err.value.non_retryable
         assert len(await ledger.get("stopped")) == 1
+
+
+async def test_group_commit_tries_rows_alone_only_for_an_error_about_a_row() -> None:
+    """A store that is down fails the whole batch once; a row the store refuses is found by
+    trying each row alone, and only that row's append fails."""
+    from landed._ledger import GroupCommit, LedgerRow
+
+    class RowError(Exception):
+        pass
+
+    calls: list[int] = []
+
+    async def locked(rows: Sequence[LedgerRow]) -> list[bool | str]:
+        calls.append(len(rows))
+        raise OSError("database is locked")
+
+    down = GroupCommit(locked, row_refused=lambda exc: isinstance(exc, RowError))
+    rows = [LedgerRow.of(receipt(t)) for t in ("a", "b", "c")]
+    results = await asyncio.gather(*(down.submit([r]) for r in rows), return_exceptions=True)
+    assert all(isinstance(r, LedgerError) for r in results), results
+    assert calls == [3]  # once for the batch, not once more for every row
+
+    async def refuses_b(rows: Sequence[LedgerRow]) -> list[bool | str]:
+        if any(r.task_id == "b" for r in rows):
+            raise RowError("b holds a value the column cannot")
+        return [True] * len(rows)
+
+    picky = GroupCommit(refuses_b, row_refused=lambda exc: isinstance(exc, RowError))
+    results = await asyncio.gather(*(picky.submit([r]) for r in rows), return_exceptions=True)
+    assert results[0] == [True] and results[2] == [True], results
+    assert isinstance(results[1], LedgerError), results

@@ -241,13 +241,18 @@ async def test_postgres_pool_serves_concurrent_probes(
     assert {r.outcome for r in results} == {Outcome.PASS}
 
 
-async def test_a_count_of_zero_is_empty_even_under_the_weak_default(
+async def test_a_single_zero_is_no_pass_under_the_weak_default(
     sqlite_registry: SourceRegistry,
 ) -> None:
+    """count(*) = 0 returned a row, yet nothing landed: not a pass, and not "empty" either
+    (an exit code of 0 would look the same); measure=value says the 0 is a value."""
     zero = await read(sqlite_registry, "select count(*) from orders where batch = 7", NonEmpty())
-    assert zero.outcome is Outcome.EMPTY, zero.message
+    assert zero.outcome is Outcome.MISMATCH, zero.message
+    assert "expect count or at_least" in (zero.message or "")
     some = await read(sqlite_registry, "select count(*) from orders where batch = 124", NonEmpty())
     assert some.outcome is Outcome.PASS, some.message
+    code = await read(sqlite_registry, "select 0 as exit_code", NonEmpty(), measure="value")
+    assert code.outcome is Outcome.PASS, code.message
 
 
 async def test_postgres_numbers_a_float_would_round_are_never_judged(

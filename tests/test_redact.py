@@ -254,3 +254,14 @@ async def test_an_expectation_naming_a_verifier_secret_is_judged_under_the_plans
             obs = await observe(probe, expect, registry=registry, observer="v")
             assert obs.outcome.value == "pass", obs
             assert obs.expectation == label_for(probe, expect)
+
+
+def test_a_long_secret_compiles_and_its_cut_start_is_redacted() -> None:
+    """A PEM key or a long JWT is an ordinary credential; the cut-prefix pattern must compile
+    for it (one nested group per character exceeded the compiler's recursion before)."""
+    pem = "-----BEGIN PRIVATE KEY-----" + "M" * 1700
+    redact = Redactor([pem, "j" * 5000])
+    assert redact(f"key {pem[:60]}...") == "key [redacted]..."
+    assert redact(f"whole {pem} here") == "whole [redacted] here"
+    token = "t" * 1503
+    assert token not in redact(f"https://oauth2:{token}@git.example/x")

@@ -544,7 +544,8 @@ class AgentTask:
                 ):
                     why += (
                         f"; no verifier answered on task queue {routing.verifier_task_queue!r} "
-                        "in time: check that `landed worker verifier` runs and polls that queue"
+                        "before the read's deadline: check that `landed worker verifier` runs, "
+                        "polls that queue, and finishes a read within timeouts.verify"
                     )
                 for i in todo:
                     got[i] = self._unobserved(i, routing, why, attempt)

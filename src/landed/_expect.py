@@ -28,7 +28,7 @@ from landed._contract import (
 )
 from landed._jsonpath import MISSING, parse_path, resolve
 from landed._ladder import CALL_LADDER, MESSAGE_LADDER
-from landed._reading import NO_VALUE, Reading, strict_json
+from landed._reading import NO_VALUE, Reading, exact_float, strict_json
 
 __all__ = [
     "REGEX_TIMEOUT_S",
@@ -184,10 +184,15 @@ def _parse_number(text: str, reading: Reading, *, whole: bool) -> tuple[Any, str
     if pattern.fullmatch(stripped):
         if whole:
             return int(stripped), None
-        number = float(stripped) if any(c in stripped for c in ".eE") else int(stripped)
-        if isinstance(number, float) and not math.isfinite(number):
-            return None, f"the probe returned {_short(stripped)}, which is not a finite number"
-        return number, None
+        if not any(c in stripped for c in ".eE"):
+            return int(stripped), None
+        exact = exact_float(stripped)
+        if exact is None:
+            return None, (
+                f"the probe returned {_short(stripped)}, which cannot be judged exactly (not "
+                "finite, or more digits than a float holds); have it print a rounded number"
+            )
+        return exact, None
     kind = "whole number" if whole else "number"
     return None, f"the probe returned {_short(stripped)}, which is not a {kind}"
 
@@ -420,11 +425,16 @@ def _judge_rung(expect: RungAtLeast, reading: Reading, probe_kind: str) -> Judge
 def _judge_non_empty(reading: Reading) -> Judgement:
     if _blank(reading):
         return _empty()
-    number = reading.number
-    if isinstance(number, (int, float)) and not isinstance(number, bool) and number == 0:
-        # A record's single numeric cell is its count (measure=auto): select count(*) that
-        # counted nothing returned a row, but nothing landed.
-        return _empty("a count of 0")
+    if reading.auto_cell and reading.number == 0:
+        # select count(*) that counted nothing returned a row, yet nothing landed; an exit code
+        # of 0 is a value that is there. The weak default cannot tell them apart, so it is no
+        # pass, and no "empty" either (after an act error that would run the act again).
+        return Judgement(
+            Outcome.MISMATCH,
+            "the query returned the single number 0, and non_empty cannot tell a count of "
+            "nothing from a value of 0: expect count or at_least for a count, or set "
+            "measure to value for a value",
+        )
     return Judgement(
         Outcome.PASS,
         f"the probe returned {reading.capture.total} bytes; any non-empty output passes this "

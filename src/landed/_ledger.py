@@ -176,9 +176,18 @@ class GroupCommit:
     behind one flush each. A lone append is flushed at once, so it waits for nothing.
     """
 
-    def __init__(self, flush: Flush, max_batch: int = 1000) -> None:
+    def __init__(
+        self,
+        flush: Flush,
+        max_batch: int = 1000,
+        row_refused: Callable[[BaseException], bool] = lambda exc: False,
+    ) -> None:
+        """``row_refused`` tells an error about one row's values (a NUL the column cannot hold)
+        from one about the store (locked, full, disconnected): only the first is worth trying
+        each row of the batch alone."""
         self._flush = flush
         self._max_batch = max_batch
+        self._row_refused = row_refused
         self._pending: list[tuple[LedgerRow, asyncio.Future[bool]]] = []
         self._drainer: asyncio.Task[None] | None = None
 
@@ -212,7 +221,7 @@ class GroupCommit:
             try:
                 await self._store(batch)
             except Exception as exc:
-                if len(batch) == 1:
+                if len(batch) == 1 or not self._row_refused(exc):
                     self._fail(batch, exc)
                     continue
                 # One row the store refuses (a value its column cannot hold) fails the whole

@@ -83,7 +83,10 @@ class PostgresLedger:
         self._schema = schema
         self._pool = pool
         self._table = sql.Identifier(schema, "landed_receipts")
-        self._commit = GroupCommit(self._flush)
+        self._commit = GroupCommit(
+            self._flush,
+            row_refused=lambda exc: isinstance(exc, (psycopg.DataError, psycopg.IntegrityError)),
+        )
         self._closed = False
 
     @property

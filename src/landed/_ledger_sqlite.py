@@ -48,23 +48,29 @@ _MIGRATIONS: dict[int, list[str]] = {
     ],
     # INSERT OR REPLACE (and REPLACE INTO) removes the stored row without firing the DELETE
     # trigger (SQLite fires none for a replace unless recursive_triggers is on), so an insert
-    # of a stored (task_id, attempt) is refused before it reaches the constraint.
+    # of a stored (task_id, attempt) is dropped before it reaches the constraint: the stored
+    # row stays and the statement changes nothing (rowcount 0). IGNORE, not ABORT, because a
+    # runner of the first schema's code appends to the same file: its retry of a stored
+    # receipt must still read as "already there", never fail the settle.
     2: [
         """CREATE TRIGGER landed_receipts_no_replace BEFORE INSERT ON landed_receipts
            WHEN EXISTS (SELECT 1 FROM landed_receipts
                         WHERE task_id = NEW.task_id AND attempt = NEW.attempt)
-           BEGIN SELECT RAISE(ABORT, """
-        "'the landed ledger is append-only: a stored receipt cannot be replaced'); END",
+           BEGIN SELECT RAISE(IGNORE); END""",
     ],
 }
 
-# A stored (task_id, attempt) is refused by the no-replace trigger (schema 2) or, on a ledger
-# still at schema 1, skipped by the conflict clause; either way the caller compares it with the
-# stored one. The trigger's own lookup is the only one added to an insert.
+# A stored (task_id, attempt) inserts nothing: dropped by the no-replace trigger (schema 2) or
+# skipped by the conflict clause (schema 1); the caller then compares it with the stored one.
 _INSERT = """INSERT INTO landed_receipts
     (task_id, attempt, verdict, owner, settled_at, body_sha256, body)
     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, attempt) DO NOTHING"""
-_REPLACE_REFUSED = "cannot be replaced"
+
+
+def _row_refused(exc: BaseException) -> bool:
+    """An error about one row's values, not about the file (see GroupCommit)."""
+    cause = exc.__cause__ if isinstance(exc, LedgerError) else exc
+    return isinstance(cause, (sqlite3.IntegrityError, sqlite3.DataError))
 
 
 def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
@@ -109,7 +115,9 @@ class SqliteLedger:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="landed-ledger")
         self._conn: sqlite3.Connection | None = None
         self._closed = False
-        self._commit = GroupCommit(lambda rows: self._run(self._flush_sync, rows))
+        self._commit = GroupCommit(
+            lambda rows: self._run(self._flush_sync, rows), row_refused=_row_refused
+        )
 
     @property
     def url(self) -> str:
@@ -142,9 +150,17 @@ class SqliteLedger:
         try:
             return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
         except sqlite3.Error as exc:
+            if isinstance(exc, sqlite3.DatabaseError) and "malformed" in str(exc):
+                fix = (
+                    "the file is damaged: copy it aside before anything else writes to it, and "
+                    "recover its rows with sqlite3's .recover"
+                )
+            elif "locked" in str(exc) or "busy" in str(exc):
+                fix = "another process held the ledger's lock past the 10 s busy timeout; try again"
+            else:
+                fix = "check the file, its directory and the disk"
             raise LedgerError(
-                f"the ledger file {self._path} failed: {type(exc).__name__}: {exc}; if the file "
-                "is damaged, copy it aside and restore the ledger from a backup"
+                f"the ledger file {self._path} failed: {type(exc).__name__}: {exc}; {fix}"
             ) from exc
 
     # --- runs on the ledger thread ------------------------------------------------------------
@@ -184,7 +200,13 @@ class SqliteLedger:
             if version < SCHEMA_VERSION:
                 self._migrate_sync(conn)
         except sqlite3.DatabaseError as exc:
-            raise LedgerError(f"{self._path} is not a usable landed ledger: {exc}") from exc
+            hint = (
+                "; reading a WAL ledger needs write access to its directory (SQLite keeps a "
+                "-shm file beside it): run as the ledger's owner or open the directory to them"
+                if "readonly" in str(exc)
+                else ""
+            )
+            raise LedgerError(f"{self._path} is not a usable landed ledger: {exc}{hint}") from exc
 
     def _refuse_foreign(self, conn: sqlite3.Connection) -> None:
         """A database holding other tables is someone else's: the ledger gets its own file."""
@@ -224,8 +246,10 @@ class SqliteLedger:
     def _version(conn: sqlite3.Connection) -> int:
         try:
             row = conn.execute("SELECT max(version) FROM landed_schema_version").fetchone()
-        except sqlite3.OperationalError:  # no such table: an empty or foreign database
-            return 0
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # an empty or foreign database
+                return 0
+            raise
         return int(row[0] or 0)
 
     def _flush_sync(self, rows: Sequence[LedgerRow]) -> list[bool | str]:
@@ -234,26 +258,19 @@ class SqliteLedger:
         conn.execute("BEGIN IMMEDIATE")
         try:
             for row in rows:
-                try:
-                    cur = conn.execute(
-                        _INSERT,
-                        (
-                            row.task_id,
-                            row.attempt,
-                            row.verdict,
-                            row.owner,
-                            row.settled_at.isoformat() if row.settled_at else None,
-                            row.sha256,
-                            row.body.decode(),
-                        ),
-                    )
-                    inserted = cur.rowcount == 1
-                except sqlite3.IntegrityError as exc:
-                    # RAISE(ABORT) undoes this statement only; the batch goes on.
-                    if _REPLACE_REFUSED not in str(exc):
-                        raise
-                    inserted = False
-                if inserted:
+                cur = conn.execute(
+                    _INSERT,
+                    (
+                        row.task_id,
+                        row.attempt,
+                        row.verdict,
+                        row.owner,
+                        row.settled_at.isoformat() if row.settled_at else None,
+                        row.sha256,
+                        row.body.decode(),
+                    ),
+                )
+                if cur.rowcount == 1:
                     out.append(True)
                     continue
                 stored = conn.execute(

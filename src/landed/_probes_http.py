@@ -321,9 +321,11 @@ def _served_version(capture: Capture) -> str | None:
         return None
     text = capture.data.decode("utf-8", errors="replace").strip()
     try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError):
+        doc = strict_json(text)
+    except json.JSONDecodeError:
         return text if text and "\n" not in text and len(text) <= 200 else None
+    except (ValueError, RecursionError):
+        return None  # two "version" keys, NaN...: no version a claim can rest on
     version = doc.get("version") if isinstance(doc, dict) else None
     return str(version) if isinstance(version, (str, int, float)) else None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import math
 import sqlite3
 import time
@@ -27,7 +28,7 @@ MAX_ROWS = 10_000
 # as 100), and an infinity would read as text: neither may stand behind a pass.
 _NOT_EXACT = (
     "the query returned the number {value}, which cannot be judged exactly (not finite, or more "
-    "digits than a float holds); round or cast it in the query, e.g. round(x, 6) or x::text"
+    "digits than a float holds); round it in the query, e.g. round(x, 6)"
 )
 
 
@@ -80,6 +81,7 @@ def _reading(probe: RecordProbe, rows: list[dict[str, Any]]) -> Reading:
         reading.number = len(rows)
     elif one_cell:
         reading.number = cell
+        reading.auto_cell = probe.measure == "auto"
     else:
         reading.failed_claims.append(
             f"measure 'value' needs a one-row, one-column result; the query returned "
@@ -112,6 +114,9 @@ class _Budget:
         for value in row:
             if isinstance(value, (bytes, bytearray, memoryview, str)):
                 self.used += len(value)
+            elif isinstance(value, (dict, list, tuple)):
+                # json/jsonb and array cells arrive parsed: their size is their JSON text's.
+                self.used += len(json.dumps(value, default=str))
             else:
                 self.used += 16
         if self.used > self.limit:

@@ -131,6 +131,9 @@ class Reading:
     value: Any = NO_VALUE
     document: Any = NO_VALUE
     missing: bool = False
+    #: ``number`` is a record's one numeric cell, taken as the number by measure=auto: a
+    #: count or a value, the reading cannot tell which.
+    auto_cell: bool = False
     failed_claims: list[str] = field(default_factory=list)
     checked_claims: list[str] = field(default_factory=list)
     note: str = ""

@@ -14,8 +14,11 @@ REDACTED = "[redacted]"
 # Shortest configured value treated as a secret: shorter ones ("1", "on") would redact
 # ordinary output everywhere and protect nothing.
 _MIN_SECRET = 4
-# The shortest start of a secret redacted where a message cut the secret short.
+# The shortest start of a secret redacted where a message cut the secret short, and the
+# longest looked for: a message shows at most 80 characters of a value, and the pattern nests
+# one group per character (a 1,000-character PEM would exceed the regex compiler's recursion).
 _MIN_CUT = 8
+_MAX_CUT = 128
 
 # Authorization-style header lines and bearer tokens, wherever they appear in text.
 _HEADER_LINE = re.compile(
@@ -31,7 +34,7 @@ _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{6,}")
 # a word: unbounded, text such as "a.a.a.a..." made each start rescan the rest (quadratic time,
 # seconds per 16 KB) while the verifier's event loop waited.
 _URL_PASSWORD = re.compile(
-    r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]{0,31}://[^\s:/@]{0,256}:)[^\s@/]{1,1024}@"
+    r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]{0,31}://[^\s:/@]{0,256}:)[^\s@/]{1,16384}@"
 )
 # password=... in a libpq key/value DSN or a query string.
 _KV_PASSWORD = re.compile(r"(?i)\b(password|passwd|pwd|secret|token|api_key)=([^\s&;]+)")
@@ -65,7 +68,7 @@ class Redactor:
         )
         # A message that quotes a value cuts it short ("..." after 80 characters): the start of
         # a secret cut there no longer matches the secret whole.
-        cut = [_prefix_of(s) for s in self._secrets if len(s) > _MIN_CUT]
+        cut = [_prefix_of(s[:_MAX_CUT]) for s in self._secrets if len(s) > _MIN_CUT]
         self._cut = re.compile(f"(?:{'|'.join(cut)})\\.\\.\\.") if cut else None
 
     @property
