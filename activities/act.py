@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Mapping
 
 from temporalio import activity
@@ -32,14 +33,21 @@ class ActActivities:
         # An act's error text travels to the workflow, its receipt and the append-only ledger.
         self._redact = Redactor(self._credentials.values())
 
-    def _redacted(self, value: object) -> object:
-        if isinstance(value, str):
-            return self._redact(value)
-        if isinstance(value, dict):
-            return {k: self._redacted(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self._redacted(v) for v in value]
-        return value
+    def _redacted(self, details: tuple[object, ...]) -> tuple[object, ...]:
+        """An act error's details with the actor's credentials taken out of every part (keys,
+        bytes and objects included, through their JSON text); details that cannot be written
+        as JSON (a cycle) are dropped rather than let fail the act's own error."""
+        out: list[object] = []
+        for detail in details:
+            try:
+                text = self._redact(json.dumps(detail, default=str))
+            except (TypeError, ValueError, RecursionError):
+                continue
+            try:
+                out.append(json.loads(text))
+            except ValueError:
+                out.append(text)
+        return tuple(out)
 
     @staticmethod
     def _log_kept(inp: ActInput, exc: BaseException) -> None:
@@ -94,7 +102,7 @@ class ActActivities:
             self._log_kept(inp, exc)
             raise ApplicationError(
                 self._redact(exc.message),
-                *(self._redacted(d) for d in exc.details),
+                *self._redacted(exc.details),
                 type=exc.type,
                 non_retryable=exc.non_retryable,
                 next_retry_delay=exc.next_retry_delay,

@@ -66,3 +66,28 @@ async def test_an_acts_error_details_lose_the_secret_and_the_actor_logs_the_orig
     assert err.value.category is ApplicationErrorCategory.BENIGN
     kept = [r for r in caplog.records if r.exc_info and "act 'leaky'" in r.getMessage()]
     assert kept, [r.getMessage() for r in caplog.records]
+
+
+async def test_secrets_in_detail_keys_bytes_and_objects_are_redacted_and_a_cycle_is_dropped() -> (
+    None
+):
+    from dataclasses import dataclass
+
+    @dataclass
+    class Call:
+        url: str
+
+    cycle: list[object] = []
+    cycle.append(cycle)
+
+    async def odd_details(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
+        key = ctx.credential("api")
+        raise ApplicationError(
+            "declined", {key: 1}, key.encode(), Call(f"https://x/?k={key}"), cycle, type="Odd"
+        )
+
+    with pytest.raises(ApplicationError) as err:
+        await ActivityEnvironment().run(_run_with(odd_details).act, _input())
+    assert err.value.type == "Odd", err.value  # the act's own error, not a failure of ours
+    assert SECRET not in repr(err.value.details), err.value.details
+    assert len(err.value.details) == 3  # the cycle could not be written, so it is dropped

@@ -516,3 +516,12 @@ def test_a_printed_number_a_float_would_round_is_never_judged() -> None:
         got = judge(AtLeast(value=100), text(printed), probe_kind="command")
         assert got.outcome is Outcome.MISMATCH and "cannot be judged exactly" in got.message
     assert outcome(AtLeast(value=100), text("100.10")) is Outcome.PASS
+
+
+def test_the_17_digit_form_of_a_double_is_that_double() -> None:
+    for printed, expected in (("0.10000000000000001", 0.1), ("99.900000000000006", 99.9)):
+        got = judge(AtLeast(value=0.05), text(printed), probe_kind="command")
+        assert got.outcome is Outcome.PASS, (printed, got.message)
+        assert got.value == expected, got.value
+    got = judge(AtLeast(value=100), text("99.999999999999999"), probe_kind="command")
+    assert got.outcome is Outcome.MISMATCH, got.message  # 17 digits, but not a double's form

@@ -424,3 +424,29 @@ async def test_group_commit_tries_rows_alone_only_for_an_error_about_a_row() -> 
     results = await asyncio.gather(*(picky.submit([r]) for r in rows), return_exceptions=True)
     assert results[0] == [True] and results[2] == [True], results
     assert isinstance(results[1], LedgerError), results
+
+
+async def test_a_ledger_whose_no_replace_trigger_aborts_still_reads_a_stored_key(
+    tmp_path: Path,
+) -> None:
+    """Files written by 3d4e067 carry schema 2 with a trigger that aborts instead of dropping:
+    a stored key's append still reads as "already there", a different one as a conflict."""
+    path = tmp_path / "abort.db"
+    async with await open_ledger(url(path)) as ledger:
+        await ledger.append(receipt("a"))
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TRIGGER landed_receipts_no_replace")
+        db.execute(
+            "CREATE TRIGGER landed_receipts_no_replace BEFORE INSERT ON landed_receipts"
+            " WHEN EXISTS (SELECT 1 FROM landed_receipts WHERE task_id = NEW.task_id"
+            " AND attempt = NEW.attempt) BEGIN SELECT RAISE(ABORT, 'the landed ledger is"
+            " append-only: a stored receipt cannot be replaced'); END"
+        )
+    db.close()
+    async with await open_ledger(url(path)) as ledger:
+        assert await ledger.append(receipt("a")) is False
+        with pytest.raises(LedgerConflict):
+            await ledger.append(receipt("a", verdict="failed"))
+        with pytest.raises(LedgerConflict):
+            await ledger.append_many([receipt("a", verdict="failed"), receipt("b")])
+        assert [r.task_id for r in await ledger.board()] == ["a", "b"]

@@ -265,3 +265,13 @@ def test_a_long_secret_compiles_and_its_cut_start_is_redacted() -> None:
     assert redact(f"whole {pem} here") == "whole [redacted] here"
     token = "t" * 1503
     assert token not in redact(f"https://oauth2:{token}@git.example/x")
+
+
+def test_a_secret_cut_in_the_middle_is_redacted_at_both_ends() -> None:
+    key = "K" * 20 + "abcdefghijklmnopqrstuvwxyz0123456789" * 2 + "ZZ"
+    redact = Redactor([key])
+    # pydantic shows a long input as start...end
+    assert (
+        redact(f"input_value='{key[:20]}...{key[-24:]}'") == "input_value='[redacted]...[redacted]'"
+    )
+    assert redact("plain ... text ...abc and ...ZZ") == "plain ... text ...abc and ...ZZ"

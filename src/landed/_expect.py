@@ -141,6 +141,10 @@ def _is_number(value: Any) -> bool:
     return not (isinstance(value, float) and not math.isfinite(value))
 
 
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _short(text: str, limit: int = 80) -> str:
     text = text.strip()
     return _show(text if len(text) <= limit else text[:limit] + "...")
@@ -288,7 +292,8 @@ def _judge_regex(expect: Regex, reading: Reading) -> Judgement:
         return Judgement(
             Outcome.PASS,
             f"the probe returned output matching {_show(expect.value)}",
-            found.group(0)[:200],
+            # Marked where cut, so the redactor can still find a secret's start in it.
+            _cut(found.group(0), 200),
         )
     return Judgement(
         Outcome.MISMATCH, f"the probe returned output not matching {_show(expect.value)}"

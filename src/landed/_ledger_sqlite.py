@@ -258,19 +258,27 @@ class SqliteLedger:
         conn.execute("BEGIN IMMEDIATE")
         try:
             for row in rows:
-                cur = conn.execute(
-                    _INSERT,
-                    (
-                        row.task_id,
-                        row.attempt,
-                        row.verdict,
-                        row.owner,
-                        row.settled_at.isoformat() if row.settled_at else None,
-                        row.sha256,
-                        row.body.decode(),
-                    ),
-                )
-                if cur.rowcount == 1:
+                try:
+                    cur = conn.execute(
+                        _INSERT,
+                        (
+                            row.task_id,
+                            row.attempt,
+                            row.verdict,
+                            row.owner,
+                            row.settled_at.isoformat() if row.settled_at else None,
+                            row.sha256,
+                            row.body.decode(),
+                        ),
+                    )
+                    inserted = cur.rowcount == 1
+                except sqlite3.IntegrityError as exc:
+                    # A file whose schema-2 trigger still aborts (written by 3d4e067) refuses a
+                    # stored key with this message; that statement alone is undone.
+                    if "cannot be replaced" not in str(exc):
+                        raise
+                    inserted = False
+                if inserted:
                     out.append(True)
                     continue
                 stored = conn.execute(

@@ -116,7 +116,7 @@ class _Budget:
                 self.used += len(value)
             elif isinstance(value, (dict, list, tuple)):
                 # json/jsonb and array cells arrive parsed: their size is their JSON text's.
-                self.used += len(json.dumps(value, default=str))
+                self.used += len(json.dumps(value, default=str, ensure_ascii=False))
             else:
                 self.used += 16
         if self.used > self.limit:

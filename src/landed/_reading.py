@@ -179,7 +179,11 @@ def exact_float(value: Decimal | str) -> float | None:
     if not exact.is_finite():
         return None
     number = float(exact)
-    if math.isinf(number) or Decimal(repr(number)) != exact:
+    if math.isinf(number):
+        return None
+    # Shortest form (100.10 is 100.1) or the 17-digit form some encoders print for the same
+    # double (0.10000000000000001 is 0.1); any other text names a number the float is not.
+    if Decimal(repr(number)) != exact and Decimal(f"{number:.17g}") != exact:
         return None
     return number
 

@@ -68,8 +68,13 @@ class Redactor:
         )
         # A message that quotes a value cuts it short ("..." after 80 characters): the start of
         # a secret cut there no longer matches the secret whole.
-        cut = [_prefix_of(s[:_MAX_CUT]) for s in self._secrets if len(s) > _MIN_CUT]
-        self._cut = re.compile(f"(?:{'|'.join(cut)})\\.\\.\\.") if cut else None
+        long = [s for s in self._secrets if len(s) > _MIN_CUT]
+        # "start..." where a message cut the value's end, "...end" where it cut the middle
+        # (pydantic shows a long input as its start...end).
+        starts = "|".join(_prefix_of(s[:_MAX_CUT]) for s in long)
+        ends = "|".join(_suffix_of(s[-_MAX_CUT:]) for s in long)
+        self._cut_start = re.compile(f"(?:{starts})\\.\\.\\.") if long else None
+        self._cut_end = re.compile(f"\\.\\.\\.(?:{ends})") if long else None
 
     @property
     def longest(self) -> int:
@@ -82,8 +87,9 @@ class Redactor:
     def __call__(self, text: str) -> str:
         if self._pattern is not None:
             text = self._pattern.sub(REDACTED, text)
-        if self._cut is not None and "..." in text:
-            text = self._cut.sub(REDACTED + "...", text)
+        if self._cut_start is not None and self._cut_end is not None and "..." in text:
+            text = self._cut_start.sub(REDACTED + "...", text)
+            text = self._cut_end.sub("..." + REDACTED, text)
         if text.isascii():
             if not _HINTS_LOWER.search(text.lower()):
                 return text
@@ -104,6 +110,15 @@ def _prefix_of(secret: str) -> str:
     for char in reversed(rest):
         tail = f"(?:{re.escape(char)}{tail})?"
     return re.escape(head) + tail
+
+
+def _suffix_of(secret: str) -> str:
+    """A pattern for any end of ``secret`` at least _MIN_CUT characters long."""
+    head, tail = secret[:-_MIN_CUT], secret[-_MIN_CUT:]
+    lead = ""
+    for char in head:
+        lead = f"(?:{lead}{re.escape(char)})?"
+    return lead + re.escape(tail)
 
 
 def escape_for_humans(text: str) -> str:
