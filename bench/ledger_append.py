@@ -24,6 +24,7 @@ from psycopg import sql
 
 from landed._contract import Evidence, Observation, Outcome
 from landed._ledger import Ledger, LedgerRow, open_ledger
+from landed._ledger_sqlite import columns
 from landed._receipt import Cost, LandedExtension, ProofItem, Receipt
 from landed._signing import KeyPair, sign_proof
 
@@ -134,18 +135,7 @@ def sqlite_baseline(path: Path) -> float:
 
 
 def sqlite_baseline_once(path: Path, tag: str) -> float:
-    data = [
-        (
-            r.task_id,
-            r.attempt,
-            r.verdict,
-            r.owner,
-            r.settled_at.isoformat() if r.settled_at else None,
-            r.sha256,
-            r.body.decode(),
-        )
-        for r in rows(N_BATCH, tag)
-    ]
+    data = [columns(r) for r in rows(N_BATCH, tag)]
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous = FULL")
     start = time.perf_counter()

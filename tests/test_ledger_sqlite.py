@@ -150,7 +150,7 @@ async def test_file_is_wal_full_sync_in_created_directories_and_reopens(tmp_path
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         versions = db.execute("SELECT version FROM landed_schema_version ORDER BY version")
-        assert versions.fetchall() == [(1,), (2,)]
+        assert versions.fetchall() == [(1,), (2,), (3,)]
 
 
 async def test_default_url_is_dot_landed_ledger_db_unless_the_env_names_one(
@@ -241,7 +241,7 @@ async def test_a_ledger_of_the_first_schema_reads_as_is_and_a_writer_upgrades_it
     async with await open_ledger(url(path)) as ledger:
         assert await ledger.append(receipt("b")) is True
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT max(version) FROM landed_schema_version").fetchone() == (2,)
+        assert db.execute("SELECT max(version) FROM landed_schema_version").fetchone() == (3,)
         replaced = db.execute(
             "REPLACE INTO landed_receipts (task_id, attempt, body_sha256, body)"
             " VALUES ('a', 1, 'y', '{}')"
@@ -430,7 +430,8 @@ async def test_a_ledger_whose_no_replace_trigger_aborts_still_reads_a_stored_key
     tmp_path: Path,
 ) -> None:
     """Files written by 3d4e067 carry schema 2 with a trigger that aborts instead of dropping:
-    a stored key's append still reads as "already there", a different one as a conflict."""
+    a writer brings them to schema 3, and a stored key's append reads as "already there", a
+    different one as a conflict."""
     path = tmp_path / "abort.db"
     async with await open_ledger(url(path)) as ledger:
         await ledger.append(receipt("a"))
@@ -442,6 +443,7 @@ async def test_a_ledger_whose_no_replace_trigger_aborts_still_reads_a_stored_key
             " AND attempt = NEW.attempt) BEGIN SELECT RAISE(ABORT, 'the landed ledger is"
             " append-only: a stored receipt cannot be replaced'); END"
         )
+        db.execute("DELETE FROM landed_schema_version WHERE version > 2")
     db.close()
     async with await open_ledger(url(path)) as ledger:
         assert await ledger.append(receipt("a")) is False

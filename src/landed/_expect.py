@@ -146,8 +146,7 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _short(text: str, limit: int = 80) -> str:
-    text = text.strip()
-    return _show(text if len(text) <= limit else text[:limit] + "...")
+    return _show(_cut(text.strip(), limit))
 
 
 def _blank(reading: Reading) -> bool:

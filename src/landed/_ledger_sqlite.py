@@ -13,13 +13,24 @@ from urllib.parse import parse_qs, quote, unquote
 from landed._ledger import GroupCommit, LedgerError, LedgerNotFound, LedgerRow, parse_body
 from landed._receipt import Receipt
 
-__all__ = ["SqliteLedger", "sqlite_path"]
+__all__ = ["SqliteLedger", "columns", "sqlite_path"]
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _PAGE = 500
 _QUERY = frozenset({"synchronous"})
+
+# INSERT OR REPLACE (and REPLACE INTO) removes the stored row without firing the DELETE trigger
+# (SQLite fires none for a replace unless recursive_triggers is on), so an insert of a stored
+# (task_id, attempt) is dropped before it reaches the constraint: the stored row stays and the
+# statement changes nothing (rowcount 0). IGNORE, not ABORT, because a runner of the first
+# schema's code appends to the same file: its retry of a stored receipt must still read as
+# "already there", never fail the settle.
+_NO_REPLACE = """CREATE TRIGGER landed_receipts_no_replace BEFORE INSERT ON landed_receipts
+    WHEN EXISTS (SELECT 1 FROM landed_receipts
+                 WHERE task_id = NEW.task_id AND attempt = NEW.attempt)
+    BEGIN SELECT RAISE(IGNORE); END"""
 
 # Each step runs once, in order, inside one transaction with its version row.
 _MIGRATIONS: dict[int, list[str]] = {
@@ -46,25 +57,30 @@ _MIGRATIONS: dict[int, list[str]] = {
            BEGIN SELECT RAISE(ABORT, 'the landed ledger is append-only: DELETE is not allowed');
            END""",
     ],
-    # INSERT OR REPLACE (and REPLACE INTO) removes the stored row without firing the DELETE
-    # trigger (SQLite fires none for a replace unless recursive_triggers is on), so an insert
-    # of a stored (task_id, attempt) is dropped before it reaches the constraint: the stored
-    # row stays and the statement changes nothing (rowcount 0). IGNORE, not ABORT, because a
-    # runner of the first schema's code appends to the same file: its retry of a stored
-    # receipt must still read as "already there", never fail the settle.
-    2: [
-        """CREATE TRIGGER landed_receipts_no_replace BEFORE INSERT ON landed_receipts
-           WHEN EXISTS (SELECT 1 FROM landed_receipts
-                        WHERE task_id = NEW.task_id AND attempt = NEW.attempt)
-           BEGIN SELECT RAISE(IGNORE); END""",
-    ],
+    2: [_NO_REPLACE],
+    # Files first written at schema 2 by 3d4e067 carry the same trigger raising ABORT, which
+    # fails a stored key's re-append instead of reading as "already there".
+    3: ["DROP TRIGGER IF EXISTS landed_receipts_no_replace", _NO_REPLACE],
 }
 
-# A stored (task_id, attempt) inserts nothing: dropped by the no-replace trigger (schema 2) or
+# A stored (task_id, attempt) inserts nothing: dropped by the no-replace trigger (schema 2+) or
 # skipped by the conflict clause (schema 1); the caller then compares it with the stored one.
 _INSERT = """INSERT INTO landed_receipts
     (task_id, attempt, verdict, owner, settled_at, body_sha256, body)
     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, attempt) DO NOTHING"""
+
+
+def columns(row: LedgerRow) -> tuple[object, ...]:
+    """The row's values in _INSERT's column order, as SQLite stores them."""
+    return (
+        row.task_id,
+        row.attempt,
+        row.verdict,
+        row.owner,
+        row.settled_at.isoformat() if row.settled_at else None,
+        row.sha256,
+        row.body.decode(),
+    )
 
 
 def _row_refused(exc: BaseException) -> bool:
@@ -258,27 +274,7 @@ class SqliteLedger:
         conn.execute("BEGIN IMMEDIATE")
         try:
             for row in rows:
-                try:
-                    cur = conn.execute(
-                        _INSERT,
-                        (
-                            row.task_id,
-                            row.attempt,
-                            row.verdict,
-                            row.owner,
-                            row.settled_at.isoformat() if row.settled_at else None,
-                            row.sha256,
-                            row.body.decode(),
-                        ),
-                    )
-                    inserted = cur.rowcount == 1
-                except sqlite3.IntegrityError as exc:
-                    # A file whose schema-2 trigger still aborts (written by 3d4e067) refuses a
-                    # stored key with this message; that statement alone is undone.
-                    if "cannot be replaced" not in str(exc):
-                        raise
-                    inserted = False
-                if inserted:
+                if conn.execute(_INSERT, columns(row)).rowcount == 1:
                     out.append(True)
                     continue
                 stored = conn.execute(
