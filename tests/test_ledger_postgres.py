@@ -186,6 +186,28 @@ async def test_board_latest_and_streaming_export(pg: Pg) -> None:
         assert latest is not None and latest.landed is not None and latest.landed.attempt == 2
 
 
+async def test_board_is_in_code_point_order_whatever_the_database_collation(pg: Pg) -> None:
+    ids = ["b", "B", "a", "_z", "Z", "é", "e"]
+    async with await open_ledger(pg.owner_url) as ledger:
+        await ledger.append_many(receipt(t) for t in ids)
+    # A database created under a language collation (en_US, say), as many servers are.
+    async with await owner_conn(pg) as conn:
+        await conn.execute(
+            sql.SQL('ALTER TABLE {} ALTER COLUMN task_id TYPE text COLLATE "en-US-x-icu"').format(
+                sql.Identifier(pg.schema, "landed_receipts")
+            )
+        )
+        cur = await conn.execute(
+            sql.SQL("SELECT task_id FROM {} ORDER BY task_id").format(
+                sql.Identifier(pg.schema, "landed_receipts")
+            )
+        )
+        assert [r[0] for r in await cur.fetchall()] != sorted(ids)  # the collation does differ
+    async with await open_ledger(pg.owner_url, create=False) as ledger:
+        # The order SQLite's board gives: Python's, by code point.
+        assert [r.task_id for r in await ledger.board()] == sorted(ids)
+
+
 async def test_read_only_open_of_an_empty_schema_is_not_found(pg: Pg) -> None:
     with pytest.raises(LedgerNotFound, match="no landed ledger in schema"):
         await open_ledger(pg.owner_url, create=False)

@@ -290,6 +290,21 @@ async def test_url_paths_are_decoded_and_the_reported_url_opens_the_same_file(
         assert await again.count() == 1
 
 
+async def test_a_leading_tilde_is_the_home_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    for n, url in enumerate(["~/bare.db", "sqlite:///~/url.db"]):
+        async with await open_ledger(url) as ledger:
+            await ledger.append(receipt(f"t{n}"))
+    assert sorted(p.name for p in home.iterdir() if p.suffix == ".db") == ["bare.db", "url.db"]
+    assert not (work / "~").exists()
+
+
 @pytest.mark.parametrize(
     ("bad", "message"),
     [

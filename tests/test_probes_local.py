@@ -221,6 +221,23 @@ async def test_large_file_hashed_in_full_content_capped(tmp_path: Path) -> None:
     assert obs.evidence is not None and obs.evidence.total_bytes == 20 * 1024 * 1024
 
 
+async def test_a_regex_is_not_judged_on_output_cut_short(tmp_path: Path) -> None:
+    log = tmp_path / "deploy.log"
+    log.write_text("step 1 ok\nstatus: done\n" + "x" * 4096 + "\nstatus: failed\n")
+    cut = dict(path=str(log), max_bytes=23)  # the kept part ends right after "status: done"
+    # The whole file does not end in "done": a pattern anchored at the end must not pass on the
+    # part that was kept, nor one whose lookahead finds nothing after the cut.
+    for pattern in (r"status: done\s*\Z", r"status: done(?![\s\S]*failed)"):
+        obs = await see(FileProbe(**cut), Regex(value=pattern))
+        assert obs.outcome is Outcome.MISMATCH, (pattern, obs.message)
+        assert "judged only on whole output" in obs.message
+    # A substring found in the kept part is in the whole file: contains still passes.
+    assert (await see(FileProbe(**cut), Contains(value="status: done"))).outcome is Outcome.PASS
+    # Read whole, the same patterns are judged (and fail on the file's real end).
+    obs = await see(FileProbe(path=str(log)), Regex(value=r"status: failed\s*\Z"))
+    assert obs.outcome is Outcome.PASS
+
+
 # --- git ----------------------------------------------------------------------------------------
 
 

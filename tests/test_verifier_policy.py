@@ -4,6 +4,7 @@ its signing key reach evidence. Real subprocesses, real files, a real key file o
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,8 @@ async def verifier(
     sources: dict[str, Any] = {
         # A command source that pins what it runs, one that allows anything, a file root.
         "tools": {"kind": "command", "path": str(tmp_path), "commands": ["echo", "git status"]},
+        # git log with any positional words; printf with any words, options included.
+        "logs": {"kind": "command", "path": str(tmp_path), "commands": ["git log", "printf *"]},
         "anything": {"kind": "command", "path": str(tmp_path), "allow_any_command": True},
         "reports": {"kind": "file", "path": str(root)},
         "site": {"url": "http://127.0.0.1:9/base"},
@@ -131,6 +134,61 @@ async def test_allowed_commands_run_and_the_key_never_reaches_evidence(
     assert _pem_body(key) not in out.model_dump_json()
     # (The probe itself names the path, as the task wrote it; what was observed never does.)
     assert all(str(private) not in r.observation.model_dump_json() for r in out.readings)
+
+
+async def test_options_after_an_allowed_prefix_need_the_operators_star(
+    verifier: tuple[VerifyActivities, SourceRegistry], tmp_path: Path
+) -> None:
+    written = tmp_path / "written"
+    # A real repository, so that an allowed git log with --output would write the file.
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "HOME": str(tmp_path)}
+    ident = ["-c", "user.name=t", "-c", "user.email=t@example.test"]
+    for args in (["init", "-q"], [*ident, "commit", "-q", "--allow-empty", "-m", "first"]):
+        subprocess.run(["git", *args], cwd=tmp_path, env=env, check=True)
+    out = await _read(
+        verifier[0],
+        # The review's case: an allowed `git log` made to write a file with --output.
+        _cmd(["git", "log", f"--output={written}"], source="logs"),
+        _cmd(["echo", "-e", "x"], source="tools"),
+        _cmd(["echo", "--", "x"], source="tools"),
+        {**_cmd(["echo", "45"], source="tools"), "expect": {"type": "count", "value": 45}},
+        {
+            **_cmd(["printf", "--", "%s", "7"], source="logs"),
+            "expect": {"type": "count", "value": 7},
+        },
+    )
+    output, dash_e, double_dash, plain, starred = out.readings
+    assert not written.exists(), "a refused command ran anyway"
+    for reading, option in ((output, f"--output={written}"), (dash_e, "-e"), (double_dash, "--")):
+        assert reading.refused, reading.observation.message
+        assert reading.observation.outcome is Outcome.PROBE_ERROR
+        message = reading.observation.message
+        assert f"not the option {option!r}" in message and "' *'" in message, message
+    assert plain.observation.outcome is Outcome.PASS
+    assert starred.observation.outcome is Outcome.PASS, starred.observation.message
+
+
+async def test_a_cwd_that_leaves_the_source_through_a_symlink_is_refused(
+    verifier: tuple[VerifyActivities, SourceRegistry], tmp_path: Path
+) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "out").symlink_to("/")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    out = await _read(
+        verifier[0],
+        {
+            **_cmd(["echo", "45"], source="tools", cwd="sub"),
+            "expect": {"type": "count", "value": 45},
+        },
+        _cmd(["echo", "x"], source="tools", cwd="out"),
+        _cmd(["echo", "x"], source="tools", cwd="out/etc"),
+        _cmd(["echo", "x"], source="tools", cwd="loop"),
+    )
+    inside, *outside = out.readings
+    assert inside.observation.outcome is Outcome.PASS, inside.observation.message
+    for reading in outside:
+        assert reading.refused, reading.observation.message
+        assert "leaves source 'tools'" in reading.observation.message
 
 
 async def test_http_without_a_source_and_absolute_urls_off_base_are_refused(

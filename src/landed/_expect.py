@@ -277,6 +277,15 @@ def _judge_contains(expect: Contains, reading: Reading) -> Judgement:
 def _judge_regex(expect: Regex, reading: Reading) -> Judgement:
     if _blank(reading):
         return _empty()
+    if not reading.capture.complete:
+        # Unlike a substring, a pattern can match because the output stops where it was cut
+        # ($, \Z, a lookahead that finds nothing after the cut), so a cut output is not judged.
+        return Judgement(
+            Outcome.MISMATCH,
+            f"the probe returned {reading.capture.total} bytes, more than the "
+            f"{len(reading.capture.data)} kept for matching, and a regex is judged only on "
+            f"whole output; expect contains instead, or narrow what the probe returns",
+        )
     try:
         found = regex.search(expect.value, reading.text, timeout=REGEX_TIMEOUT_S)
     except TimeoutError:

@@ -221,8 +221,10 @@ class PostgresLedger:
     async def board(self) -> list[Receipt]:
         return await self._select(
             sql.SQL(
-                "SELECT DISTINCT ON (task_id) sequence, body FROM {t}"
-                " ORDER BY task_id, attempt DESC"
+                # Code point order, as SQLite's: the database's own collation would order
+                # (and page) the same board differently from one server locale to the next.
+                'SELECT DISTINCT ON (task_id COLLATE "C") sequence, body FROM {t}'
+                ' ORDER BY task_id COLLATE "C", attempt DESC'
             ).format(t=self._table)
         )
 

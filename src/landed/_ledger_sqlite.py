@@ -90,7 +90,8 @@ def _row_refused(exc: BaseException) -> bool:
 
 
 def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
-    """``sqlite:///rel.db`` -> rel.db, ``sqlite:////abs.db`` -> /abs.db, a bare path -> itself.
+    """``sqlite:///rel.db`` -> rel.db, ``sqlite:////abs.db`` -> /abs.db, a bare path -> itself;
+    ``~`` or ``~user`` at the start of either is expanded.
 
     A URL's path is percent-decoded (``%20`` is a space, ``%3F`` a question mark) and its query
     may hold only ``synchronous``; a bare path is taken literally, query-like text included.
@@ -119,7 +120,10 @@ def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
         url = unquote(rest)
     if not url or url == ":memory:":
         raise LedgerError("the ledger must be a file: pass sqlite:///PATH or a file path")
-    return Path(url), query
+    # A leading ~ is the user's home, as in a shell: a quoted --ledger "~/x.db" or a
+    # LANDED_LEDGER_URL from a settings file reaches here unexpanded, and would otherwise make
+    # a folder named ~ in the working directory.
+    return Path(url).expanduser(), query
 
 
 class SqliteLedger:

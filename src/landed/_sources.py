@@ -87,7 +87,9 @@ class SourceConfig(BaseModel):
     commands: list[str] = Field(
         default_factory=list,
         description="command: the argv prefixes (space-separated words) the verifier worker "
-        "may run for a task's command probe, e.g. 'git status'; shell strings never match.",
+        "may run for a task's command probe, e.g. 'git status'; the task may add words after "
+        "a prefix but no option (a word starting with '-') unless the entry ends with ' *'; "
+        "shell strings never match.",
     )
     allow_any_command: bool = Field(
         default=False,

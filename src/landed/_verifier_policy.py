@@ -66,19 +66,43 @@ def refusal(probe: Any, registry: SourceRegistry) -> str | None:
                 f"(it could load code into an allowed program); set its env in the verifier's "
                 f"configuration instead, or {fix}"
             )
-        if probe.cwd is not None and (
-            Path(probe.cwd).is_absolute() or ".." in Path(probe.cwd).parts
-        ):
+        if probe.cwd is not None and not _cwd_inside(probe.cwd, cfg.path):
             return (
                 f"refused: the probe's cwd {probe.cwd!r} leaves source {name!r}'s working "
-                "directory; give a relative path below it"
+                "directory (symlinks resolved); give a relative path below it"
             )
         for allowed in cfg.commands:
-            prefix = shlex.split(allowed)
-            if prefix and probe.argv[: len(prefix)] == prefix:
+            words = shlex.split(allowed)
+            anything = words[-1:] == ["*"]
+            prefix = words[:-1] if anything else words
+            if not prefix or probe.argv[: len(prefix)] != prefix:
+                continue
+            extra = probe.argv[len(prefix) :]
+            option = next((word for word in extra if word.startswith("-")), None)
+            if option is None or anything:
                 return None
+            return (
+                f"refused: source {name!r} allows {allowed!r} but not the option {option!r} "
+                f"after it (an option can make an allowed program write, e.g. git log "
+                f"--output=FILE); list the command with its options in {key}COMMANDS, or end "
+                f"the entry with ' *' to allow any further words"
+            )
         return f"refused: source {name!r} does not allow the command {probe.argv[0]!r}; {fix}"
     return None
+
+
+def _cwd_inside(cwd: str, root: str | None) -> bool:
+    """True when a probe's relative ``cwd`` stays under the source's directory once symlinks
+    are resolved: a link inside the folder must not lead the command out of it."""
+    relative = Path(cwd)
+    if relative.is_absolute() or ".." in relative.parts:
+        return False
+    base = Path(root) if root else Path.cwd()
+    try:
+        resolved_base = base.resolve()
+        return (resolved_base / relative).resolve().is_relative_to(resolved_base)
+    except (OSError, RuntimeError):  # a symlink loop: not provably inside
+        return False
 
 
 def key_secrets(pem: str, path: str | Path | None, raw: bytes = b"") -> list[str]:
