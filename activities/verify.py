@@ -77,7 +77,13 @@ class VerifyActivities:
             prior = before if inp.phase == "after" else None
             # The task supplied this probe; the verifier runs only what its own configuration
             # allows (a task's command could otherwise read the signing key from this process).
-            why = refusal(contract.probe, self._registry)
+            try:
+                why = refusal(contract.probe, self._registry)
+            except Exception as exc:  # a probe the policy cannot even read is not run
+                why = (
+                    f"refused: the verifier could not check this probe against its "
+                    f"configuration ({type(exc).__name__}: {exc}); fix the probe or the source"
+                )
             if why is not None:
                 observation = self._refused(contract, why)
             else:

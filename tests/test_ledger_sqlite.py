@@ -303,6 +303,16 @@ async def test_a_leading_tilde_is_the_home_directory(
             await ledger.append(receipt(f"t{n}"))
     assert sorted(p.name for p in home.iterdir() if p.suffix == ".db") == ["bare.db", "url.db"]
     assert not (work / "~").exists()
+    # A folder literally named ~ is still reached with ./, and ~name is a file name; the URL
+    # each reports opens the same file again.
+    for n, url in enumerate(["./~/literal.db", "~name.db"]):
+        async with await open_ledger(url) as ledger:
+            await ledger.append(receipt(f"u{n}"))
+            reported = ledger.url
+        async with await open_ledger(reported, create=False) as again:
+            assert [r.task_id for r in await again.board()] == [f"u{n}"]
+    assert (work / "~" / "literal.db").is_file() and (work / "~name.db").is_file()
+    assert not (home / "literal.db").exists()
 
 
 @pytest.mark.parametrize(

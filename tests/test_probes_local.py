@@ -133,6 +133,24 @@ async def test_hundred_megabytes_of_output_is_bounded_in_time_and_memory() -> No
     assert obs.evidence.truncated and len(obs.evidence.text.encode()) <= 5 * 64 * 1024
 
 
+async def test_a_source_command_enters_its_cwd_without_following_symlinks(tmp_path: Path) -> None:
+    (tmp_path / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "out").symlink_to("/")
+    (tmp_path / "sub" / "back").symlink_to(tmp_path / "sub")
+    sources = {"tools": {"kind": "command", "path": str(tmp_path), "allow_any_command": True}}
+    obs = await see(
+        CommandProbe(argv=["pwd", "-P"], source="tools", cwd="sub/deeper"), NonEmpty(), sources
+    )
+    assert obs.outcome is Outcome.PASS and obs.evidence is not None
+    assert obs.evidence.text.strip() == str((tmp_path / "sub" / "deeper").resolve())
+    # What the verifier's policy checked could be swapped for a link before the process
+    # starts; the reader itself never follows one, inside the source or out of it.
+    for cwd in ("out", "out/etc", "sub/back", "missing"):
+        obs = await see(CommandProbe(argv=["pwd"], source="tools", cwd=cwd), NonEmpty(), sources)
+        assert obs.outcome is Outcome.PROBE_ERROR, (cwd, obs.message)
+        assert "reached without symlinks" in obs.message
+
+
 async def test_endless_output_is_cut_at_the_read_limit() -> None:
     async with SourceRegistry({}, allow_unsourced=True) as registry:
         obs = await observe(
@@ -233,6 +251,9 @@ async def test_a_regex_is_not_judged_on_output_cut_short(tmp_path: Path) -> None
         assert "judged only on whole output" in obs.message
     # A substring found in the kept part is in the whole file: contains still passes.
     assert (await see(FileProbe(**cut), Contains(value="status: done"))).outcome is Outcome.PASS
+    # Nor does the kept part equal a string the whole file is not.
+    obs = await see(FileProbe(path=str(log), max_bytes=9), Equals(value="step 1 ok"))
+    assert obs.outcome is Outcome.MISMATCH and "cannot equal" in obs.message, obs.message
     # Read whole, the same patterns are judged (and fail on the file's real end).
     obs = await see(FileProbe(path=str(log)), Regex(value=r"status: failed\s*\Z"))
     assert obs.outcome is Outcome.PASS

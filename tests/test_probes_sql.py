@@ -20,6 +20,7 @@ from landed._contract import (
     NonEmpty,
     Outcome,
     RecordProbe,
+    Regex,
 )
 from landed._observe import observe
 from landed._sources import SourceRegistry
@@ -76,6 +77,16 @@ async def test_sqlite_rows_measure_and_json_path(sqlite_registry: SourceRegistry
     ).outcome is Outcome.PASS
     one_status = "select status from orders where id = 1"
     assert (await read(sqlite_registry, one_status, Equals(value="paid"))).outcome is Outcome.PASS
+
+
+async def test_a_whole_result_over_the_kept_size_in_bytes_is_still_judged_by_regex(
+    sqlite_registry: SourceRegistry,
+) -> None:
+    # 3,000,000 characters fit the result budget, but their JSON is 9 MB of UTF-8: more than a
+    # capture keeps by default, though nothing of the result was cut.
+    q = "select replace(hex(zeroblob(1500000)), '0', '完') as v"
+    obs = await read(sqlite_registry, q, Regex(value="完{10}"), measure="value")
+    assert obs.outcome is Outcome.PASS, obs.message
 
 
 async def test_sqlite_zero_rows_is_empty(sqlite_registry: SourceRegistry) -> None:

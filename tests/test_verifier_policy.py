@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 from landed.activities.verify import VerifyActivities
+from pydantic import ValidationError
 
 from landed._contract import Contract, Outcome
 from landed._signing import KeyPair
-from landed._sources import LandedSettings, SourceRegistry
+from landed._sources import LandedSettings, SourceConfig, SourceRegistry
 from landed._task import VerifyInput, VerifyOutput
 from landed._verifier_policy import redact_key
 
@@ -42,9 +43,13 @@ async def verifier(
     (root / "escape").symlink_to(private)
     sources: dict[str, Any] = {
         # A command source that pins what it runs, one that allows anything, a file root.
-        "tools": {"kind": "command", "path": str(tmp_path), "commands": ["echo", "git status"]},
-        # git log with any positional words; printf with any words, options included.
-        "logs": {"kind": "command", "path": str(tmp_path), "commands": ["git log", "printf *"]},
+        "tools": {"kind": "command", "path": str(tmp_path), "commands": ["echo *", "git status"]},
+        # Exactly `git log` and `git log --oneline -1`; printf with any words added.
+        "logs": {
+            "kind": "command",
+            "path": str(tmp_path),
+            "commands": ["git log", "git log --oneline -1", "printf *"],
+        },
         "anything": {"kind": "command", "path": str(tmp_path), "allow_any_command": True},
         "reports": {"kind": "file", "path": str(root)},
         "site": {"url": "http://127.0.0.1:9/base"},
@@ -136,7 +141,7 @@ async def test_allowed_commands_run_and_the_key_never_reaches_evidence(
     assert all(str(private) not in r.observation.model_dump_json() for r in out.readings)
 
 
-async def test_options_after_an_allowed_prefix_need_the_operators_star(
+async def test_a_listed_command_runs_exactly_as_listed_unless_it_ends_in_a_star(
     verifier: tuple[VerifyActivities, SourceRegistry], tmp_path: Path
 ) -> None:
     written = tmp_path / "written"
@@ -145,27 +150,64 @@ async def test_options_after_an_allowed_prefix_need_the_operators_star(
     ident = ["-c", "user.name=t", "-c", "user.email=t@example.test"]
     for args in (["init", "-q"], [*ident, "commit", "-q", "--allow-empty", "-m", "first"]):
         subprocess.run(["git", *args], cwd=tmp_path, env=env, check=True)
+    hook = f"touch {written}"
     out = await _read(
         verifier[0],
-        # The review's case: an allowed `git log` made to write a file with --output.
+        # Words added to an exact entry, with a dash or without one (git config would make the
+        # next git status run the hook; dd and tar take options with no dash).
         _cmd(["git", "log", f"--output={written}"], source="logs"),
-        _cmd(["echo", "-e", "x"], source="tools"),
-        _cmd(["echo", "--", "x"], source="tools"),
-        {**_cmd(["echo", "45"], source="tools"), "expect": {"type": "count", "value": 45}},
+        _cmd(["git", "log", "--oneline"], source="logs"),
+        _cmd(["git", "config", "core.fsmonitor", hook], source="logs"),
+        _cmd(["git", "status", "--porcelain"], source="tools"),
+        # Listed exactly, or under an entry ending in a star: these run.
+        {**_cmd(["git", "log"], source="logs"), "expect": {"type": "contains", "value": "first"}},
+        {
+            **_cmd(["git", "log", "--oneline", "-1"], source="logs"),
+            "expect": {"type": "contains", "value": "first"},
+        },
         {
             **_cmd(["printf", "--", "%s", "7"], source="logs"),
             "expect": {"type": "count", "value": 7},
         },
+        {**_cmd(["echo", "-n", "45"], source="tools"), "expect": {"type": "count", "value": 45}},
     )
-    output, dash_e, double_dash, plain, starred = out.readings
+    *refused, log, oneline, printf, echo = out.readings
     assert not written.exists(), "a refused command ran anyway"
-    for reading, option in ((output, f"--output={written}"), (dash_e, "-e"), (double_dash, "--")):
+    for reading in refused:
         assert reading.refused, reading.observation.message
         assert reading.observation.outcome is Outcome.PROBE_ERROR
-        message = reading.observation.message
-        assert f"not the option {option!r}" in message and "' *'" in message, message
-    assert plain.observation.outcome is Outcome.PASS
-    assert starred.observation.outcome is Outcome.PASS, starred.observation.message
+    added = [r.observation.message for r in refused]
+    assert f"allows 'git log' exactly, and this probe adds '--output={written}'" in added[0]
+    assert "' *'" in added[0] and "LANDED_SOURCES__LOGS__COMMANDS" in added[0]
+    assert "allows 'git log' exactly" in added[1]  # the longer entry is -1 too, not this
+    assert "does not allow the command 'git'" in added[2]
+    assert "allows 'git status' exactly" in added[3]
+    for reading in (log, oneline, printf, echo):
+        assert reading.observation.outcome is Outcome.PASS, reading.observation.message
+
+
+async def test_a_probe_the_policy_cannot_check_is_refused_not_a_crash(
+    verifier: tuple[VerifyActivities, SourceRegistry], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(probe: object, registry: object) -> str | None:
+        raise ValueError("embedded null byte")
+
+    monkeypatch.setattr("landed.activities.verify.refusal", broken)
+    out = await _read(verifier[0], _cmd(["echo", "x"], source="tools"))
+    (reading,) = out.readings
+    assert reading.refused and reading.observation.outcome is Outcome.PROBE_ERROR
+    assert "could not check this probe" in reading.observation.message
+    assert "embedded null byte" in reading.observation.message
+
+
+def test_an_allowed_command_that_cannot_be_split_is_a_configuration_error() -> None:
+    for entry, message in (
+        ("grep 'x", "cannot be split"),
+        ("*", "names no program"),
+        ("", "names no program"),
+    ):
+        with pytest.raises(ValidationError, match=message):
+            SourceConfig(kind="command", commands=["echo", entry])
 
 
 async def test_a_cwd_that_leaves_the_source_through_a_symlink_is_refused(
@@ -183,6 +225,7 @@ async def test_a_cwd_that_leaves_the_source_through_a_symlink_is_refused(
         _cmd(["echo", "x"], source="tools", cwd="out"),
         _cmd(["echo", "x"], source="tools", cwd="out/etc"),
         _cmd(["echo", "x"], source="tools", cwd="loop"),
+        _cmd(["echo", "x"], source="tools", cwd="sub\x00"),
     )
     inside, *outside = out.readings
     assert inside.observation.outcome is Outcome.PASS, inside.observation.message

@@ -331,6 +331,12 @@ def _judge_equals(expect: Equals, reading: Reading) -> Judgement:
     if reading.value is not NO_VALUE:
         actual = reading.value
     elif isinstance(wanted, str):
+        if not reading.capture.complete:
+            return Judgement(
+                Outcome.MISMATCH,
+                f"the probe returned {reading.capture.total} bytes, more than the "
+                f"{len(reading.capture.data)} kept, so it cannot equal {_short(_show(wanted))}",
+            )
         actual = reading.text.rstrip("\r\n")
     else:
         actual, why = _document(reading)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -91,7 +92,7 @@ def _row_refused(exc: BaseException) -> bool:
 
 def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
     """``sqlite:///rel.db`` -> rel.db, ``sqlite:////abs.db`` -> /abs.db, a bare path -> itself;
-    ``~`` or ``~user`` at the start of either is expanded.
+    a leading ``~/`` in either is the home directory.
 
     A URL's path is percent-decoded (``%20`` is a space, ``%3F`` a question mark) and its query
     may hold only ``synchronous``; a bare path is taken literally, query-like text included.
@@ -120,10 +121,13 @@ def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
         url = unquote(rest)
     if not url or url == ":memory:":
         raise LedgerError("the ledger must be a file: pass sqlite:///PATH or a file path")
-    # A leading ~ is the user's home, as in a shell: a quoted --ledger "~/x.db" or a
+    # A leading ~/ is the user's home, as in a shell: a quoted --ledger "~/x.db" or a
     # LANDED_LEDGER_URL from a settings file reaches here unexpanded, and would otherwise make
-    # a folder named ~ in the working directory.
-    return Path(url).expanduser(), query
+    # a folder named ~ in the working directory. Only ~ and ~/ (on the text, before pathlib
+    # drops a ./): ./~/x.db stays that folder, and ~name is a file name, not a user's home.
+    if url == "~" or url.startswith("~/"):
+        return Path(os.path.expanduser(url)), query
+    return Path(url), query
 
 
 class SqliteLedger:
@@ -141,8 +145,12 @@ class SqliteLedger:
 
     @property
     def url(self) -> str:
-        # Quoted, so a path holding ? or % reads back as the same file.
-        return f"sqlite:///{quote(str(self._path))}"
+        # Quoted, so a path holding ? or % reads back as the same file; a relative folder
+        # named ~ keeps a ./ so that it is not read back as the home directory.
+        path = str(self._path)
+        if path == "~" or path.startswith("~/"):
+            path = f"./{path}"
+        return f"sqlite:///{quote(path)}"
 
     @classmethod
     async def open(cls, url: str, *, create: bool = True) -> SqliteLedger:

@@ -42,9 +42,19 @@ async def read_command(
 ) -> Reading:
     argv = ["/bin/sh", "-c", probe.argv[0]] if probe.shell else list(probe.argv)
     cwd = probe.cwd
-    if cfg is not None and cfg.path:
-        cwd = str(Path(cfg.path) / probe.cwd) if probe.cwd else cfg.path
-    result = await run_process(argv, env=scrubbed_env(probe.env, cfg), cwd=cwd, limits=limits)
+    held: int | None = None
+    if cfg is not None and probe.cwd is not None:
+        held = _open_below(cfg.path or os.getcwd(), probe.cwd)
+        # The process enters the directory this reader opened, through its descriptor: a
+        # symlink swapped in after the check cannot lead it anywhere else.
+        cwd = f"/proc/{os.getpid()}/fd/{held}"
+    elif cfg is not None and cfg.path:
+        cwd = cfg.path
+    try:
+        result = await run_process(argv, env=scrubbed_env(probe.env, cfg), cwd=cwd, limits=limits)
+    finally:
+        if held is not None:
+            os.close(held)
     if result.returncode not in probe.ok_exit_codes:
         tail = result.stderr_tail()
         raise ProbeError(
@@ -53,6 +63,40 @@ async def read_command(
             result.stdout,
         )
     return Reading(capture=result.stdout)
+
+
+def _open_below(root: str, relative: str) -> int:
+    """A descriptor on the directory ``relative`` under a source's ``root``, reached one
+    component at a time without following any symlink (the root itself is the operator's)."""
+    if not Path("/proc/self/fd").is_dir():
+        raise ProbeError(
+            "a command probe's cwd needs /proc to be entered safely on this system; drop the "
+            "cwd and give the source's path instead"
+        )
+    fd = -1
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        for part in Path(relative).parts:
+            if part in (os.sep, "..") or os.sep in part:
+                raise ProbeError(f"the probe's cwd {relative!r} must be a relative path below it")
+            inner = os.open(
+                part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
+            )
+            os.close(fd)
+            fd = inner
+    except ProbeError:
+        if fd >= 0:
+            os.close(fd)
+        raise
+    except (OSError, ValueError) as exc:
+        if fd >= 0:
+            os.close(fd)
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ProbeError(
+            f"the probe's cwd {relative!r} is not a directory below the source's {root!r} "
+            f"reached without symlinks ({why}); give a real directory under it"
+        ) from None
+    return fd
 
 
 def _read_file_sync(path: Path, keep: int, limits: Limits, deadline: float) -> Reading | str:

@@ -146,7 +146,9 @@ class Reading:
     def of_json(cls, document: Any, **kwargs: Any) -> Reading:
         """A reading whose raw output is ``document`` as canonical JSON."""
         raw = json.dumps(document, sort_keys=True, ensure_ascii=False, default=str).encode()
-        return cls(capture=Capture.of(raw), document=document, **kwargs)
+        # Kept whole: the document is in memory already (its reader bounded it), and a cut copy
+        # would leave judges that need the whole output (a regex) unable to judge it.
+        return cls(capture=Capture.of(raw, keep=len(raw)), document=document, **kwargs)
 
 
 def make_evidence(capture: Capture, cap: int, redactor: Redactor) -> Evidence:

@@ -6,6 +6,7 @@ import asyncio
 import getpass
 import os
 import re
+import shlex
 import socket
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -30,6 +31,7 @@ __all__ = [
     "SourceKind",
     "SourceRegistry",
     "canonical_name",
+    "command_words",
     "config_key",
     "default_observer",
     "load_registry",
@@ -55,6 +57,19 @@ def canonical_name(name: str) -> str:
 def config_key(name: str) -> str:
     """The environment variable prefix that configures source ``name``."""
     return f"LANDED_SOURCES__{canonical_name(name).upper()}__"
+
+
+def command_words(entry: str) -> list[str]:
+    """The argv words of one allowed-command entry; ValueError names what is wrong with it."""
+    try:
+        words = shlex.split(entry)
+    except ValueError as exc:
+        raise ValueError(
+            f"the allowed command {entry!r} cannot be split into words: {exc}"
+        ) from None
+    if not words or words == ["*"]:
+        raise ValueError(f"the allowed command {entry!r} names no program")
+    return words
 
 
 class SourceConfig(BaseModel):
@@ -86,9 +101,9 @@ class SourceConfig(BaseModel):
     )
     commands: list[str] = Field(
         default_factory=list,
-        description="command: the argv prefixes (space-separated words) the verifier worker "
-        "may run for a task's command probe, e.g. 'git status'; the task may add words after "
-        "a prefix but no option (a word starting with '-') unless the entry ends with ' *'; "
+        description="command: the commands (space-separated words) the verifier worker may "
+        "run for a task's command probe, each exactly as listed, e.g. 'git status'; an entry "
+        "ending in ' *' lets the task add any words after it ('git log *'), options included; "
         "shell strings never match.",
     )
     allow_any_command: bool = Field(
@@ -102,6 +117,12 @@ class SourceConfig(BaseModel):
     pool_size: int = Field(
         default=10, ge=1, description="sql (PostgreSQL): pool max size; http: connections."
     )
+
+    @model_validator(mode="after")
+    def _check_commands(self) -> SourceConfig:
+        for entry in self.commands:
+            command_words(entry)
+        return self
 
     @model_validator(mode="after")
     def _infer_kind(self) -> SourceConfig:

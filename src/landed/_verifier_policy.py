@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from landed._contract import CommandProbe
 from landed._reading import ProbeError
-from landed._sources import SourceRegistry, config_key
+from landed._sources import SourceRegistry, command_words, config_key
 
 if TYPE_CHECKING:
     from landed._signing import KeyPair
@@ -24,8 +24,9 @@ def refusal(probe: Any, registry: SourceRegistry) -> str | None:
     and the verifier runs them with its own authority (its environment, its signing key, its
     source credentials). So here, unlike on the CLI (where the person running it configures
     it), a probe must name a configured source, and a command probe runs only when that source
-    pins its argv prefix or says ``allow_any_command``. A refusal is permanent: nothing was
-    observed and reading again cannot change it, so it is never a pass and never re-read.
+    lists the command (exactly, or with `` *`` to allow added words) or says
+    ``allow_any_command``. A refusal is permanent: nothing was observed and reading again
+    cannot change it, so it is never a pass and never re-read.
     """
     name = getattr(probe, "source", None)
     kind = getattr(probe, "kind", "?")
@@ -54,7 +55,7 @@ def refusal(probe: Any, registry: SourceRegistry) -> str | None:
             return None
         key = config_key(name)
         fix = (
-            f"list the allowed argv prefix in the verifier's configuration ({key}COMMANDS="
+            f"list the command in the verifier's configuration ({key}COMMANDS="
             f'\'["prog arg"]\' or commands = ["prog arg"] under [sources.{name}]), or set '
             f"allow_any_command = true there"
         )
@@ -71,21 +72,24 @@ def refusal(probe: Any, registry: SourceRegistry) -> str | None:
                 f"refused: the probe's cwd {probe.cwd!r} leaves source {name!r}'s working "
                 "directory (symlinks resolved); give a relative path below it"
             )
+        near: str | None = None
         for allowed in cfg.commands:
-            words = shlex.split(allowed)
+            words = command_words(allowed)
             anything = words[-1:] == ["*"]
             prefix = words[:-1] if anything else words
-            if not prefix or probe.argv[: len(prefix)] != prefix:
-                continue
-            extra = probe.argv[len(prefix) :]
-            option = next((word for word in extra if word.startswith("-")), None)
-            if option is None or anything:
+            if anything and probe.argv[: len(prefix)] == prefix:
                 return None
+            if probe.argv == prefix:
+                return None
+            if probe.argv[: len(prefix)] == prefix:
+                near = near or allowed
+        if near is not None:
             return (
-                f"refused: source {name!r} allows {allowed!r} but not the option {option!r} "
-                f"after it (an option can make an allowed program write, e.g. git log "
-                f"--output=FILE); list the command with its options in {key}COMMANDS, or end "
-                f"the entry with ' *' to allow any further words"
+                f"refused: source {name!r} allows {near!r} exactly, and this probe adds "
+                f"{shlex.join(probe.argv[len(command_words(near)) :])!r} (added words can make "
+                f"an allowed program write or run code, e.g. git log --output=FILE); list the "
+                f"whole command in {key}COMMANDS, or end the entry with ' *' to let a task add "
+                f"any words to it"
             )
         return f"refused: source {name!r} does not allow the command {probe.argv[0]!r}; {fix}"
     return None
@@ -93,15 +97,15 @@ def refusal(probe: Any, registry: SourceRegistry) -> str | None:
 
 def _cwd_inside(cwd: str, root: str | None) -> bool:
     """True when a probe's relative ``cwd`` stays under the source's directory once symlinks
-    are resolved: a link inside the folder must not lead the command out of it."""
+    are resolved: a link inside the folder must not lead the command out of it. (The command
+    reader enforces it again, race-free, when it starts the process.)"""
     relative = Path(cwd)
     if relative.is_absolute() or ".." in relative.parts:
         return False
-    base = Path(root) if root else Path.cwd()
     try:
-        resolved_base = base.resolve()
-        return (resolved_base / relative).resolve().is_relative_to(resolved_base)
-    except (OSError, RuntimeError):  # a symlink loop: not provably inside
+        base = (Path(root) if root else Path.cwd()).resolve()
+        return (base / relative).resolve().is_relative_to(base)
+    except (OSError, RuntimeError, ValueError):  # a loop, a NUL, a vanished folder: not inside
         return False
 
 
