@@ -25,6 +25,8 @@ class VerifyActivities:
 
     def __init__(self, registry: SourceRegistry, identity: str, key: KeyPair | None) -> None:
         self._registry = registry
+        # Every probe this worker runs was written by a task: enter no cwd through a symlink.
+        registry.task_probes = True
         self._identity = identity
         self._key = key
 

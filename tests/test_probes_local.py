@@ -133,22 +133,31 @@ async def test_hundred_megabytes_of_output_is_bounded_in_time_and_memory() -> No
     assert obs.evidence.truncated and len(obs.evidence.text.encode()) <= 5 * 64 * 1024
 
 
-async def test_a_source_command_enters_its_cwd_without_following_symlinks(tmp_path: Path) -> None:
+async def test_a_task_command_enters_its_cwd_without_following_symlinks(tmp_path: Path) -> None:
     (tmp_path / "sub" / "deeper").mkdir(parents=True)
     (tmp_path / "out").symlink_to("/")
-    (tmp_path / "sub" / "back").symlink_to(tmp_path / "sub")
+    (tmp_path / "current").symlink_to(tmp_path / "sub")
     sources = {"tools": {"kind": "command", "path": str(tmp_path), "allow_any_command": True}}
-    obs = await see(
-        CommandProbe(argv=["pwd", "-P"], source="tools", cwd="sub/deeper"), NonEmpty(), sources
-    )
+
+    async def run(cwd: str, task_probes: bool) -> Observation:
+        async with SourceRegistry(sources, allow_unsourced=True) as registry:  # type: ignore[arg-type]
+            registry.task_probes = task_probes
+            probe = CommandProbe(argv=["pwd", "-P"], source="tools", cwd=cwd)
+            return await observe(probe, NonEmpty(), registry=registry, observer="t")
+
+    obs = await run("sub/deeper", True)
     assert obs.outcome is Outcome.PASS and obs.evidence is not None
     assert obs.evidence.text.strip() == str((tmp_path / "sub" / "deeper").resolve())
     # What the verifier's policy checked could be swapped for a link before the process
-    # starts; the reader itself never follows one, inside the source or out of it.
-    for cwd in ("out", "out/etc", "sub/back", "missing"):
-        obs = await see(CommandProbe(argv=["pwd"], source="tools", cwd=cwd), NonEmpty(), sources)
+    # starts; for a task's probe the reader itself never follows one, inside or out.
+    for cwd in ("out", "out/etc", "current", "missing", "../sub", "/tmp"):
+        obs = await run(cwd, True)
         assert obs.outcome is Outcome.PROBE_ERROR, (cwd, obs.message)
-        assert "reached without symlinks" in obs.message
+        assert "below the source" in obs.message or "relative path" in obs.message, obs.message
+    # The CLI runs the user's own probes: there a link is the user's to follow.
+    obs = await run("current", False)
+    assert obs.outcome is Outcome.PASS and obs.evidence is not None
+    assert obs.evidence.text.strip() == str((tmp_path / "sub").resolve())
 
 
 async def test_endless_output_is_cut_at_the_read_limit() -> None:

@@ -17,7 +17,7 @@ from landed._contract import Contract, Outcome
 from landed._signing import KeyPair
 from landed._sources import LandedSettings, SourceConfig, SourceRegistry
 from landed._task import VerifyInput, VerifyOutput
-from landed._verifier_policy import redact_key
+from landed._verifier_policy import redact_key, refusal
 
 
 @pytest.fixture
@@ -200,6 +200,28 @@ async def test_a_probe_the_policy_cannot_check_is_refused_not_a_crash(
     assert "embedded null byte" in reading.observation.message
 
 
+def test_only_a_bare_trailing_star_lets_words_follow() -> None:
+    registry = SourceRegistry(
+        {
+            "finder": {
+                "kind": "command",
+                "commands": ["find . -name '*'", "ls \\*", "grep -c x *"],
+            }
+        }
+    )
+
+    def allowed(*argv: str) -> bool:
+        probe = Contract.model_validate({"action": "a", **_cmd(list(argv), source="finder")}).probe
+        return refusal(probe, registry) is None
+
+    # A quoted or escaped star is the argument *, as the shell would pass it.
+    assert allowed("find", ".", "-name", "*")
+    assert not allowed("find", ".", "-name", "x", "-delete")
+    assert not allowed("find", ".", "-name", "*", "-exec", "sh", "-c", "id", ";")
+    assert allowed("ls", "*") and not allowed("ls", "*", "/etc")
+    assert allowed("grep", "-c", "x", "a.txt", "b.txt")
+
+
 def test_an_allowed_command_that_cannot_be_split_is_a_configuration_error() -> None:
     for entry, message in (
         ("grep 'x", "cannot be split"),
@@ -216,6 +238,7 @@ async def test_a_cwd_that_leaves_the_source_through_a_symlink_is_refused(
     (tmp_path / "sub").mkdir()
     (tmp_path / "out").symlink_to("/")
     (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "current").symlink_to(tmp_path / "sub")  # inside, but a link all the same
     out = await _read(
         verifier[0],
         {
@@ -226,12 +249,13 @@ async def test_a_cwd_that_leaves_the_source_through_a_symlink_is_refused(
         _cmd(["echo", "x"], source="tools", cwd="out/etc"),
         _cmd(["echo", "x"], source="tools", cwd="loop"),
         _cmd(["echo", "x"], source="tools", cwd="sub\x00"),
+        _cmd(["echo", "x"], source="tools", cwd="current"),
     )
     inside, *outside = out.readings
     assert inside.observation.outcome is Outcome.PASS, inside.observation.message
     for reading in outside:
         assert reading.refused, reading.observation.message
-        assert "leaves source 'tools'" in reading.observation.message
+        assert "not a real directory below source 'tools'" in reading.observation.message
 
 
 async def test_http_without_a_source_and_absolute_urls_off_base_are_refused(

@@ -16,6 +16,7 @@ from landed._sources import SourceConfig, SourceRegistry
 __all__ = [
     "PASSED_ENV",
     "ProcessResult",
+    "open_below",
     "read_command",
     "read_file",
     "read_git",
@@ -43,13 +44,15 @@ async def read_command(
     argv = ["/bin/sh", "-c", probe.argv[0]] if probe.shell else list(probe.argv)
     cwd = probe.cwd
     held: int | None = None
-    if cfg is not None and probe.cwd is not None:
-        held = _open_below(cfg.path or os.getcwd(), probe.cwd)
-        # The process enters the directory this reader opened, through its descriptor: a
-        # symlink swapped in after the check cannot lead it anywhere else.
-        cwd = f"/proc/{os.getpid()}/fd/{held}"
+    if cfg is not None and probe.cwd is not None and registry.task_probes:
+        held = open_below(cfg.path or os.getcwd(), probe.cwd)
+        # The process enters the directory this reader opened, through the descriptor, which
+        # the child still holds when it changes directory (descriptors close after, at exec):
+        # a symlink swapped in after the check cannot lead it anywhere else. /proc/self, not
+        # this pid: in another pid namespace that number can be another process.
+        cwd = f"/proc/self/fd/{held}"
     elif cfg is not None and cfg.path:
-        cwd = cfg.path
+        cwd = str(Path(cfg.path) / probe.cwd) if probe.cwd else cfg.path
     try:
         result = await run_process(argv, env=scrubbed_env(probe.env, cfg), cwd=cwd, limits=limits)
     finally:
@@ -65,7 +68,7 @@ async def read_command(
     return Reading(capture=result.stdout)
 
 
-def _open_below(root: str, relative: str) -> int:
+def open_below(root: str, relative: str) -> int:
     """A descriptor on the directory ``relative`` under a source's ``root``, reached one
     component at a time without following any symlink (the root itself is the operator's)."""
     if not Path("/proc/self/fd").is_dir():

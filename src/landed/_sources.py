@@ -59,17 +59,23 @@ def config_key(name: str) -> str:
     return f"LANDED_SOURCES__{canonical_name(name).upper()}__"
 
 
-def command_words(entry: str) -> list[str]:
-    """The argv words of one allowed-command entry; ValueError names what is wrong with it."""
+_ANY_MORE = re.compile(r"(?:^|\s)\*\s*$")
+
+
+def command_words(entry: str) -> tuple[list[str], bool]:
+    """The argv words of one allowed-command entry, and whether it ends in a bare ``*`` (any
+    words may follow); a quoted or escaped star is a literal argument. ValueError says what is
+    wrong with an entry without quoting it (settings errors name fields, never values)."""
     try:
         words = shlex.split(entry)
     except ValueError as exc:
-        raise ValueError(
-            f"the allowed command {entry!r} cannot be split into words: {exc}"
-        ) from None
-    if not words or words == ["*"]:
-        raise ValueError(f"the allowed command {entry!r} names no program")
-    return words
+        raise ValueError(f"an allowed command cannot be split into words ({exc})") from None
+    anything = bool(words) and words[-1] == "*" and _ANY_MORE.search(entry) is not None
+    if anything:
+        words = words[:-1]
+    if not words:
+        raise ValueError("an allowed command names no program")
+    return words, anything
 
 
 class SourceConfig(BaseModel):
@@ -288,6 +294,9 @@ class SourceRegistry:
             model = cfg if isinstance(cfg, SourceConfig) else SourceConfig.model_validate(cfg)
             self._sources[canonical_name(name)] = (name, model)
         self.allow_unsourced = allow_unsourced
+        # True where the probes come from tasks (the verifier worker): a command's cwd is then
+        # entered without following any symlink. The CLI runs the user's own probes.
+        self.task_probes = False
         self.observer = observer or default_observer()
         secrets = [s for _, cfg in self._sources.values() for s in cfg.secrets()]
         self.redactor = Redactor([*secrets, *extra_secrets])

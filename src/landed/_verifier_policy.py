@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import base64
+import os
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from landed._contract import CommandProbe
+from landed._probes_local import open_below
 from landed._reading import ProbeError
 from landed._sources import SourceRegistry, command_words, config_key
 
@@ -69,44 +71,38 @@ def refusal(probe: Any, registry: SourceRegistry) -> str | None:
             )
         if probe.cwd is not None and not _cwd_inside(probe.cwd, cfg.path):
             return (
-                f"refused: the probe's cwd {probe.cwd!r} leaves source {name!r}'s working "
-                "directory (symlinks resolved); give a relative path below it"
+                f"refused: the probe's cwd {probe.cwd!r} is not a real directory below source "
+                f"{name!r}'s working directory (no symlinks, no ..); give one below it"
             )
-        near: str | None = None
+        near: list[str] | None = None
         for allowed in cfg.commands:
-            words = command_words(allowed)
-            anything = words[-1:] == ["*"]
-            prefix = words[:-1] if anything else words
-            if anything and probe.argv[: len(prefix)] == prefix:
+            prefix, anything = command_words(allowed)
+            if probe.argv == prefix or (anything and probe.argv[: len(prefix)] == prefix):
                 return None
-            if probe.argv == prefix:
-                return None
-            if probe.argv[: len(prefix)] == prefix:
-                near = near or allowed
+            if near is None and probe.argv[: len(prefix)] == prefix:
+                near = prefix
         if near is not None:
             return (
-                f"refused: source {name!r} allows {near!r} exactly, and this probe adds "
-                f"{shlex.join(probe.argv[len(command_words(near)) :])!r} (added words can make "
-                f"an allowed program write or run code, e.g. git log --output=FILE); list the "
-                f"whole command in {key}COMMANDS, or end the entry with ' *' to let a task add "
-                f"any words to it"
+                f"refused: source {name!r} allows {shlex.join(near)!r} exactly, and this probe "
+                f"adds {shlex.join(probe.argv[len(near) :])!r} (added words can make an allowed "
+                f"program write or run code, e.g. git log --output=FILE); list the whole "
+                f"command in {key}COMMANDS, or end the entry with ' *' to let a task add any "
+                f"words to it"
             )
         return f"refused: source {name!r} does not allow the command {probe.argv[0]!r}; {fix}"
     return None
 
 
 def _cwd_inside(cwd: str, root: str | None) -> bool:
-    """True when a probe's relative ``cwd`` stays under the source's directory once symlinks
-    are resolved: a link inside the folder must not lead the command out of it. (The command
-    reader enforces it again, race-free, when it starts the process.)"""
-    relative = Path(cwd)
-    if relative.is_absolute() or ".." in relative.parts:
-        return False
+    """True when a probe's relative ``cwd`` is a real directory under the source's directory,
+    reached without a symlink: the same walk the command reader makes when it starts the
+    process, so what passes here can be entered there."""
     try:
-        base = (Path(root) if root else Path.cwd()).resolve()
-        return (base / relative).resolve().is_relative_to(base)
-    except (OSError, RuntimeError, ValueError):  # a loop, a NUL, a vanished folder: not inside
+        fd = open_below(root or os.getcwd(), cwd)
+    except (ProbeError, OSError, ValueError):
         return False
+    os.close(fd)
+    return True
 
 
 def key_secrets(pem: str, path: str | Path | None, raw: bytes = b"") -> list[str]:
