@@ -262,6 +262,65 @@ def test_verifier_refuses_actor_identity_or_queue(temporal_dev: str, tmp_path: P
     assert code == 3 and "LANDED_RUNNER_TRUST" in err, err
 
 
+def test_roles_refuse_each_others_queues_and_name_bad_settings_without_values(
+    temporal_dev: str, tmp_path: Path
+) -> None:
+    from landed._signing import KeyPair
+
+    private, _public = KeyPair.generate().save(tmp_path / "keys")
+    key = {"LANDED_VERIFIER_SIGNING_KEY": str(private)}
+    # A verifier spelled with capitals is the actor all the same.
+    code, err = _run_role(
+        "verifier", temporal_dev, {**key, "LANDED_VERIFIER_IDENTITY": "Actor@box:1"}, tmp_path
+    )
+    assert code == 3 and "identity" in err, err
+    for queue in ("landed-verifier", "landed-runner"):
+        code, err = _run_role("actor", temporal_dev, {"LANDED_ACTOR_TASK_QUEUE": queue}, tmp_path)
+        assert code == 3 and "LANDED_ACTOR_TASK_QUEUE" in err and queue in err, err
+    # A source or credential given in a bad shape: its field is named, its value never printed,
+    # and (for the verifier) before any connection is tried.
+    bad_source = {**key, "LANDED_SOURCES__ORDERS__URL": "mysql://reader:S3cretPW@db/orders"}
+    code, err = _run_role("verifier", "127.0.0.1:1", bad_source, tmp_path)
+    assert code == 3 and "sources.orders" in err and "S3cretPW" not in err, err
+    bad_credential = {"LANDED_ACTOR_CREDENTIALS": '{"db": {"url": "postgresql://u:ActorPW@h/db"}}'}
+    code, err = _run_role("actor", temporal_dev, bad_credential, tmp_path)
+    assert code == 3 and "credentials" in err and "ActorPW" not in err, err
+
+
+async def test_landed_dev_ignores_the_users_temporal_settings_and_holds_its_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from landed._dev import DevError
+
+    # The user's own cluster settings (an API key and a profile with TLS) must not reach the
+    # embedded server or its health check, which would then speak TLS to it.
+    profile = tmp_path / "temporal.toml"
+    profile.write_text('[profile.default]\naddress = "x.tmprl.cloud:7233"\napi_key = "k-123"\n')
+    monkeypatch.setenv("TEMPORAL_API_KEY", "k-123")
+    monkeypatch.setenv("TEMPORAL_CONFIG_FILE", str(profile))
+    monkeypatch.setenv("TEMPORAL_TLS", "true")
+    home = tmp_path / "home"
+    first = DevStack(home=home, headless=True, in_memory=True)
+    await first.start(timeout=90)
+    try:
+        second = DevStack(home=home, headless=True, in_memory=True)
+        with pytest.raises(DevError, match=r"another landed dev .*pid"):
+            await second.start()
+        assert second.server is None  # refused before anything started
+    finally:
+        first.stop()
+    # Released when the first stopped; a stack whose roles would share a queue stops itself.
+    clash = DevStack(
+        home=home,
+        headless=True,
+        in_memory=True,
+        env={"actor": {"LANDED_ACTOR_TASK_QUEUE": "landed-verifier"}},
+    )
+    with pytest.raises(DevError, match="would share the task queue 'landed-verifier'"):
+        await clash.start()
+    assert not clash.roles
+
+
 async def test_sigkill_actor_and_verifier_lose_nothing_duplicate_nothing(
     tmp_path: Path, site: Site
 ) -> None:

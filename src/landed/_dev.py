@@ -135,16 +135,33 @@ def _wait_healthy(address: str, deadline: float, proc: subprocess.Popen[bytes]) 
     # A listening port is not a serving frontend: it answers "Frontend is not healthy yet"
     # for a moment after it binds. Ask for the default namespace until it answers.
     argv = [str(find_temporal()), "operator", "namespace", "describe", "-n", "default"]
+    said = ""
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise DevError(f"temporal server exited with status {proc.returncode} while starting")
         done = subprocess.run(
-            [*argv, "--address", address], capture_output=True, timeout=10, check=False
+            [*argv, "--address", address],
+            capture_output=True,
+            timeout=10,
+            check=False,
+            env=temporal_cli_env(),
         )
         if done.returncode == 0:
             return
+        lines = done.stderr.decode(errors="replace").strip().splitlines()
+        said = lines[-1] if lines else said
         time.sleep(0.1)
-    raise DevError(f"temporal server at {address} did not become healthy in time")
+    last = f"; the last health check said: {said}" if said else ""
+    raise DevError(f"temporal server at {address} did not become healthy in time{last}")
+
+
+def temporal_cli_env() -> dict[str, str]:
+    """This process's environment without the user's Temporal settings, for the embedded
+    server and its health check: an API key, TLS or a profile meant for the user's own cluster
+    would make the check speak TLS to a local server that does not."""
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("TEMPORAL_")}
+    env.update(NO_PROFILE_FILE)
+    return env
 
 
 def _stop(proc: subprocess.Popen[bytes], grace: float) -> None:
@@ -228,6 +245,7 @@ class DevServer:
             out = self._log
         self.proc = subprocess.Popen(
             self.argv(),
+            env=temporal_cli_env(),
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -467,6 +485,7 @@ class DevStack:
     cwd: Path | None = None
     server: DevServer | None = None
     roles: dict[str, RoleProcess] = field(default_factory=dict)
+    _lock: IO[str] | None = field(default=None, repr=False)
 
     @property
     def ledger_url(self) -> str:
@@ -533,6 +552,7 @@ class DevStack:
 
     async def start(self, timeout: float = 60.0) -> DevStack:
         self.home.mkdir(parents=True, exist_ok=True)
+        self._lock_home()
         self.server = DevServer(
             db_file=None if self.in_memory else (self.home / "temporal.db").resolve(),
             port=self.port,
@@ -542,8 +562,20 @@ class DevStack:
         )
         try:
             await asyncio.to_thread(self.server.start)
-            for role in ("runner", "verifier", "actor"):
-                self.role_environment(role)  # a settings mistake stops the stack before any role
+            envs = {role: self.role_environment(role) for role in ROLE_PREFIXES}
+            # A settings mistake stops the stack before any role starts; so do two roles on
+            # one queue (an actor there would receive reads, a verifier acts).
+            queues: dict[str, str] = {}
+            for role, env in envs.items():
+                name = f"{ROLE_PREFIXES[role][0]}TASK_QUEUE"
+                queue = env.get(name) or f"landed-{role}"
+                if queue in queues:
+                    raise DevError(
+                        f"the {role} and the {queues[queue]} would share the task queue "
+                        f"{queue!r}; give each role a queue of its own "
+                        f"({name})"
+                    )
+                queues[queue] = role
             for role in ("runner", "verifier", "actor"):
                 self.start_role(role)
             for proc in self.roles.values():
@@ -596,6 +628,32 @@ class DevStack:
             return "temporal"
         return None
 
+    def _lock_home(self) -> None:
+        """Hold ``home/dev.lock`` for the life of the stack: a second stack on the same home
+        would start a second server on the same SQLite file (the two take each other's
+        shards) and write over the first's logs."""
+        if self._lock is not None:
+            return
+        import fcntl
+
+        path = self.home / "dev.lock"
+        handle = path.open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise DevError(
+                f"another landed dev ({holder}) is running on {self.home.resolve()}; stop it "
+                "(Ctrl-C in its terminal) or give this one its own --dir"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}")
+        handle.flush()
+        self._lock = handle
+
     def stop(self) -> None:
         # Workers first (they finish in-flight tasks and stop polling), then the server.
         for proc in self.roles.values():
@@ -605,6 +663,9 @@ class DevStack:
             proc.stop(grace=self._stop_grace(role))
         if self.server is not None:
             self.server.stop()
+        if self._lock is not None:
+            self._lock.close()  # closing the file releases the lock
+            self._lock = None
 
     def _stop_grace(self, role: str) -> float:
         """How long a role may take to stop: the actor drains its acts in flight first."""

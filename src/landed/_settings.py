@@ -83,7 +83,28 @@ class ActorSettings(RoleSettings):
         ),
     )
 
+    verifier_task_queue: str = Field(
+        default=DEFAULT_VERIFIER_QUEUE, description="The verifier's queue, which this must not be."
+    )
+    runner_task_queue: str = Field(
+        default=DEFAULT_RUNNER_QUEUE, description="The runner's queue, which this must not be."
+    )
+
     _split_acts = field_validator("acts", mode="before")(_split)
+
+    def check_separation(self) -> None:
+        """Refuse to poll the verifier's or the runner's queue: an actor there would receive
+        reads (and the probes' inputs) or workflow tasks meant for the other roles."""
+        for other, queue in (
+            ("verifier", self.verifier_task_queue),
+            ("runner", self.runner_task_queue),
+        ):
+            if self.task_queue == queue:
+                raise SeparationError(
+                    f"the actor's task queue {self.task_queue!r} is the {other}'s; the actor "
+                    f"would receive the {other}'s tasks. Set LANDED_ACTOR_TASK_QUEUE to a queue "
+                    f"of its own (default {DEFAULT_ACTOR_QUEUE})"
+                )
 
     def public_view(self) -> dict[str, Any]:
         return {
@@ -118,7 +139,8 @@ class VerifierSettings(RoleSettings):
                 "LANDED_VERIFIER_TASK_QUEUE to a queue of its own "
                 f"(default {DEFAULT_VERIFIER_QUEUE})"
             )
-        if (self.actor_identity and identity == self.actor_identity) or identity.startswith(
+        mine = identity.casefold()
+        if (self.actor_identity and mine == self.actor_identity.casefold()) or mine.startswith(
             "actor@"
         ):
             raise SeparationError(

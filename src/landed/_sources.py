@@ -35,6 +35,7 @@ __all__ = [
     "config_key",
     "default_observer",
     "load_registry",
+    "settings_problems",
 ]
 
 SourceKind = Literal["sql", "http", "file", "git", "command"]
@@ -435,6 +436,15 @@ class SourceRegistry:
         await self.aclose()
 
 
+def settings_problems(exc: ValidationError) -> str:
+    """A settings error as field names and what is wrong with each, never the values given
+    (a URL or a token there may be a credential)."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}"
+        for err in exc.errors(include_url=False, include_input=False)
+    )
+
+
 class ConfigError(Exception):
     """The verifier's configuration cannot be loaded; the message names where and what."""
 
@@ -454,11 +464,9 @@ def load_registry(
     try:
         settings = LandedSettings(config_file=config_file) if config_file else LandedSettings()
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}"
-            for err in exc.errors(include_url=False, include_input=False)
-        )
-        raise ConfigError(f"the verifier configuration is invalid: {problems}") from None
+        raise ConfigError(
+            f"the verifier configuration is invalid: {settings_problems(exc)}"
+        ) from None
     except (ValueError, OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"the verifier configuration could not be read: {exc}") from None
     return SourceRegistry(

@@ -20,7 +20,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from landed._plugin import connect, strict_workflow_runner
 from landed._settings import ActorSettings, RoleSettings, RunnerSettings, VerifierSettings
-from landed._sources import SourceRegistry
+from landed._sources import SourceRegistry, load_registry
 from landed._task import SEARCH_ATTRIBUTES, Routing
 
 __all__ = [
@@ -124,7 +124,7 @@ async def build_worker(
         assert settings.signing_key is not None  # check_settings
         key = KeyPair.load(settings.signing_key)
         if registry is None:
-            registry = SourceRegistry.from_settings(allow_unsourced=False)
+            registry = load_registry(role="verifier", allow_unsourced=False)
         from landed._verifier_policy import redact_key
 
         # The key itself stays out of evidence whatever a probe prints (the registry already
@@ -185,6 +185,8 @@ async def build_worker(
 def check_settings(settings: RoleSettings) -> None:
     """What a role's settings must hold that needs no connection: a role refuses before it
     connects, so a missing key or trust is named even where Temporal is unreachable."""
+    if isinstance(settings, ActorSettings):
+        settings.check_separation()
     if isinstance(settings, VerifierSettings):
         settings.check_separation()
         if settings.signing_key is None:
@@ -228,8 +230,12 @@ async def run_role(
     settings = settings_for(role)
     identity = settings.resolved_identity()
     check_settings(settings)  # before any connection: refuse early, and say why
+    registry = None
+    if isinstance(settings, VerifierSettings):
+        # A bad source is named even where Temporal is unreachable.
+        registry = load_registry(role="verifier", allow_unsourced=False)
     client = await connect(identity=identity, address=address, namespace=namespace)
-    worker, view, cleanup = await build_worker(settings, client, identity)
+    worker, view, cleanup = await build_worker(settings, client, identity, registry=registry)
     view["address"] = client.service_client.config.target_host
     view["namespace"] = client.namespace
     async with worker:

@@ -61,15 +61,28 @@ def worker(
     from landed._ledger import LedgerError
     from landed._settings import SeparationError
     from landed._signing import SigningError
+    from landed._sources import ConfigError, settings_problems
     from landed._workers import RoleError
 
     try:
         asyncio.run(_serve(role.value, address, namespace))
-    except (RoleError, SeparationError, SigningError, LedgerError, ActLoadError) as exc:
+    except (
+        RoleError,
+        SeparationError,
+        SigningError,
+        LedgerError,
+        ActLoadError,
+        ConfigError,
+    ) as exc:
         print(f"landed worker {role.value}: {exc}", file=sys.stderr)
         raise typer.Exit(3) from None
     except ValidationError as exc:
-        print(f"landed worker {role.value}: invalid settings:\n{exc}", file=sys.stderr)
+        # Field names and what is wrong, never the values: a source URL or credential given
+        # there would otherwise land in the role's log (and `landed dev` prints its tail).
+        print(
+            f"landed worker {role.value}: invalid settings: {settings_problems(exc)}",
+            file=sys.stderr,
+        )
         raise typer.Exit(3) from None
     except RuntimeError as exc:
         # Connection failures surface as RuntimeError from the SDK's core.
