@@ -29,10 +29,30 @@ class RunnerActivities:
     @activity.defn(name=PLAN_ACTIVITY)
     async def plan(self, inp: PlanInput) -> Routing:
         """Where this runner sends act and verify, and the task's receipt if the ledger already
-        holds one; recorded in history so replay never rereads."""
+        holds one; recorded in history so replay never rereads. With no receipt, the run claims
+        the task in the ledger before its act, and learns of any earlier run that claimed it
+        and never settled."""
         earlier = await self._ledger.latest(inp.task_id)
         if earlier is None:
-            return self._routing
+            if not inp.run_id:  # a run of code from before claims: nothing to claim with
+                return self._routing
+            other = await self._ledger.claim(inp.task_id, inp.run_id, inp.spec_sha256)
+            if other is None:
+                return self._routing
+            if other.spec_sha256 != inp.spec_sha256:
+                raise ApplicationError(
+                    f"task id {inp.task_id!r} was planned by run {other.run_id} at "
+                    f"{other.claimed_at.isoformat()} for a different task (stored "
+                    f"{other.spec_sha256}, this one {inp.spec_sha256}) and never settled; "
+                    f"give the new task its own task_id",
+                    type="TaskIdReused",
+                    non_retryable=True,
+                )
+            # The same task, planned by a run that closed without settling: its act may have
+            # run, so this run must not act blind.
+            return self._routing.model_copy(
+                update={"claimed_by": other.run_id, "claimed_at": other.claimed_at}
+            )
         stored = getattr(earlier.landed, "spec_sha256", None) if earlier.landed else None
         if stored != inp.spec_sha256:
             # Other work under the same id, or a receipt that cannot show it is this task:

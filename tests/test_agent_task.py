@@ -370,6 +370,42 @@ async def test_receipt_of_a_run_that_closed_unsettled_is_an_error_not_a_receipt(
             assert await ledger.get("cut-off") == []
 
 
+@pytest.mark.parametrize("landed_before", [True, False])
+async def test_a_run_that_closed_unsettled_is_never_acted_again_by_a_later_run(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site, landed_before: bool
+) -> None:
+    """A run terminated mid-act leaves no receipt; once Temporal forgets it (retention), a new
+    run of the same id finds the first run's claim in the ledger, does not act, and settles on
+    what it reads back: the first act's rows if they landed, else nothing."""
+    gate = tmp_path / "go"
+    task_id = f"lost-{landed_before}"
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        await _held_in_act(roles, db, gate, task_id, task_id)
+        first = roles.temporal.get_workflow_handle(task_id)
+        await first.terminate("an operator stopped it")
+        if landed_before:
+            gate.touch()  # the act's thread still writes its row
+            for _ in range(200):
+                if row_count(db, task_id) == 1:
+                    break
+                await asyncio.sleep(0.05)
+        task = rows_task(task_id, db, expect=1, batch=task_id, write=1, wait_for_file=str(gate))
+        # A run that acted again would wait on the closed gate: bounded, so it fails, not hangs.
+        again = await asyncio.wait_for(_second_run(roles, task), 60)
+        rows_at_settle = row_count(db, task_id)
+        gate.touch()  # (the terminated act, still waiting, may now finish: a late write)
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get(task_id)
+    assert act_runs(db, task_id) == [(1, task_id)]  # the first run's act only
+    assert rows_at_settle == (1 if landed_before else 0)
+    assert [canonical_json(r) for r in stored] == [canonical_json(again)]
+    assert again.landed is not None
+    assert again.verdict == ("verified" if landed_before else "planned"), again.landed.findings
+    findings = " ".join(again.landed.findings)
+    assert "closed without settling" in findings and "did not run it again" in findings
+    assert again.landed.pre_read is False  # type: ignore[attr-defined]
+
+
 async def test_a_task_cancelled_mid_act_reads_back_and_settles_once(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:

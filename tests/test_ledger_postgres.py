@@ -130,6 +130,59 @@ async def test_the_writer_role_can_insert_and_read_but_never_change(seeded: Pg) 
         assert await ledger.count() == 2
 
 
+async def test_claims_name_the_first_other_run_and_never_change(seeded: Pg) -> None:
+    async with await owner_conn(seeded) as conn:
+        await conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(
+                sql.Identifier(seeded.login), sql.Identifier(seeded.role)
+            )
+        )
+    async with await open_ledger(seeded.writer_url) as ledger:  # the runner's own login
+        assert await ledger.claim("t", "run-1", "d1") is None
+        assert await ledger.claim("t", "run-1", "d1") is None  # the same run again
+        other = await ledger.claim("t", "run-2", "d1")
+        assert other is not None and (other.run_id, other.spec_sha256) == ("run-1", "d1")
+        again = await ledger.claim("t", "run-3", "d2")
+        assert again is not None and again.run_id == "run-1"  # the first, whoever asks
+        assert await ledger.claim("u", "run-9", "d9") is None  # per task id
+    table = sql.Identifier(seeded.schema, "landed_claims")
+    writer_dsn, _, _ = split_url(seeded.writer_url)
+    async with await psycopg.AsyncConnection.connect(writer_dsn, autocommit=True) as conn:
+        for statement in ["UPDATE {} SET run_id = 'x'", "DELETE FROM {}", "TRUNCATE {}"]:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                await conn.execute(sql.SQL(statement).format(table))
+    async with await owner_conn(seeded) as conn:  # even the owner: the trigger refuses
+        with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+            await conn.execute(sql.SQL("DELETE FROM {}").format(table))
+
+
+async def test_a_runner_on_a_ledger_older_than_its_code_is_told_to_upgrade_it(
+    seeded: Pg,
+) -> None:
+    async with await owner_conn(seeded) as conn:
+        # The first schema, as landed released it: no claims table, version 1.
+        await conn.execute(
+            sql.SQL("DROP TABLE {}").format(sql.Identifier(seeded.schema, "landed_claims"))
+        )
+        await conn.execute(
+            sql.SQL("DELETE FROM {} WHERE version = 2").format(
+                sql.Identifier(seeded.schema, "landed_schema_version")
+            )
+        )
+        await conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(
+                sql.Identifier(seeded.login), sql.Identifier(seeded.role)
+            )
+        )
+    with pytest.raises(LedgerError, match="schema version 1 and this landed needs 2") as err:
+        await open_ledger(seeded.writer_url)
+    assert "landed ledger init --ledger URL" in str(err.value)
+    async with await open_ledger(seeded.owner_url) as ledger:  # the owner upgrades it
+        assert await ledger.count() == 1
+    async with await open_ledger(seeded.writer_url) as ledger:
+        assert await ledger.claim("a2", "run-1", "d") is None
+
+
 async def test_the_writer_cannot_create_a_ledger_and_is_told_how(pg: Pg) -> None:
     async with await owner_conn(pg) as conn:
         await conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(pg.login)))
@@ -170,7 +223,7 @@ async def test_migration_is_versioned_idempotent_and_safe_to_race(pg: Pg) -> Non
                 sql.Identifier(pg.schema, "landed_schema_version")
             )
         )
-        assert await cur.fetchall() == [(1,)]
+        assert await cur.fetchall() == [(1,), (2,)]
 
 
 async def test_board_latest_and_streaming_export(pg: Pg) -> None:

@@ -150,7 +150,7 @@ async def test_file_is_wal_full_sync_in_created_directories_and_reopens(tmp_path
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         versions = db.execute("SELECT version FROM landed_schema_version ORDER BY version")
-        assert versions.fetchall() == [(1,), (2,), (3,)]
+        assert versions.fetchall() == [(1,), (2,), (3,), (4,)]
 
 
 async def test_default_url_is_dot_landed_ledger_db_unless_the_env_names_one(
@@ -241,7 +241,7 @@ async def test_a_ledger_of_the_first_schema_reads_as_is_and_a_writer_upgrades_it
     async with await open_ledger(url(path)) as ledger:
         assert await ledger.append(receipt("b")) is True
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT max(version) FROM landed_schema_version").fetchone() == (3,)
+        assert db.execute("SELECT max(version) FROM landed_schema_version").fetchone() == (4,)
         replaced = db.execute(
             "REPLACE INTO landed_receipts (task_id, attempt, body_sha256, body)"
             " VALUES ('a', 1, 'y', '{}')"
@@ -288,6 +288,31 @@ async def test_url_paths_are_decoded_and_the_reported_url_opens_the_same_file(
     assert odd.is_file() and "%20" in reported
     async with await open_ledger(reported, create=False) as again:
         assert await again.count() == 1
+
+
+async def test_claims_name_the_first_other_run_and_never_change(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    async with await open_ledger(url(path)) as ledger:
+        assert await ledger.claim("t", "run-1", "d1") is None
+        assert await ledger.claim("t", "run-1", "d1") is None  # the same run again
+        other = await ledger.claim("t", "run-2", "d1")
+        assert other is not None and (other.run_id, other.spec_sha256) == ("run-1", "d1")
+        assert other.claimed_at.tzinfo is not None
+        again = await ledger.claim("t", "run-3", "d2")
+        assert again is not None and again.run_id == "run-1"  # the first, whoever asks
+        assert await ledger.claim("u", "run-9", "d9") is None  # per task id
+    with sqlite3.connect(path) as db:
+        for statement in ("UPDATE landed_claims SET run_id = 'x'", "DELETE FROM landed_claims"):
+            with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+                db.execute(statement)
+        replaced = db.execute(
+            "REPLACE INTO landed_claims VALUES ('t', 'run-1', 'forged', '2000-01-01T00:00:00')"
+        )
+        assert replaced.rowcount == 0
+        assert db.execute(
+            "SELECT spec_sha256 FROM landed_claims WHERE run_id = 'run-1'"
+        ).fetchone() == ("d1",)
+    db.close()
 
 
 async def test_a_leading_tilde_is_the_home_directory(
@@ -468,6 +493,7 @@ async def test_a_ledger_whose_no_replace_trigger_aborts_still_reads_a_stored_key
             " AND attempt = NEW.attempt) BEGIN SELECT RAISE(ABORT, 'the landed ledger is"
             " append-only: a stored receipt cannot be replaced'); END"
         )
+        db.execute("DROP TABLE landed_claims")  # schema 2 had none
         db.execute("DELETE FROM landed_schema_version WHERE version > 2")
     db.close()
     async with await open_ledger(url(path)) as ledger:

@@ -218,7 +218,11 @@ class AgentTask:
     async def _plan(self, spec: TaskSpec) -> Routing:
         routing = await workflow.execute_local_activity(
             PLAN_ACTIVITY,
-            PlanInput(task_id=spec.task_id, spec_sha256=self._digest(spec)),
+            PlanInput(
+                task_id=spec.task_id,
+                spec_sha256=self._digest(spec),
+                run_id=workflow.info().run_id,
+            ),
             result_type=Routing,
             start_to_close_timeout=_LOCAL,
             # The plan reads the ledger; one that stays down fails the task at its time cap
@@ -237,6 +241,8 @@ class AgentTask:
             # Settled by an earlier run of this id that Temporal no longer remembers: the
             # ledger is the record, and submitting the same task again never acts twice.
             return self._finish(routing.settled, spec, owner_set)
+        if routing.claimed_by is not None:
+            return await self._after_lost_run(spec, routing, owner_set)
         every = list(range(len(spec.proof_plan)))
         before: list[Observation | None] = [None] * len(every)
         self._before = before
@@ -255,6 +261,28 @@ class AgentTask:
 
         report, after = await self._act_until_known(spec, routing, before, deadline)
         await self._read_back_and_grade(spec, routing, report, after)
+        return await self._settle(spec, owner_set)
+
+    async def _after_lost_run(self, spec: TaskSpec, routing: Routing, owner_set: bool) -> Receipt:
+        """Settle a task id an earlier run planned and closed without settling.
+
+        That run may have acted, and Temporal no longer shows whether: running the act again
+        could write twice, and a before-state read now would count its write as already there.
+        So nothing is acted and nothing pre-read; the verdict rests on the read-back (DOD-10).
+        """
+        when = routing.claimed_at.isoformat() if routing.claimed_at else "an unknown time"
+        self._pre_read = False
+        self._act_error = (
+            f"an earlier run ({routing.claimed_by}) planned this task at {when} and closed "
+            "without settling it; its act may have run"
+        )
+        self._unknown_write = (
+            f"run {routing.claimed_by} planned this task id at {when} and closed without "
+            "settling (terminated, failed or reset); its act may have run, so this run did not "
+            "run it again and the verdict rests on the read-back: a person should reconcile "
+            "anything it does not show"
+        )
+        await self._read_back_and_grade(spec, routing, unknown_write_report())
         return await self._settle(spec, owner_set)
 
     async def _read_back_and_grade(
@@ -316,7 +344,8 @@ class AgentTask:
             routing = await self._plan(spec)
             if routing.settled is not None:
                 return self._finish(routing.settled, spec, owner_set)
-        if self._final is None and self._attempt == 0:
+        lost_run = routing.claimed_by is not None
+        if self._final is None and self._attempt == 0 and not lost_run:
             self._report = ActReport(
                 claimed_status="superseded",
                 report="The task was cancelled before its act ran; nothing was done.",

@@ -19,6 +19,7 @@ from landed._receipt import Receipt, attempt_of
 __all__ = [
     "DEFAULT_LEDGER_PATH",
     "LEDGER_URL_ENV",
+    "Claim",
     "Ledger",
     "LedgerConflict",
     "LedgerError",
@@ -59,6 +60,21 @@ class LedgerConflict(LedgerError):
             f"different content (stored sha256 {stored_sha256[:12]}, new {new_sha256[:12]}); "
             "the ledger is append-only, so settle the change as a new attempt"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A workflow run's record that it planned a task, written before its act may run.
+
+    Temporal forgets a closed run after its retention; a run that closed without settling
+    (terminated, failed) leaves only this behind, and a later run of the same task id finds it
+    and does not act blind (DOD-10).
+    """
+
+    task_id: str
+    run_id: str
+    spec_sha256: str
+    claimed_at: datetime
 
 
 def canonical_json(receipt: Receipt) -> bytes:
@@ -145,6 +161,12 @@ class Ledger(Protocol):
 
     async def board(self) -> list[Receipt]:
         """The latest receipt of every task, ordered by task_id."""
+        ...
+
+    async def claim(self, task_id: str, run_id: str, spec_sha256: str) -> Claim | None:
+        """Record, durably, that run ``run_id`` is about to act on ``task_id`` (a repeat by the
+        same run changes nothing); returns the first claim another run made on the same task
+        id, or None. Claims are append-only like receipts."""
         ...
 
     def iter_receipts(self) -> AsyncIterator[Receipt]:

@@ -11,7 +11,7 @@ from landed._ledger import LedgerError
 
 __all__ = ["SCHEMA_VERSION", "migrate", "schema_version"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # {s} is the schema, {r} the writer role; each step runs once, with its version row, in one
 # transaction. Steps are never edited once released: a change is a new step.
@@ -50,6 +50,22 @@ _STEPS: dict[int, list[str]] = {
         "GRANT SELECT, INSERT ON {s}.landed_receipts TO {r}",
         "GRANT SELECT ON {s}.landed_schema_version TO {r}",
     ],
+    # Claims: which run planned which task, before its act (see Ledger.claim).
+    2: [
+        """CREATE TABLE {s}.landed_claims (
+            task_id text NOT NULL,
+            run_id text NOT NULL,
+            spec_sha256 text NOT NULL,
+            claimed_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (task_id, run_id)
+        )""",
+        """CREATE TRIGGER landed_claims_append_only BEFORE UPDATE OR DELETE
+           ON {s}.landed_claims FOR EACH ROW EXECUTE FUNCTION {s}.landed_reject_change()""",
+        """CREATE TRIGGER landed_claims_no_truncate BEFORE TRUNCATE
+           ON {s}.landed_claims FOR EACH STATEMENT EXECUTE FUNCTION {s}.landed_reject_change()""",
+        "REVOKE ALL ON {s}.landed_claims FROM PUBLIC",
+        "GRANT SELECT, INSERT ON {s}.landed_claims TO {r}",
+    ],
 }
 
 
@@ -70,6 +86,7 @@ async def schema_version(conn: psycopg.AsyncConnection[Any], schema: str) -> int
 async def migrate(conn: psycopg.AsyncConnection[Any], schema: str, role: str) -> int:
     """Bring the schema to SCHEMA_VERSION; safe to run again and from several processes."""
     names = {"s": sql.Identifier(schema), "r": sql.Identifier(role)}
+    current = await schema_version(conn, schema)
     try:
         async with conn.transaction():
             # One migrator per schema at a time; the others wait, then find nothing to do.
@@ -95,6 +112,13 @@ async def migrate(conn: psycopg.AsyncConnection[Any], schema: str, role: str) ->
                     (step,),
                 )
     except psycopg.errors.InsufficientPrivilege as exc:
+        if current >= 1:
+            raise LedgerError(
+                f"the ledger in schema {schema!r} is at schema version {current} and this "
+                f"landed needs {SCHEMA_VERSION}; this login may not upgrade it "
+                f"({exc.diag.message_primary}): run `landed ledger init --ledger URL` once as "
+                "the database owner, then start the runner again"
+            ) from exc
         raise LedgerError(
             f"cannot create the ledger in schema {schema!r}: {exc.diag.message_primary}; "
             "open it once as the database owner (with CREATEROLE), then let the runner connect "

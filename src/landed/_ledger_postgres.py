@@ -12,7 +12,14 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool
 
-from landed._ledger import GroupCommit, LedgerError, LedgerNotFound, LedgerRow, parse_body
+from landed._ledger import (
+    Claim,
+    GroupCommit,
+    LedgerError,
+    LedgerNotFound,
+    LedgerRow,
+    parse_body,
+)
 from landed._ledger_pg_schema import SCHEMA_VERSION, migrate, schema_version
 from landed._receipt import Receipt
 
@@ -217,6 +224,33 @@ class PostgresLedger:
             task_id,
         )
         return found[0] if found else None
+
+    async def claim(self, task_id: str, run_id: str, spec_sha256: str) -> Claim | None:
+        claims = sql.Identifier(self._schema, "landed_claims")
+        try:
+            async with self._pool.connection() as conn:
+                await conn.execute(
+                    sql.SQL(
+                        "INSERT INTO {c} (task_id, run_id, spec_sha256) VALUES (%s, %s, %s)"
+                        " ON CONFLICT (task_id, run_id) DO NOTHING"
+                    ).format(c=claims),
+                    (task_id, run_id, spec_sha256),
+                )
+                cur = await conn.execute(
+                    sql.SQL(
+                        "SELECT run_id, spec_sha256, claimed_at FROM {c} WHERE task_id = %s"
+                        " AND run_id <> %s ORDER BY claimed_at, run_id LIMIT 1"
+                    ).format(c=claims),
+                    (task_id, run_id),
+                )
+                row = await cur.fetchone()
+        except psycopg.Error as exc:
+            raise LedgerError(
+                f"claiming task {task_id!r} in the ledger at {self.url} failed: {exc}"
+            ) from exc
+        if row is None:
+            return None
+        return Claim(task_id, str(row[0]), str(row[1]), row[2])
 
     async def board(self) -> list[Receipt]:
         return await self._select(

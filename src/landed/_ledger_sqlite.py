@@ -7,18 +7,26 @@ import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import parse_qs, quote, unquote
 
-from landed._ledger import GroupCommit, LedgerError, LedgerNotFound, LedgerRow, parse_body
+from landed._ledger import (
+    Claim,
+    GroupCommit,
+    LedgerError,
+    LedgerNotFound,
+    LedgerRow,
+    parse_body,
+)
 from landed._receipt import Receipt
 
 __all__ = ["SqliteLedger", "columns", "sqlite_path"]
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _PAGE = 500
 _QUERY = frozenset({"synchronous"})
 
@@ -62,6 +70,26 @@ _MIGRATIONS: dict[int, list[str]] = {
     # Files first written at schema 2 by 3d4e067 carry the same trigger raising ABORT, which
     # fails a stored key's re-append instead of reading as "already there".
     3: ["DROP TRIGGER IF EXISTS landed_receipts_no_replace", _NO_REPLACE],
+    # Claims: which run planned which task, before its act (see Ledger.claim).
+    4: [
+        """CREATE TABLE landed_claims (
+            task_id TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            spec_sha256 TEXT NOT NULL,
+            claimed_at TEXT NOT NULL,
+            PRIMARY KEY (task_id, run_id)
+        )""",
+        """CREATE TRIGGER landed_claims_no_update BEFORE UPDATE ON landed_claims
+           BEGIN SELECT RAISE(ABORT, 'landed claims are append-only: UPDATE is not allowed');
+           END""",
+        """CREATE TRIGGER landed_claims_no_delete BEFORE DELETE ON landed_claims
+           BEGIN SELECT RAISE(ABORT, 'landed claims are append-only: DELETE is not allowed');
+           END""",
+        """CREATE TRIGGER landed_claims_no_replace BEFORE INSERT ON landed_claims
+           WHEN EXISTS (SELECT 1 FROM landed_claims
+                        WHERE task_id = NEW.task_id AND run_id = NEW.run_id)
+           BEGIN SELECT RAISE(IGNORE); END""",
+    ],
 }
 
 # A stored (task_id, attempt) inserts nothing: dropped by the no-replace trigger (schema 2+) or
@@ -301,6 +329,29 @@ class SqliteLedger:
             raise
         return out
 
+    def _claim_sync(
+        self, task_id: str, run_id: str, spec_sha256: str, at: str
+    ) -> tuple[str, str, str] | None:
+        conn = self._db()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "INSERT INTO landed_claims (task_id, run_id, spec_sha256, claimed_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (task_id, run_id) DO NOTHING",
+                (task_id, run_id, spec_sha256, at),
+            )
+            row = conn.execute(
+                "SELECT run_id, spec_sha256, claimed_at FROM landed_claims "
+                "WHERE task_id = ? AND run_id <> ? ORDER BY claimed_at, run_id LIMIT 1",
+                (task_id, run_id),
+            ).fetchone()
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return None if row is None else (str(row[0]), str(row[1]), str(row[2]))
+
     def _rows_sync(self, sql: str, params: tuple[object, ...]) -> list[tuple[int, str]]:
         return [(int(r[0]), str(r[1])) for r in self._db().execute(sql, params).fetchall()]
 
@@ -346,6 +397,14 @@ class SqliteLedger:
             task_id,
         )
         return found[0] if found else None
+
+    async def claim(self, task_id: str, run_id: str, spec_sha256: str) -> Claim | None:
+        now = datetime.now(UTC).isoformat(timespec="microseconds")
+        found = await self._run(self._claim_sync, task_id, run_id, spec_sha256, now)
+        if found is None:
+            return None
+        other, digest, at = found
+        return Claim(task_id, other, digest, datetime.fromisoformat(at))
 
     async def board(self) -> list[Receipt]:
         return await self._select(

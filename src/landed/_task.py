@@ -366,12 +366,25 @@ class Routing(BaseModel):
             "and the act is not run again."
         ),
     )
+    claimed_by: str | None = Field(
+        default=None,
+        description=(
+            "The run that planned this task id before and closed without settling it "
+            "(terminated, failed, reset): its act may have run, so this run does not act and "
+            "settles on what it reads back (DOD-10)."
+        ),
+    )
+    claimed_at: datetime | None = Field(default=None, description="When that run planned it.")
 
 
 class PlanInput(BaseModel):
     task_id: str
     spec_sha256: str = Field(
         default="", description="spec_digest() of the task: a settled receipt must be of it."
+    )
+    run_id: str = Field(
+        default="",
+        description="The workflow run planning the task, claimed in the ledger before its act.",
     )
 
 
