@@ -32,11 +32,12 @@ class RunnerActivities:
         holds one; recorded in history so replay never rereads. With no receipt, the run claims
         the task in the ledger before its act, and learns of any earlier run that claimed it
         and never settled."""
-        earlier = await self._ledger.latest(inp.task_id)
+        if not inp.run_id:  # a run of code from before claims: nothing to claim with
+            earlier = await self._ledger.latest(inp.task_id)
+            other = None
+        else:
+            earlier, other = await self._ledger.claim(inp.task_id, inp.run_id, inp.spec_sha256)
         if earlier is None:
-            if not inp.run_id:  # a run of code from before claims: nothing to claim with
-                return self._routing
-            other = await self._ledger.claim(inp.task_id, inp.run_id, inp.spec_sha256)
             if other is None:
                 return self._routing
             if other.spec_sha256 != inp.spec_sha256:

@@ -366,8 +366,29 @@ async def test_receipt_of_a_run_that_closed_unsettled_is_an_error_not_a_receipt(
         gate.touch()  # let the act's thread finish so the actor can stop
         with pytest.raises(landed.TaskNotSettled, match="TERMINATED without a settled receipt"):
             await roles.client.receipt("cut-off")
+        # Submitting it again says so, rather than handing back a task that never settles.
+        task = rows_task("cut-off", db, expect=1, batch="co", write=1, wait_for_file=str(gate))
+        with pytest.raises(landed.TaskNotSettled, match="TERMINATED without a settled receipt"):
+            await roles.client.start(task)
+        handle = landed.TaskHandle(roles.temporal.get_workflow_handle("cut-off"), [], True)
+        with pytest.raises(landed.TaskNotSettled, match="without a settled receipt"):
+            await handle.result()
         async with await roles.ledger() as ledger:
             assert await ledger.get("cut-off") == []
+
+
+async def test_status_and_receipt_of_a_task_no_runner_answers_for_say_so(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        # Started on a queue no runner polls: it runs (in Temporal's eyes) and nobody answers.
+        orphan = landed.Client(roles.temporal, task_queue=f"nobody-{uuid.uuid4().hex[:8]}")
+        await orphan.start(rows_task("orphan", db, expect=1, batch="or", write=1))
+        status = await orphan.status("orphan")
+        assert status.execution == "RUNNING" and status.step.startswith("unknown (no runner")
+        with pytest.raises(landed.RunnerNotAnswering, match="landed worker runner"):
+            await orphan.receipt("orphan")
+        await roles.temporal.get_workflow_handle("orphan").terminate("test over")
 
 
 @pytest.mark.parametrize("landed_before", [True, False])

@@ -293,14 +293,18 @@ async def test_url_paths_are_decoded_and_the_reported_url_opens_the_same_file(
 async def test_claims_name_the_first_other_run_and_never_change(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     async with await open_ledger(url(path)) as ledger:
-        assert await ledger.claim("t", "run-1", "d1") is None
-        assert await ledger.claim("t", "run-1", "d1") is None  # the same run again
-        other = await ledger.claim("t", "run-2", "d1")
+        assert await ledger.claim("t", "run-1", "d1") == (None, None)
+        assert await ledger.claim("t", "run-1", "d1") == (None, None)  # the same run again
+        _, other = await ledger.claim("t", "run-2", "d1")
         assert other is not None and (other.run_id, other.spec_sha256) == ("run-1", "d1")
         assert other.claimed_at.tzinfo is not None
-        again = await ledger.claim("t", "run-3", "d2")
+        _, again = await ledger.claim("t", "run-3", "d2")
         assert again is not None and again.run_id == "run-1"  # the first, whoever asks
-        assert await ledger.claim("u", "run-9", "d9") is None  # per task id
+        assert await ledger.claim("u", "run-9", "d9") == (None, None)  # per task id
+        # A settled task claims nothing more: its receipt is the answer.
+        await ledger.append(receipt("u"))
+        stored, none = await ledger.claim("u", "run-10", "d9")
+        assert stored is not None and stored.task_id == "u" and none is None
     with sqlite3.connect(path) as db:
         for statement in ("UPDATE landed_claims SET run_id = 'x'", "DELETE FROM landed_claims"):
             with pytest.raises(sqlite3.IntegrityError, match="append-only"):

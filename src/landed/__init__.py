@@ -9,7 +9,14 @@ if TYPE_CHECKING:
     # Type checkers and IDEs see every public name statically; at run time each is imported on
     # first use through __getattr__ below.
     from landed._acts import ActContext, act
-    from landed._client import Client, TaskHandle, TaskIdReused, TaskNotSettled, TaskStatus
+    from landed._client import (
+        Client,
+        RunnerNotAnswering,
+        TaskHandle,
+        TaskIdReused,
+        TaskNotSettled,
+        TaskStatus,
+    )
     from landed._contract import (
         AtLeast,
         CallLogProbe,
@@ -93,6 +100,7 @@ _EXPORTS: dict[str, str] = {
     "ActContext": "landed._acts",
     "act": "landed._acts",
     "Client": "landed._client",
+    "RunnerNotAnswering": "landed._client",
     "TaskHandle": "landed._client",
     "TaskIdReused": "landed._client",
     "TaskNotSettled": "landed._client",
@@ -231,6 +239,7 @@ __all__ = [
     "Regex",
     "RetryBudget",
     "RungAtLeast",
+    "RunnerNotAnswering",
     "Scorecard",
     "SentLogProbe",
     "SignedObservation",

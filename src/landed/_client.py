@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field
 from temporalio.client import Client as TemporalClient
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+)
 from temporalio.common import (
     SearchAttributeKey,
     SearchAttributePair,
@@ -33,7 +39,14 @@ from landed._task import (
     spec_digest,
 )
 
-__all__ = ["Client", "TaskHandle", "TaskIdReused", "TaskNotSettled", "TaskStatus"]
+__all__ = [
+    "Client",
+    "RunnerNotAnswering",
+    "TaskHandle",
+    "TaskIdReused",
+    "TaskNotSettled",
+    "TaskStatus",
+]
 
 _OWNER = SearchAttributeKey.for_keyword("LandedOwner")
 _RUNG = SearchAttributeKey.for_keyword("LandedRung")
@@ -47,6 +60,24 @@ class TaskIdReused(ValueError):
 class TaskNotSettled(RuntimeError):
     """The task's workflow closed without settling a receipt (failed, terminated, timed
     out): there is no receipt to hand back, and a graded one must not pass for settled."""
+
+
+def _not_settled(task_id: str, how: str) -> str:
+    return (
+        f"task {task_id!r} ended {how} without a settled receipt; read why with `temporal "
+        f"workflow show --workflow-id {task_id}` and the runner's log; to run it again, fix the "
+        f"cause and submit it under a new task_id (this id stays taken by the closed run, and "
+        f"once Temporal forgets that run, a new run of it reads back and settles without acting)"
+    )
+
+
+# A query is answered by the runner's worker; one that is down or stalled must not hold the
+# caller for the SDK's default RPC timeout.
+_QUERY_TIMEOUT = timedelta(seconds=10)
+
+
+class RunnerNotAnswering(RuntimeError):
+    """The task is running, but no runner answered the query in time (stopped or stalled)."""
 
 
 class TaskStatus(BaseModel):
@@ -83,7 +114,7 @@ class TaskHandle:
                 if isinstance(cause, ApplicationError) and cause.type == "TaskIdReused":
                     raise TaskIdReused(cause.message) from err
                 cause = cause.__cause__ or getattr(cause, "cause", None)
-            raise
+            raise TaskNotSettled(_not_settled(self.task_id, f"with {err.cause or err}")) from err
 
     async def progress(self) -> Progress:
         answer: Progress = await self._handle.query("progress", result_type=Progress)
@@ -162,6 +193,14 @@ class Client:
                     f"task its own task_id"
                 ) from None
             existing = True
+            desc = await handle.describe()
+            if desc.status not in (
+                WorkflowExecutionStatus.RUNNING,
+                WorkflowExecutionStatus.COMPLETED,
+                WorkflowExecutionStatus.CONTINUED_AS_NEW,
+            ):
+                state = desc.status.name if desc.status is not None else "UNKNOWN"
+                raise TaskNotSettled(_not_settled(spec.task_id, state)) from None
         except RPCError as exc:
             if exc.status == RPCStatusCode.INVALID_ARGUMENT and "search attribute" in str(exc):
                 names = " ".join(f"--name {n} --type Keyword" for n in SEARCH_ATTRIBUTES)
@@ -210,7 +249,17 @@ class Client:
                 settled=True,
             )
         if desc.status == WorkflowExecutionStatus.RUNNING:
-            progress: Progress = await handle.query("progress", result_type=Progress)
+            try:
+                progress: Progress = await handle.query(
+                    "progress", result_type=Progress, rpc_timeout=_QUERY_TIMEOUT
+                )
+            except (WorkflowQueryFailedError, RPCError) as exc:
+                return TaskStatus(
+                    task_id=task_id,
+                    execution=execution,
+                    step=f"unknown (no runner answered: {exc})",
+                    rung="unknown",
+                )
             return TaskStatus(
                 task_id=task_id,
                 execution=execution,
@@ -233,13 +282,17 @@ class Client:
             return settled
         if desc.status != WorkflowExecutionStatus.RUNNING:
             state = desc.status.name if desc.status is not None else "UNKNOWN"
-            raise TaskNotSettled(
-                f"task {task_id!r} ended {state} without a settled receipt; read why with "
-                f"`temporal workflow show --workflow-id {task_id}` and the runner's log; to "
-                f"run it again, fix the cause and submit it under a new task_id (this id "
-                f"stays taken by the closed run)"
+            raise TaskNotSettled(_not_settled(task_id, state))
+        try:
+            answer: ReceiptQuery = await handle.query(
+                "receipt", result_type=ReceiptQuery, rpc_timeout=_QUERY_TIMEOUT
             )
-        answer: ReceiptQuery = await handle.query("receipt", result_type=ReceiptQuery)
+        except (WorkflowQueryFailedError, RPCError) as exc:
+            raise RunnerNotAnswering(
+                f"task {task_id!r} is running, but no runner answered for its receipt so far "
+                f"({exc}); check that `landed worker runner` is up on the task queue "
+                f"{desc.task_queue!r} and not stalled (its log)"
+            ) from exc
         if answer.settled:
             return answer.receipt
         return answer.receipt.model_copy(update={"settled_at": None})

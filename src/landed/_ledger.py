@@ -163,10 +163,13 @@ class Ledger(Protocol):
         """The latest receipt of every task, ordered by task_id."""
         ...
 
-    async def claim(self, task_id: str, run_id: str, spec_sha256: str) -> Claim | None:
-        """Record, durably, that run ``run_id`` is about to act on ``task_id`` (a repeat by the
-        same run changes nothing); returns the first claim another run made on the same task
-        id, or None. Claims are append-only like receipts."""
+    async def claim(
+        self, task_id: str, run_id: str, spec_sha256: str
+    ) -> tuple[Receipt | None, Claim | None]:
+        """Before a run acts: the task's latest receipt if the ledger holds one (nothing is
+        claimed then); else record, durably, that run ``run_id`` is about to act on
+        ``task_id`` (a repeat by the same run changes nothing) and return the first claim
+        another run made on it, or None. Claims are append-only like receipts."""
         ...
 
     def iter_receipts(self) -> AsyncIterator[Receipt]:

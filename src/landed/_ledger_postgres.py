@@ -90,6 +90,9 @@ class PostgresLedger:
         self._schema = schema
         self._pool = pool
         self._table = sql.Identifier(schema, "landed_receipts")
+        self._latest_sql = sql.SQL(
+            "SELECT sequence, body FROM {t} WHERE task_id = %s ORDER BY attempt DESC LIMIT 1"
+        ).format(t=self._table)
         self._commit = GroupCommit(
             self._flush,
             row_refused=lambda exc: isinstance(exc, (psycopg.DataError, psycopg.IntegrityError)),
@@ -217,18 +220,19 @@ class PostgresLedger:
         )
 
     async def latest(self, task_id: str) -> Receipt | None:
-        found = await self._select(
-            sql.SQL(
-                "SELECT sequence, body FROM {t} WHERE task_id = %s ORDER BY attempt DESC LIMIT 1"
-            ).format(t=self._table),
-            task_id,
-        )
+        found = await self._select(self._latest_sql, task_id)
         return found[0] if found else None
 
-    async def claim(self, task_id: str, run_id: str, spec_sha256: str) -> Claim | None:
+    async def claim(
+        self, task_id: str, run_id: str, spec_sha256: str
+    ) -> tuple[Receipt | None, Claim | None]:
         claims = sql.Identifier(self._schema, "landed_claims")
         try:
             async with self._pool.connection() as conn:
+                cur = await conn.execute(self._latest_sql, (task_id,))
+                stored = await cur.fetchone()
+                if stored is not None:
+                    return parse_body(stored[1], int(stored[0])), None
                 await conn.execute(
                     sql.SQL(
                         "INSERT INTO {c} (task_id, run_id, spec_sha256) VALUES (%s, %s, %s)"
@@ -249,8 +253,8 @@ class PostgresLedger:
                 f"claiming task {task_id!r} in the ledger at {self.url} failed: {exc}"
             ) from exc
         if row is None:
-            return None
-        return Claim(task_id, str(row[0]), str(row[1]), row[2])
+            return None, None
+        return None, Claim(task_id, str(row[0]), str(row[1]), row[2])
 
     async def board(self) -> list[Receipt]:
         return await self._select(

@@ -99,6 +99,11 @@ _INSERT = """INSERT INTO landed_receipts
     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, attempt) DO NOTHING"""
 
 
+_LATEST = (
+    "SELECT sequence, body FROM landed_receipts WHERE task_id = ? ORDER BY attempt DESC LIMIT 1"
+)
+
+
 def columns(row: LedgerRow) -> tuple[object, ...]:
     """The row's values in _INSERT's column order, as SQLite stores them."""
     return (
@@ -331,26 +336,32 @@ class SqliteLedger:
 
     def _claim_sync(
         self, task_id: str, run_id: str, spec_sha256: str, at: str
-    ) -> tuple[str, str, str] | None:
+    ) -> tuple[tuple[int, str] | None, tuple[str, str, str] | None]:
         conn = self._db()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute(
-                "INSERT INTO landed_claims (task_id, run_id, spec_sha256, claimed_at) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (task_id, run_id) DO NOTHING",
-                (task_id, run_id, spec_sha256, at),
-            )
-            row = conn.execute(
-                "SELECT run_id, spec_sha256, claimed_at FROM landed_claims "
-                "WHERE task_id = ? AND run_id <> ? ORDER BY claimed_at, run_id LIMIT 1",
-                (task_id, run_id),
-            ).fetchone()
+            stored = conn.execute(_LATEST, (task_id,)).fetchone()
+            row = None
+            if stored is None:
+                conn.execute(
+                    "INSERT INTO landed_claims (task_id, run_id, spec_sha256, claimed_at) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT (task_id, run_id) DO NOTHING",
+                    (task_id, run_id, spec_sha256, at),
+                )
+                row = conn.execute(
+                    "SELECT run_id, spec_sha256, claimed_at FROM landed_claims "
+                    "WHERE task_id = ? AND run_id <> ? ORDER BY claimed_at, run_id LIMIT 1",
+                    (task_id, run_id),
+                ).fetchone()
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        return None if row is None else (str(row[0]), str(row[1]), str(row[2]))
+        return (
+            None if stored is None else (int(stored[0]), str(stored[1])),
+            None if row is None else (str(row[0]), str(row[1]), str(row[2])),
+        )
 
     def _rows_sync(self, sql: str, params: tuple[object, ...]) -> list[tuple[int, str]]:
         return [(int(r[0]), str(r[1])) for r in self._db().execute(sql, params).fetchall()]
@@ -391,20 +402,21 @@ class SqliteLedger:
         )
 
     async def latest(self, task_id: str) -> Receipt | None:
-        found = await self._select(
-            "SELECT sequence, body FROM landed_receipts WHERE task_id = ? ORDER BY attempt DESC "
-            "LIMIT 1",
-            task_id,
-        )
+        found = await self._select(_LATEST, task_id)
         return found[0] if found else None
 
-    async def claim(self, task_id: str, run_id: str, spec_sha256: str) -> Claim | None:
+    async def claim(
+        self, task_id: str, run_id: str, spec_sha256: str
+    ) -> tuple[Receipt | None, Claim | None]:
+        # One transaction on the ledger thread: the receipt check and the claim together.
         now = datetime.now(UTC).isoformat(timespec="microseconds")
-        found = await self._run(self._claim_sync, task_id, run_id, spec_sha256, now)
+        stored, found = await self._run(self._claim_sync, task_id, run_id, spec_sha256, now)
+        if stored is not None:
+            return parse_body(stored[1], stored[0]), None
         if found is None:
-            return None
+            return None, None
         other, digest, at = found
-        return Claim(task_id, other, digest, datetime.fromisoformat(at))
+        return None, Claim(task_id, other, digest, datetime.fromisoformat(at))
 
     async def board(self) -> list[Receipt]:
         return await self._select(

@@ -89,12 +89,14 @@ def submit(
     from temporalio.client import WorkflowFailureError
     from temporalio.service import RPCError
 
-    from landed._client import TaskIdReused
+    from landed._client import TaskIdReused, TaskNotSettled
 
     try:
         out = asyncio.run(_submit(data, wait, address, namespace, task_queue))
     except TaskIdReused as exc:
         raise _fail(str(exc), 3, as_json, "task id reused") from None
+    except TaskNotSettled as exc:
+        raise _fail(str(exc), 1, as_json, "workflow failed") from None
     except WorkflowFailureError as exc:
         cause = exc.cause if exc.cause is not None else exc
         why = (
