@@ -86,6 +86,16 @@ def test_keys_new_writes_a_0600_private_key_and_prints_its_id(
     assert shown.returncode == 0 and shown.stdout.strip() == keys["key_id"]
     plain = landed("keys", "new", "--out", "more", cwd=tmp_path)
     assert plain.returncode == 0 and len(plain.stdout.strip()) == 16
+    # Errors under --json are one JSON object on stdout too; odd paths print as text.
+    for argv in (
+        ("keys", "id", "no[such]/x.pub", "--json"),
+        ("keys", "new", "--out", "/proc/no[pe]", "--json"),
+    ):
+        failed = landed(*argv, cwd=tmp_path)
+        assert failed.returncode == 3, failed.stderr
+        error = json.loads(failed.stdout)
+        assert set(error) == {"error", "message"} and "no[" in error["message"]
+        assert "Traceback" not in failed.stderr and "no[" in failed.stderr
 
 
 async def test_board_export_and_check_trust_over_a_real_ledger(

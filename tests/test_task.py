@@ -93,6 +93,24 @@ def test_not_json_is_a_clear_error() -> None:
     assert "not JSON" in str(err.value)
 
 
+def test_specs_temporal_or_json_readers_would_take_differently_are_refused() -> None:
+    text = json.dumps(spec())
+    twice = text.replace('"task_id": "t-1"', '"task_id": "t-1", "task_id": "t-2"')
+    with pytest.raises(TaskSpecError, match="'task_id' appears twice"):
+        check_spec(twice)
+    lone = json.dumps(spec(act={"name": "sql.execute", "input": {"x": "\ud800"}}))
+    with pytest.raises(TaskSpecError, match="lone surrogate"):
+        check_spec(lone)
+    with pytest.raises(TaskSpecError, match="over the 2000000 Temporal accepts"):
+        check_spec(spec(outcome="x" * 2_100_000))
+    # A TaskSpec changed after construction is checked again, not passed on as valid.
+    built = check_spec(spec()).spec
+    built.owner = ""
+    with pytest.raises(TaskSpecError) as err:
+        check_spec(built)
+    assert err.value.problems[0][0] == "owner"
+
+
 def test_no_probe_accepted_but_flagged() -> None:
     check = check_spec(spec(proof_plan=[]))
     assert not check.can_reach_verified

@@ -17,6 +17,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticSerializationError
 
 from landed._contract import Contract, Observation
 from landed._ladder import READ_BACK_KINDS
@@ -260,40 +261,99 @@ class SubmitCheck(BaseModel):
         return self.spec.can_reach_verified
 
 
+# Temporal refuses a payload over 2 MB (its default blob size limit): a task that large would
+# fail at start with a message about blobs, not about the task.
+MAX_SPEC_BYTES = 2_000_000
+
+
+def _as_json(spec: TaskSpec) -> str:
+    try:
+        return spec.model_dump_json()
+    except PydanticSerializationError as exc:
+        raise TaskSpecError(
+            [
+                (
+                    "(document)",
+                    f"the task cannot be written as JSON ({str(exc).splitlines()[0]}); text "
+                    "with a lone surrogate (such as \\ud800) is not Unicode: remove it",
+                )
+            ]
+        ) from None
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _DuplicateKey(key)
+        found[key] = value
+    return found
+
+
 def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
     """Validate a task at submit; raise TaskSpecError naming each bad field and why."""
     if isinstance(data, TaskSpec):
-        spec = data
-    else:
-        try:
-            raw = json.loads(data) if isinstance(data, str | bytes) else dict(data)
-        except UnicodeDecodeError:
-            raise TaskSpecError(
-                [("(document)", "not UTF-8 JSON text (binary data?); give the task spec as JSON")]
-            ) from None
-        except json.JSONDecodeError as exc:
-            raise TaskSpecError([("(document)", f"not JSON: {exc}")]) from None
-        except RecursionError:
-            raise TaskSpecError(
-                [("(document)", "JSON nested too deeply to read; a task spec is a flat object")]
-            ) from None
-        except (TypeError, ValueError) as exc:
-            raise TaskSpecError([("(document)", f"not a task spec: {exc}")]) from None
-        if not isinstance(raw, dict):
-            raise TaskSpecError([("(document)", "a task spec is a JSON object")])
-        try:
-            spec = TaskSpec.model_validate(raw)
-        except RecursionError:
-            raise TaskSpecError(
-                [("(document)", "JSON nested too deeply to read; a task spec is a flat object")]
-            ) from None
-        except ValidationError as exc:
-            raise TaskSpecError(
-                [
-                    (".".join(str(p) for p in err["loc"]) or "(document)", err["msg"])
-                    for err in exc.errors()
-                ]
-            ) from None
+        # Re-validated: pydantic does not check assignments made after construction.
+        data = _as_json(data)
+    try:
+        raw = (
+            json.loads(data, object_pairs_hook=_no_duplicate_keys)
+            if isinstance(data, str | bytes)
+            else dict(data)
+        )
+    except _DuplicateKey as exc:
+        raise TaskSpecError(
+            [
+                (
+                    "(document)",
+                    f"the key {exc.args[0]!r} appears twice in one object; JSON readers "
+                    "disagree on which one counts, so give it once",
+                )
+            ]
+        ) from None
+    except UnicodeDecodeError:
+        raise TaskSpecError(
+            [("(document)", "not UTF-8 JSON text (binary data?); give the task spec as JSON")]
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise TaskSpecError([("(document)", f"not JSON: {exc}")]) from None
+    except RecursionError:
+        raise TaskSpecError(
+            [("(document)", "JSON nested too deeply to read; a task spec is a flat object")]
+        ) from None
+    except (TypeError, ValueError) as exc:
+        raise TaskSpecError([("(document)", f"not a task spec: {exc}")]) from None
+    if not isinstance(raw, dict):
+        raise TaskSpecError([("(document)", "a task spec is a JSON object")])
+    try:
+        spec = TaskSpec.model_validate(raw)
+    except RecursionError:
+        raise TaskSpecError(
+            [("(document)", "JSON nested too deeply to read; a task spec is a flat object")]
+        ) from None
+    except ValidationError as exc:
+        raise TaskSpecError(
+            [
+                (".".join(str(p) for p in err["loc"]) or "(document)", err["msg"])
+                for err in exc.errors()
+            ]
+        ) from None
+    size = len(_as_json(spec).encode())
+    if size > MAX_SPEC_BYTES:
+        raise TaskSpecError(
+            [
+                (
+                    "(document)",
+                    f"the task is {size} bytes as JSON, over the {MAX_SPEC_BYTES} Temporal "
+                    "accepts in one payload; keep large inputs in the system of record and pass "
+                    "a reference to them",
+                )
+            ]
+        )
     warnings: list[str] = []
     if not spec.proof_plan:
         warnings.append(

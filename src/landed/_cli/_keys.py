@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from landed._cli import app
 from landed._signing import KeyPair, SigningError, key_id_of, load_public_key
@@ -27,9 +28,13 @@ keys_app = typer.Typer(
 app.add_typer(keys_app, name="keys")
 
 
-def _fail(message: str) -> typer.Exit:
+def _fail(message: str, as_json: bool, error: str) -> typer.Exit:
+    """Say why on stderr; with --json, also as one JSON object on stdout."""
     err = Console(stderr=True, soft_wrap=True)
-    err.print(f"[bold red]error:[/bold red] {message}", highlight=False)
+    # The message quotes paths and key text: printed as text, never read as markup.
+    err.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False)
+    if as_json:
+        typer.echo(json.dumps({"error": error, "message": message}))
     return typer.Exit(EXIT_INVALID)
 
 
@@ -53,11 +58,13 @@ def keys_new(
     try:
         private, public = key.save(out)
     except SigningError as exc:
-        raise _fail(f"{exc}") from None
+        raise _fail(f"{exc}", as_json, "cannot write the key pair") from None
     except OSError as exc:
         raise _fail(
             f"cannot write the key pair under {out}: {exc.strerror or exc}; pass --out with a "
-            "directory you can write to"
+            "directory you can write to",
+            as_json,
+            "cannot write the key pair",
         ) from None
     if as_json:
         info = {
@@ -88,5 +95,5 @@ def keys_id(
     try:
         key_id = key_id_of(load_public_key(key_file))
     except SigningError as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(str(exc), as_json, "not a public key") from None
     typer.echo(json.dumps({"key_id": key_id, "public_key": str(key_file)}) if as_json else key_id)
