@@ -303,6 +303,10 @@ async def test_landed_dev_ignores_the_users_temporal_settings_and_holds_its_dir(
     first = DevStack(home=home, headless=True, in_memory=True)
     await first.start(timeout=90)
     try:
+        # Every address is printed, the server's own metrics too, and answers on loopback.
+        metrics = first.addresses()["temporal_metrics"]
+        assert metrics.startswith("http://127.0.0.1:")
+        assert "# TYPE" in httpx.get(metrics, timeout=10).text
         second = DevStack(home=home, headless=True, in_memory=True)
         with pytest.raises(DevError, match=r"another landed dev .*pid"):
             await second.start()

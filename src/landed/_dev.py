@@ -183,6 +183,7 @@ class DevServer:
     ip: str = "127.0.0.1"
     port: int = 0
     ui_port: int = 0
+    metrics_port: int = 0
     headless: bool = False
     log_file: Path | None = None
     log_level: str = "warn"
@@ -198,6 +199,11 @@ class DevServer:
     def ui_address(self) -> str | None:
         return None if self.headless else f"http://{self.ip}:{self.ui_port}"
 
+    @property
+    def metrics_address(self) -> str:
+        """The server's own Prometheus metrics (a free port unless one was given)."""
+        return f"http://{self.ip}:{self.metrics_port}/metrics"
+
     def argv(self) -> list[str]:
         args = [
             str(find_temporal()),
@@ -209,6 +215,9 @@ class DevServer:
             str(self.port),
             "--log-level",
             self.log_level,
+            # Chosen here, not by the server, so that it can be printed and scraped.
+            "--metrics-port",
+            str(self.metrics_port),
         ]
         if self.headless:
             args.append("--headless")
@@ -236,6 +245,8 @@ class DevServer:
             self.port = free_port(self.ip)
         if not self.headless and not self.ui_port:
             self.ui_port = free_port(self.ip)
+        if not self.metrics_port:
+            self.metrics_port = free_port(self.ip)
         if self.db_file is not None:
             self.db_file.parent.mkdir(parents=True, exist_ok=True)
         out: IO[bytes] | int = subprocess.DEVNULL
@@ -603,6 +614,7 @@ class DevStack:
         return {
             "temporal": self.server.address,
             "web_ui": self.server.ui_address,
+            "temporal_metrics": self.server.metrics_address,
             "namespace": "default",
             "ledger": (self.roles["runner"].ready or {}).get("ledger", self.ledger_url)
             if "runner" in self.roles

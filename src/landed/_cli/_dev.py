@@ -56,6 +56,7 @@ async def _run_dev(
             else:
                 print(f"Temporal frontend  {info['temporal']} (namespace {info['namespace']})")
                 print(f"Temporal Web UI    {info['web_ui'] or 'off (--headless)'}")
+                print(f"Temporal metrics   {info['temporal_metrics']}")
                 print(f"Temporal database  {info['db'] or 'in memory'}")
                 print(f"Outcome ledger     {info['ledger']}")
                 print(f"Worker logs        {info['logs']}")
