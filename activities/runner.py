@@ -1,4 +1,5 @@
-"""The runner's own steps: ``plan`` (its routing, read once per task) and ``settle``."""
+"""The runner's own steps: ``plan`` (its routing, read once per task), ``claim`` (before each
+act) and ``settle``."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from temporalio.exceptions import ApplicationError
 from landed._ledger import Ledger, LedgerConflict, canonical_json
 from landed._receipt import Receipt, attempt_of, run_id_of
 from landed._task import (
+    CLAIM_ACTIVITY,
     PLAN_ACTIVITY,
     SETTLE_ACTIVITY,
+    ClaimInput,
+    ClaimOutput,
     PlanInput,
     Routing,
     SettleInput,
@@ -29,31 +33,10 @@ class RunnerActivities:
     @activity.defn(name=PLAN_ACTIVITY)
     async def plan(self, inp: PlanInput) -> Routing:
         """Where this runner sends act and verify, and the task's receipt if the ledger already
-        holds one; recorded in history so replay never rereads. With no receipt, the run claims
-        the task in the ledger before its act, and learns of any earlier run that claimed it
-        and never settled."""
-        if not inp.run_id:  # a run of code from before claims: nothing to claim with
-            earlier = await self._ledger.latest(inp.task_id)
-            other = None
-        else:
-            earlier, other = await self._ledger.claim(inp.task_id, inp.run_id, inp.spec_sha256)
+        holds one; recorded in history so replay never rereads."""
+        earlier = await self._ledger.latest(inp.task_id)
         if earlier is None:
-            if other is None:
-                return self._routing
-            if other.spec_sha256 != inp.spec_sha256:
-                raise ApplicationError(
-                    f"task id {inp.task_id!r} was planned by run {other.run_id} at "
-                    f"{other.claimed_at.isoformat()} for a different task (stored "
-                    f"{other.spec_sha256}, this one {inp.spec_sha256}) and never settled; "
-                    f"give the new task its own task_id",
-                    type="TaskIdReused",
-                    non_retryable=True,
-                )
-            # The same task, planned by a run that closed without settling: its act may have
-            # run, so this run must not act blind.
-            return self._routing.model_copy(
-                update={"claimed_by": other.run_id, "claimed_at": other.claimed_at}
-            )
+            return self._routing
         stored = getattr(earlier.landed, "spec_sha256", None) if earlier.landed else None
         if stored != inp.spec_sha256:
             # Other work under the same id, or a receipt that cannot show it is this task:
@@ -73,6 +56,28 @@ class RunnerActivities:
                 non_retryable=True,
             )
         return self._routing.model_copy(update={"settled": earlier})
+
+    @activity.defn(name=CLAIM_ACTIVITY)
+    async def claim(self, inp: ClaimInput) -> ClaimOutput:
+        """Record in the ledger that this run is about to run act attempt ``inp.attempt``, and
+        learn whether another run got that far with this task id and never settled."""
+        settled, other = await self._ledger.claim(
+            inp.task_id, inp.run_id, inp.attempt, inp.spec_sha256
+        )
+        if settled is not None:
+            return ClaimOutput(settled=settled)
+        if other is None:
+            return ClaimOutput()
+        if other.spec_sha256 != inp.spec_sha256:
+            raise ApplicationError(
+                f"task id {inp.task_id!r} was about to act in run {other.run_id} at "
+                f"{other.claimed_at.isoformat()} for a different task (stored "
+                f"{other.spec_sha256}, this one {inp.spec_sha256}) and never settled; give the "
+                f"new task its own task_id",
+                type="TaskIdReused",
+                non_retryable=True,
+            )
+        return ClaimOutput(other_run=other.run_id, other_at=other.claimed_at)
 
     @activity.defn(name=SETTLE_ACTIVITY)
     async def settle(self, inp: SettleInput) -> SettleOutput:

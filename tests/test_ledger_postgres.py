@@ -138,16 +138,19 @@ async def test_claims_name_the_first_other_run_and_never_change(seeded: Pg) -> N
             )
         )
     async with await open_ledger(seeded.writer_url) as ledger:  # the runner's own login
-        assert await ledger.claim("t", "run-1", "d1") == (None, None)
-        assert await ledger.claim("t", "run-1", "d1") == (None, None)  # the same run again
-        _, other = await ledger.claim("t", "run-2", "d1")
+        assert await ledger.claim("t", "run-1", 1, "d1") == (None, None)
+        assert await ledger.claim("t", "run-1", 1, "d1") == (None, None)  # the same run again
+        # The same run's next attempt is its own business, not another run's claim.
+        assert await ledger.claim("t", "run-1", 2, "d1") == (None, None)
+        _, other = await ledger.claim("t", "run-2", 1, "d1")
         assert other is not None and (other.run_id, other.spec_sha256) == ("run-1", "d1")
-        _, again = await ledger.claim("t", "run-3", "d2")
+        assert other.attempt == 1
+        _, again = await ledger.claim("t", "run-3", 1, "d2")
         assert again is not None and again.run_id == "run-1"  # the first, whoever asks
-        assert await ledger.claim("u", "run-9", "d9") == (None, None)  # per task id
+        assert await ledger.claim("u", "run-9", 1, "d9") == (None, None)  # per task id
         # A settled task claims nothing more: its receipt is the answer.
         await ledger.append(receipt("u"))
-        stored, none = await ledger.claim("u", "run-10", "d9")
+        stored, none = await ledger.claim("u", "run-10", 1, "d9")
         assert stored is not None and stored.task_id == "u" and none is None
     table = sql.Identifier(seeded.schema, "landed_claims")
     writer_dsn, _, _ = split_url(seeded.writer_url)
@@ -181,10 +184,24 @@ async def test_a_runner_on_a_ledger_older_than_its_code_is_told_to_upgrade_it(
     with pytest.raises(LedgerError, match="schema version 1 and this landed needs 2") as err:
         await open_ledger(seeded.writer_url)
     assert "landed ledger init --ledger URL" in str(err.value)
+    # Reading needs no upgrade: the board and export of an older ledger still work.
+    async with await open_ledger(seeded.writer_url, create=False) as ledger:
+        assert [r.task_id for r in await ledger.board()] == ["a"]
     async with await open_ledger(seeded.owner_url) as ledger:  # the owner upgrades it
         assert await ledger.count() == 1
     async with await open_ledger(seeded.writer_url) as ledger:
-        assert await ledger.claim("a2", "run-1", "d") == (None, None)
+        assert await ledger.claim("a2", "run-1", 1, "d") == (None, None)
+    # A ledger newer than the code: a writer refuses it (it would skip the newer records).
+    async with await owner_conn(seeded) as conn:
+        await conn.execute(
+            sql.SQL("INSERT INTO {} (version) VALUES (99)").format(
+                sql.Identifier(seeded.schema, "landed_schema_version")
+            )
+        )
+    with pytest.raises(LedgerError, match="schema version 99, newer than"):
+        await open_ledger(seeded.writer_url)
+    async with await open_ledger(seeded.writer_url, create=False) as ledger:
+        assert await ledger.count() == 1
 
 
 async def test_the_writer_cannot_create_a_ledger_and_is_told_how(pg: Pg) -> None:

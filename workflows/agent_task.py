@@ -31,11 +31,14 @@ with workflow.unsafe.imports_passed_through():
     from landed._task import (
         ACT_ACTIVITY,
         AGENT_TASK_WORKFLOW,
+        CLAIM_ACTIVITY,
         PLAN_ACTIVITY,
         SETTLE_ACTIVITY,
         VERIFY_ACTIVITY,
         ActInput,
         ActReport,
+        ClaimInput,
+        ClaimOutput,
         PlanInput,
         Progress,
         ReceiptQuery,
@@ -63,6 +66,8 @@ _ACT_ONCE = RetryPolicy(maximum_attempts=1)
 # A malformed act report is read back as an unknown write (runs started earlier settled it as
 # refused); the patch marker keeps both kinds of history replaying.
 _BAD_REPORT_READ = "landed-bad-report-is-unknown-write"
+# Runs recorded before claims existed schedule each act with no claim before it.
+_CLAIM_BEFORE_ACT = "landed-claim-before-act"
 VERIFY_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
@@ -133,6 +138,9 @@ class AgentTask:
         self._settling_cancel = False
         self._spec_sha256: str | None = None
         self._asked_at: datetime | None = None
+        # Another run of this id was about to act and never settled (see _claim).
+        self._lost_run: str | None = None
+        self._settled_elsewhere: Receipt | None = None
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -218,11 +226,7 @@ class AgentTask:
     async def _plan(self, spec: TaskSpec) -> Routing:
         routing = await workflow.execute_local_activity(
             PLAN_ACTIVITY,
-            PlanInput(
-                task_id=spec.task_id,
-                spec_sha256=self._digest(spec),
-                run_id=workflow.info().run_id,
-            ),
+            PlanInput(task_id=spec.task_id, spec_sha256=self._digest(spec)),
             result_type=Routing,
             start_to_close_timeout=_LOCAL,
             # The plan reads the ledger; one that stays down fails the task at its time cap
@@ -241,8 +245,6 @@ class AgentTask:
             # Settled by an earlier run of this id that Temporal no longer remembers: the
             # ledger is the record, and submitting the same task again never acts twice.
             return self._finish(routing.settled, spec, owner_set)
-        if routing.claimed_by is not None:
-            return await self._after_lost_run(spec, routing, owner_set)
         every = list(range(len(spec.proof_plan)))
         before: list[Observation | None] = [None] * len(every)
         self._before = before
@@ -260,29 +262,11 @@ class AgentTask:
             self._before = before
 
         report, after = await self._act_until_known(spec, routing, before, deadline)
+        if self._settled_elsewhere is not None:
+            # Another run of this id settled it while this one ran up to its act (a reset
+            # racing the old run's settle): the ledger's receipt is the answer.
+            return self._finish(self._settled_elsewhere, spec, owner_set)
         await self._read_back_and_grade(spec, routing, report, after)
-        return await self._settle(spec, owner_set)
-
-    async def _after_lost_run(self, spec: TaskSpec, routing: Routing, owner_set: bool) -> Receipt:
-        """Settle a task id an earlier run planned and closed without settling.
-
-        That run may have acted, and Temporal no longer shows whether: running the act again
-        could write twice, and a before-state read now would count its write as already there.
-        So nothing is acted and nothing pre-read; the verdict rests on the read-back (DOD-10).
-        """
-        when = routing.claimed_at.isoformat() if routing.claimed_at else "an unknown time"
-        self._pre_read = False
-        self._act_error = (
-            f"an earlier run ({routing.claimed_by}) planned this task at {when} and closed "
-            "without settling it; its act may have run"
-        )
-        self._unknown_write = (
-            f"run {routing.claimed_by} planned this task id at {when} and closed without "
-            "settling (terminated, failed or reset); its act may have run, so this run did not "
-            "run it again and the verdict rests on the read-back: a person should reconcile "
-            "anything it does not show"
-        )
-        await self._read_back_and_grade(spec, routing, unknown_write_report())
         return await self._settle(spec, owner_set)
 
     async def _read_back_and_grade(
@@ -344,8 +328,7 @@ class AgentTask:
             routing = await self._plan(spec)
             if routing.settled is not None:
                 return self._finish(routing.settled, spec, owner_set)
-        lost_run = routing.claimed_by is not None
-        if self._final is None and self._attempt == 0 and not lost_run:
+        if self._final is None and self._attempt == 0 and self._lost_run is None:
             self._report = ActReport(
                 claimed_status="superseded",
                 report="The task was cancelled before its act ran; nothing was done.",
@@ -396,6 +379,9 @@ class AgentTask:
             if remaining is None:
                 error = f"time cap {spec.time_cap} reached before attempt {attempt}"
                 break
+            if workflow.patched(_CLAIM_BEFORE_ACT) and not await self._claim(spec, attempt):
+                # Another run got this far and never settled, or settled it: do not act.
+                return unknown_write_report(), None
             # Only an attempt that starts is one: the receipt's attempt is the act's last run.
             self._attempt = attempt
             try:
@@ -492,6 +478,41 @@ class AgentTask:
             # Nothing landed: the next attempt carries the same idempotency key.
         self._act_error = error
         return ActReport(claimed_status="failed", report=f"act did not complete: {error}"), last
+
+    async def _claim(self, spec: TaskSpec, attempt: int) -> bool:
+        """Record in the ledger that this run is about to run act attempt ``attempt``; False
+        when it must not: another run of this task id got as far and never settled (its act
+        may have run, and Temporal, having forgotten that run, cannot say), or settled it."""
+        out = await workflow.execute_local_activity(
+            CLAIM_ACTIVITY,
+            ClaimInput(
+                task_id=spec.task_id,
+                run_id=workflow.info().run_id,
+                attempt=attempt,
+                spec_sha256=self._digest(spec),
+            ),
+            result_type=ClaimOutput,
+            start_to_close_timeout=_LOCAL,
+            retry_policy=_PLAN_RETRY,
+        )
+        if out.settled is not None:
+            self._settled_elsewhere = out.settled
+            return False
+        if out.other_run is None:
+            return True
+        when = out.other_at.isoformat() if out.other_at else "an unknown time"
+        self._lost_run = out.other_run
+        self._act_error = (
+            f"run {out.other_run} of this task id was about to act at {when} and closed without "
+            "settling; its act may have run"
+        )
+        self._unknown_write = (
+            f"run {out.other_run} of this task id was about to act at {when} and closed without "
+            "settling (terminated, failed or reset); its act may have run, so this run did not "
+            "run it again, and with no before-state from before that act the read-back cannot "
+            "show the act made what it finds: not verified, a person must reconcile it"
+        )
+        return False
 
     @staticmethod
     def _nothing_landed(reading: VerifyReading, before: Observation | None) -> bool:
@@ -768,6 +789,10 @@ class AgentTask:
                 f"DOD-5: plan step #{i + 1} ({spec.proof_plan[i].action!r}) read back "
                 f"{outcome}, so the task is not verified whatever the other steps show"
             )
+        if self._lost_run is not None and status.rank > Status.PLANNED.rank:
+            # What the read-back finds may be that run's act or may have been there before
+            # it: like a vacuous read-back, it proves nothing this task did.
+            status = Status.PLANNED
         if self._unknown_write is not None:
             findings.append(f"DOD-10: {self._unknown_write}")
         # A grading that runs again (after a stalled runner) may see a cancel the first did

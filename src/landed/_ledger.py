@@ -64,7 +64,7 @@ class LedgerConflict(LedgerError):
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """A workflow run's record that it planned a task, written before its act may run.
+    """A workflow run's record that it is about to run an act attempt of a task.
 
     Temporal forgets a closed run after its retention; a run that closed without settling
     (terminated, failed) leaves only this behind, and a later run of the same task id finds it
@@ -73,6 +73,7 @@ class Claim:
 
     task_id: str
     run_id: str
+    attempt: int
     spec_sha256: str
     claimed_at: datetime
 
@@ -164,12 +165,12 @@ class Ledger(Protocol):
         ...
 
     async def claim(
-        self, task_id: str, run_id: str, spec_sha256: str
+        self, task_id: str, run_id: str, attempt: int, spec_sha256: str
     ) -> tuple[Receipt | None, Claim | None]:
-        """Before a run acts: the task's latest receipt if the ledger holds one (nothing is
-        claimed then); else record, durably, that run ``run_id`` is about to act on
-        ``task_id`` (a repeat by the same run changes nothing) and return the first claim
-        another run made on it, or None. Claims are append-only like receipts."""
+        """Just before a run schedules act attempt ``attempt``: the task's latest receipt if the
+        ledger holds one (nothing is claimed then); else record, durably, that run ``run_id``
+        is about to run it (a repeat changes nothing) and return the first claim another run
+        made on this task id, or None. Claims are append-only like receipts."""
         ...
 
     def iter_receipts(self) -> AsyncIterator[Receipt]:

@@ -50,14 +50,15 @@ _STEPS: dict[int, list[str]] = {
         "GRANT SELECT, INSERT ON {s}.landed_receipts TO {r}",
         "GRANT SELECT ON {s}.landed_schema_version TO {r}",
     ],
-    # Claims: which run planned which task, before its act (see Ledger.claim).
+    # Claims: which run was about to run which act attempt (see Ledger.claim).
     2: [
         """CREATE TABLE {s}.landed_claims (
             task_id text NOT NULL,
             run_id text NOT NULL,
+            attempt integer NOT NULL CHECK (attempt >= 1),
             spec_sha256 text NOT NULL,
             claimed_at timestamptz NOT NULL DEFAULT now(),
-            PRIMARY KEY (task_id, run_id)
+            PRIMARY KEY (task_id, run_id, attempt)
         )""",
         """CREATE TRIGGER landed_claims_append_only BEFORE UPDATE OR DELETE
            ON {s}.landed_claims FOR EACH ROW EXECUTE FUNCTION {s}.landed_reject_change()""",

@@ -118,13 +118,19 @@ class PostgresLedger:
         async with conn:
             try:
                 version = await schema_version(conn, schema)
-                if version < SCHEMA_VERSION:
-                    if not create:
-                        raise LedgerNotFound(
-                            f"no landed ledger in schema {schema!r} at {_redact(url)} "
-                            f"(schema version {version}); open it once as the database owner: "
-                            "`landed ledger init --ledger URL`"
-                        )
+                if version > SCHEMA_VERSION and create:
+                    raise LedgerError(
+                        f"the ledger in schema {schema!r} is at schema version {version}, newer "
+                        f"than this landed's {SCHEMA_VERSION}: a runner of older code would skip "
+                        "what the newer schema records (claims before each act); upgrade "
+                        "landed here, and stop every older runner before newer ones start"
+                    )
+                if version < 1 and not create:
+                    raise LedgerNotFound(
+                        f"no landed ledger in schema {schema!r} at {_redact(url)}; open it "
+                        "once as the database owner: `landed ledger init --ledger URL`"
+                    )
+                if version < SCHEMA_VERSION and create:
                     await migrate(conn, schema, role)
             except psycopg.errors.InsufficientPrivilege as exc:
                 raise LedgerError(
@@ -224,26 +230,27 @@ class PostgresLedger:
         return found[0] if found else None
 
     async def claim(
-        self, task_id: str, run_id: str, spec_sha256: str
+        self, task_id: str, run_id: str, attempt: int, spec_sha256: str
     ) -> tuple[Receipt | None, Claim | None]:
         claims = sql.Identifier(self._schema, "landed_claims")
         try:
-            async with self._pool.connection() as conn:
+            async with self._pool.connection() as conn, conn.transaction():
                 cur = await conn.execute(self._latest_sql, (task_id,))
                 stored = await cur.fetchone()
                 if stored is not None:
                     return parse_body(stored[1], int(stored[0])), None
                 await conn.execute(
                     sql.SQL(
-                        "INSERT INTO {c} (task_id, run_id, spec_sha256) VALUES (%s, %s, %s)"
-                        " ON CONFLICT (task_id, run_id) DO NOTHING"
+                        "INSERT INTO {c} (task_id, run_id, attempt, spec_sha256)"
+                        " VALUES (%s, %s, %s, %s) ON CONFLICT (task_id, run_id, attempt)"
+                        " DO NOTHING"
                     ).format(c=claims),
-                    (task_id, run_id, spec_sha256),
+                    (task_id, run_id, attempt, spec_sha256),
                 )
                 cur = await conn.execute(
                     sql.SQL(
-                        "SELECT run_id, spec_sha256, claimed_at FROM {c} WHERE task_id = %s"
-                        " AND run_id <> %s ORDER BY claimed_at, run_id LIMIT 1"
+                        "SELECT run_id, attempt, spec_sha256, claimed_at FROM {c}"
+                        " WHERE task_id = %s AND run_id <> %s ORDER BY claimed_at, run_id LIMIT 1"
                     ).format(c=claims),
                     (task_id, run_id),
                 )
@@ -254,7 +261,7 @@ class PostgresLedger:
             ) from exc
         if row is None:
             return None, None
-        return None, Claim(task_id, str(row[0]), str(row[1]), row[2])
+        return None, Claim(task_id, str(row[0]), int(row[1]), str(row[2]), row[3])
 
     async def board(self) -> list[Receipt]:
         return await self._select(

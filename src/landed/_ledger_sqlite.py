@@ -70,14 +70,15 @@ _MIGRATIONS: dict[int, list[str]] = {
     # Files first written at schema 2 by 3d4e067 carry the same trigger raising ABORT, which
     # fails a stored key's re-append instead of reading as "already there".
     3: ["DROP TRIGGER IF EXISTS landed_receipts_no_replace", _NO_REPLACE],
-    # Claims: which run planned which task, before its act (see Ledger.claim).
+    # Claims: which run was about to run which act attempt (see Ledger.claim).
     4: [
         """CREATE TABLE landed_claims (
             task_id TEXT NOT NULL,
             run_id TEXT NOT NULL,
+            attempt INTEGER NOT NULL CHECK (attempt >= 1),
             spec_sha256 TEXT NOT NULL,
             claimed_at TEXT NOT NULL,
-            PRIMARY KEY (task_id, run_id)
+            PRIMARY KEY (task_id, run_id, attempt)
         )""",
         """CREATE TRIGGER landed_claims_no_update BEFORE UPDATE ON landed_claims
            BEGIN SELECT RAISE(ABORT, 'landed claims are append-only: UPDATE is not allowed');
@@ -86,8 +87,8 @@ _MIGRATIONS: dict[int, list[str]] = {
            BEGIN SELECT RAISE(ABORT, 'landed claims are append-only: DELETE is not allowed');
            END""",
         """CREATE TRIGGER landed_claims_no_replace BEFORE INSERT ON landed_claims
-           WHEN EXISTS (SELECT 1 FROM landed_claims
-                        WHERE task_id = NEW.task_id AND run_id = NEW.run_id)
+           WHEN EXISTS (SELECT 1 FROM landed_claims WHERE task_id = NEW.task_id
+                        AND run_id = NEW.run_id AND attempt = NEW.attempt)
            BEGIN SELECT RAISE(IGNORE); END""",
     ],
 }
@@ -254,6 +255,13 @@ class SqliteLedger:
                         "its own)"
                     )
                 return  # an older schema reads the same; only a writer migrates it
+            if version > SCHEMA_VERSION:
+                raise LedgerError(
+                    f"{self._path} is at ledger schema version {version}, newer than this "
+                    f"landed's {SCHEMA_VERSION}: a runner of older code would skip what the "
+                    "newer schema records (claims before each act); upgrade landed here, and "
+                    "stop every older runner before newer ones start"
+                )
             if version < 1:
                 self._refuse_foreign(conn)
             conn.execute("PRAGMA journal_mode = WAL")
@@ -335,8 +343,8 @@ class SqliteLedger:
         return out
 
     def _claim_sync(
-        self, task_id: str, run_id: str, spec_sha256: str, at: str
-    ) -> tuple[tuple[int, str] | None, tuple[str, str, str] | None]:
+        self, task_id: str, run_id: str, attempt: int, spec_sha256: str, at: str
+    ) -> tuple[tuple[int, str] | None, tuple[str, int, str, str] | None]:
         conn = self._db()
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -344,12 +352,12 @@ class SqliteLedger:
             row = None
             if stored is None:
                 conn.execute(
-                    "INSERT INTO landed_claims (task_id, run_id, spec_sha256, claimed_at) "
-                    "VALUES (?, ?, ?, ?) ON CONFLICT (task_id, run_id) DO NOTHING",
-                    (task_id, run_id, spec_sha256, at),
+                    "INSERT INTO landed_claims (task_id, run_id, attempt, spec_sha256, claimed_at)"
+                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id, run_id, attempt) DO NOTHING",
+                    (task_id, run_id, attempt, spec_sha256, at),
                 )
                 row = conn.execute(
-                    "SELECT run_id, spec_sha256, claimed_at FROM landed_claims "
+                    "SELECT run_id, attempt, spec_sha256, claimed_at FROM landed_claims "
                     "WHERE task_id = ? AND run_id <> ? ORDER BY claimed_at, run_id LIMIT 1",
                     (task_id, run_id),
                 ).fetchone()
@@ -360,7 +368,7 @@ class SqliteLedger:
             raise
         return (
             None if stored is None else (int(stored[0]), str(stored[1])),
-            None if row is None else (str(row[0]), str(row[1]), str(row[2])),
+            None if row is None else (str(row[0]), int(row[1]), str(row[2]), str(row[3])),
         )
 
     def _rows_sync(self, sql: str, params: tuple[object, ...]) -> list[tuple[int, str]]:
@@ -406,17 +414,19 @@ class SqliteLedger:
         return found[0] if found else None
 
     async def claim(
-        self, task_id: str, run_id: str, spec_sha256: str
+        self, task_id: str, run_id: str, attempt: int, spec_sha256: str
     ) -> tuple[Receipt | None, Claim | None]:
         # One transaction on the ledger thread: the receipt check and the claim together.
         now = datetime.now(UTC).isoformat(timespec="microseconds")
-        stored, found = await self._run(self._claim_sync, task_id, run_id, spec_sha256, now)
+        stored, found = await self._run(
+            self._claim_sync, task_id, run_id, attempt, spec_sha256, now
+        )
         if stored is not None:
             return parse_body(stored[1], stored[0]), None
         if found is None:
             return None, None
-        other, digest, at = found
-        return None, Claim(task_id, other, digest, datetime.fromisoformat(at))
+        other, other_attempt, digest, at = found
+        return None, Claim(task_id, other, other_attempt, digest, datetime.fromisoformat(at))
 
     async def board(self) -> list[Receipt]:
         return await self._select(

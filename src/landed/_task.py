@@ -26,6 +26,7 @@ from landed._receipt import Cost, ProofItem, Receipt
 __all__ = [
     "ACT_ACTIVITY",
     "AGENT_TASK_WORKFLOW",
+    "CLAIM_ACTIVITY",
     "DEFAULT_TIME_CAP",
     "PLAN_ACTIVITY",
     "SEARCH_ATTRIBUTES",
@@ -35,6 +36,8 @@ __all__ = [
     "ActReport",
     "ActSpec",
     "ApprovalGate",
+    "ClaimInput",
+    "ClaimOutput",
     "ConsentGate",
     "PlanInput",
     "Progress",
@@ -61,6 +64,7 @@ AGENT_TASK_WORKFLOW = "AgentTask"
 ACT_ACTIVITY = "landed.act"
 VERIFY_ACTIVITY = "landed.verify"
 SETTLE_ACTIVITY = "landed.settle"
+CLAIM_ACTIVITY = "landed.claim"
 PLAN_ACTIVITY = "landed.plan"
 
 #: Custom search attributes (all Keyword) the workflow upserts, so the Web UI and
@@ -426,25 +430,12 @@ class Routing(BaseModel):
             "and the act is not run again."
         ),
     )
-    claimed_by: str | None = Field(
-        default=None,
-        description=(
-            "The run that planned this task id before and closed without settling it "
-            "(terminated, failed, reset): its act may have run, so this run does not act and "
-            "settles on what it reads back (DOD-10)."
-        ),
-    )
-    claimed_at: datetime | None = Field(default=None, description="When that run planned it.")
 
 
 class PlanInput(BaseModel):
     task_id: str
     spec_sha256: str = Field(
         default="", description="spec_digest() of the task: a settled receipt must be of it."
-    )
-    run_id: str = Field(
-        default="",
-        description="The workflow run planning the task, claimed in the ledger before its act.",
     )
 
 
@@ -492,6 +483,31 @@ class VerifyOutput(BaseModel):
 
 class SettleInput(BaseModel):
     receipt: Receipt
+
+
+class ClaimInput(BaseModel):
+    """What a run records in the ledger just before it schedules an act attempt."""
+
+    task_id: str
+    run_id: str
+    attempt: int = Field(ge=1)
+    spec_sha256: str
+
+
+class ClaimOutput(BaseModel):
+    """What the ledger knew when the claim was made."""
+
+    settled: Receipt | None = Field(
+        default=None,
+        description="The ledger's receipt for this task id, when another run settled it: the "
+        "act is not run, and that receipt is the answer.",
+    )
+    other_run: str | None = Field(
+        default=None,
+        description="The first other run that claimed an act of this task id and never settled "
+        "(terminated, failed, reset): its act may have run, so this run does not act.",
+    )
+    other_at: datetime | None = None
 
 
 class SettleOutput(BaseModel):

@@ -169,7 +169,7 @@ async def build_worker(
             client,
             task_queue=settings.task_queue,
             workflows=[AgentTask],
-            activities=[runner.plan, runner.settle],
+            activities=[runner.plan, runner.claim, runner.settle],
             identity=identity,
             max_cached_workflows=settings.max_cached_workflows,
             max_concurrent_local_activities=settings.max_concurrent_activities,
