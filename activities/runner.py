@@ -6,7 +6,7 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from landed._ledger import Ledger, LedgerConflict, canonical_json
+from landed._ledger import Claim, Ledger, LedgerConflict, canonical_json
 from landed._receipt import Receipt, attempt_of, run_id_of
 from landed._task import (
     CLAIM_ACTIVITY,
@@ -18,6 +18,7 @@ from landed._task import (
     Routing,
     SettleInput,
     SettleOutput,
+    pre_reads,
 )
 
 __all__ = ["RunnerActivities"]
@@ -34,9 +35,19 @@ class RunnerActivities:
     async def plan(self, inp: PlanInput) -> Routing:
         """Where this runner sends act and verify, and the task's receipt if the ledger already
         holds one; recorded in history so replay never rereads."""
-        earlier = await self._ledger.latest(inp.task_id)
+        claim: ClaimOutput | None = None
+        if inp.run_id and not pre_reads(self._routing, inp.pre_read, inp.steps):
+            # Nothing runs between this plan and the first act: claim it now, in the same
+            # ledger transaction as the receipt check (one local activity fewer per task).
+            earlier, other = await self._ledger.claim(inp.task_id, inp.run_id, 1, inp.spec_sha256)
+            if earlier is None:
+                claim = self._claim_output(inp.task_id, inp.spec_sha256, other)
+        else:
+            earlier = await self._ledger.latest(inp.task_id)
         if earlier is None:
-            return self._routing
+            if claim is None:
+                return self._routing
+            return self._routing.model_copy(update={"claim": claim})
         stored = getattr(earlier.landed, "spec_sha256", None) if earlier.landed else None
         if stored != inp.spec_sha256:
             # Other work under the same id, or a receipt that cannot show it is this task:
@@ -66,13 +77,17 @@ class RunnerActivities:
         )
         if settled is not None:
             return ClaimOutput(settled=settled)
+        return self._claim_output(inp.task_id, inp.spec_sha256, other)
+
+    @staticmethod
+    def _claim_output(task_id: str, spec_sha256: str, other: Claim | None) -> ClaimOutput:
         if other is None:
             return ClaimOutput()
-        if other.spec_sha256 != inp.spec_sha256:
+        if other.spec_sha256 != spec_sha256:
             raise ApplicationError(
-                f"task id {inp.task_id!r} was about to act in run {other.run_id} at "
+                f"task id {task_id!r} was about to act in run {other.run_id} at "
                 f"{other.claimed_at.isoformat()} for a different task (stored "
-                f"{other.spec_sha256}, this one {inp.spec_sha256}) and never settled; give the "
+                f"{other.spec_sha256}, this one {spec_sha256}) and never settled; give the "
                 f"new task its own task_id",
                 type="TaskIdReused",
                 non_retryable=True,

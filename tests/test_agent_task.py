@@ -112,12 +112,13 @@ def site() -> Any:
     s.stop()
 
 
-def _roles(temporal_dev: str, tmp_path: Path, db: Path, site: Site) -> Any:
+def _roles(temporal_dev: str, tmp_path: Path, db: Path, site: Site, **runner: Any) -> Any:
     return run_roles(
         temporal_dev,
         tmp_path,
         credentials={"rows-db": f"sqlite:///{db}", "site": site.url},
         sources={"rows-db": {"url": f"sqlite:///{db}"}, "site": {"url": site.url}},
+        runner=runner or None,
     )
 
 
@@ -302,12 +303,12 @@ async def _at_step(handle: landed.TaskHandle, step: str) -> Progress:
 
 
 async def _held_in_act(
-    roles: Roles, db: Path, gate: Path, task_id: str, batch: str
+    roles: Roles, db: Path, gate: Path, task_id: str, batch: str, pre_read: bool = True
 ) -> tuple[landed.TaskHandle, Progress]:
     """A one-row task whose act waits for ``gate``: started, and seen in its act step."""
-    handle = await roles.client.start(
-        rows_task(task_id, db, expect=1, batch=batch, write=1, wait_for_file=str(gate))
-    )
+    task = rows_task(task_id, db, expect=1, batch=batch, write=1, wait_for_file=str(gate))
+    task["pre_read"] = pre_read
+    handle = await roles.client.start(task)
     return handle, await _at_step(handle, "act")
 
 
@@ -394,18 +395,21 @@ async def test_status_and_receipt_of_a_task_no_runner_answers_for_say_so(
         await roles.temporal.get_workflow_handle("orphan").terminate("test over")
 
 
-@pytest.mark.parametrize("landed_before", [True, False])
+@pytest.mark.parametrize(
+    ("landed_before", "pre_read"), [(True, True), (False, True), (True, False), (False, False)]
+)
 async def test_a_run_that_closed_unsettled_is_never_acted_again_by_a_later_run(
-    temporal_dev: str, tmp_path: Path, db: Path, site: Site, landed_before: bool
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site, landed_before: bool, pre_read: bool
 ) -> None:
     """A run terminated mid-act leaves no receipt, only its claim; once Temporal forgets it
     (retention), a new run of the same id finds the claim before its act, does not act, and
     settles on what it reads back, never as verified: with no before-state from before that
     act, the read-back cannot show the act made what it finds."""
     gate = tmp_path / "go"
-    task_id = f"lost-{landed_before}"
-    async with _roles(temporal_dev, tmp_path, db, site) as roles:
-        await _held_in_act(roles, db, gate, task_id, task_id)
+    task_id = f"lost-{landed_before}-{pre_read}"
+    # Without a pre-read, the plan claims the first act itself (the same workflow task).
+    async with _roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
+        await _held_in_act(roles, db, gate, task_id, task_id, pre_read=pre_read)
         first = roles.temporal.get_workflow_handle(task_id)
         await first.terminate("an operator stopped it")
         if landed_before:
@@ -415,6 +419,7 @@ async def test_a_run_that_closed_unsettled_is_never_acted_again_by_a_later_run(
                     break
                 await asyncio.sleep(0.05)
         task = rows_task(task_id, db, expect=1, batch=task_id, write=1, wait_for_file=str(gate))
+        task["pre_read"] = pre_read
         # A run that acted again would wait on the closed gate: bounded, so it fails, not hangs.
         again = await asyncio.wait_for(_second_run(roles, task), 60)
         rows_at_settle = row_count(db, task_id)
@@ -430,19 +435,21 @@ async def test_a_run_that_closed_unsettled_is_never_acted_again_by_a_later_run(
     assert "closed without settling" in findings and "did not run it again" in findings
 
 
+@pytest.mark.parametrize("pre_read", [True, False])
 async def test_a_reset_that_schedules_the_act_again_does_not_act_twice(
-    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site, pre_read: bool
 ) -> None:
     """An operator resets a task to its last workflow task while the act runs: the new run
     schedules the act again, and its claim finds the old run's, so it does not act."""
     gate = tmp_path / "go"
-    async with _roles(temporal_dev, tmp_path, db, site) as roles:
-        await _held_in_act(roles, db, gate, "reset-mid", "rm")
+    wid = f"reset-mid-{pre_read}"
+    async with _roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
+        await _held_in_act(roles, db, gate, wid, wid, pre_read=pre_read)
         for _ in range(200):
-            if act_runs(db, "reset-mid"):
+            if act_runs(db, wid):
                 break
             await asyncio.sleep(0.05)
-        handle = roles.temporal.get_workflow_handle("reset-mid")
+        handle = roles.temporal.get_workflow_handle(wid)
         history = await handle.fetch_history()
         last = [
             e.event_id
@@ -453,7 +460,7 @@ async def test_a_reset_that_schedules_the_act_again_does_not_act_twice(
         reset = await roles.temporal.workflow_service.reset_workflow_execution(
             ResetWorkflowExecutionRequest(
                 namespace=roles.temporal.namespace,
-                workflow_execution=WorkflowExecution(workflow_id="reset-mid", run_id=desc.run_id),
+                workflow_execution=WorkflowExecution(workflow_id=wid, run_id=desc.run_id),
                 reason="an operator reset it to its last workflow task",
                 workflow_task_finish_event_id=last,
                 request_id=str(uuid.uuid4()),
@@ -461,13 +468,33 @@ async def test_a_reset_that_schedules_the_act_again_does_not_act_twice(
         )
         gate.touch()  # the old run's act finishes its write
         new_run = roles.temporal.get_workflow_handle(
-            "reset-mid", run_id=reset.run_id, result_type=landed.Receipt
+            wid, run_id=reset.run_id, result_type=landed.Receipt
         )
         receipt = await asyncio.wait_for(new_run.result(), 60)
-    assert act_runs(db, "reset-mid") == [(1, "reset-mid")]
-    assert row_count(db, "rm") == 1
+    assert act_runs(db, wid) == [(1, wid)]
+    assert row_count(db, wid) == 1
     assert receipt.verdict == "planned" and receipt.landed is not None
     assert any("closed without settling" in f for f in receipt.landed.findings)
+
+
+async def test_the_first_act_is_claimed_by_the_plan_unless_a_pre_read_comes_between(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """Each act is claimed in the workflow task that schedules it: by the plan itself when
+    nothing runs between them (no extra step), else by a claim step of its own."""
+    markers: dict[bool, int] = {}
+    async with _roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
+        for pre_read in (False, True):
+            task = rows_task(f"claimed-{pre_read}", db, expect=1, batch=f"c{pre_read}", write=1)
+            task["pre_read"] = pre_read
+            receipt = await roles.client.run(task)
+            assert receipt.verdict == "verified", receipt.landed
+            history = await roles.temporal.get_workflow_handle(task["task_id"]).fetch_history()
+            markers[pre_read] = sum(
+                e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED for e in history.events
+            )
+    # plan + settle; plan + claim + settle + the claim step's patch marker
+    assert markers == {False: 2, True: 4}
 
 
 async def test_a_run_stopped_before_its_act_leaves_no_claim_and_a_later_run_acts(

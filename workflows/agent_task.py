@@ -50,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
         VerifyInput,
         VerifyOutput,
         VerifyReading,
+        pre_reads,
         spec_digest,
     )
 
@@ -223,10 +224,17 @@ class AgentTask:
         # act may have written is read back, and the task settles like any other.
         return await self._after_cancel(spec, owner_set)
 
-    async def _plan(self, spec: TaskSpec) -> Routing:
+    async def _plan(self, spec: TaskSpec, *, to_act: bool = True) -> Routing:
         routing = await workflow.execute_local_activity(
             PLAN_ACTIVITY,
-            PlanInput(task_id=spec.task_id, spec_sha256=self._digest(spec)),
+            PlanInput(
+                task_id=spec.task_id,
+                spec_sha256=self._digest(spec),
+                # A run that will not act (cancelled before its plan) claims nothing.
+                run_id=workflow.info().run_id if to_act else "",
+                pre_read=spec.pre_read,
+                steps=len(spec.proof_plan),
+            ),
             result_type=Routing,
             start_to_close_timeout=_LOCAL,
             # The plan reads the ledger; one that stays down fails the task at its time cap
@@ -251,7 +259,8 @@ class AgentTask:
         # The pre-read is the operator's choice (the runner's settings), not the agent's: a
         # task's pre_read: false counts only where the runner allows tasks to skip it.
         self._pre_read = routing.pre_read and (spec.pre_read or not routing.task_may_skip_pre_read)
-        if self._pre_read and every:
+        # The same test the plan made when it decided whether to claim the first act.
+        if pre_reads(routing, spec.pre_read, len(every)):
             self._step = Step.PRE_READ
             readings = await self._read(routing, "before", every, before, attempt=1)
             # A before-state of anything but this step would let a change look like the act's.
@@ -325,7 +334,7 @@ class AgentTask:
         self._settling_cancel = True
         routing = self._routing
         if routing is None:
-            routing = await self._plan(spec)
+            routing = await self._plan(spec, to_act=False)
             if routing.settled is not None:
                 return self._finish(routing.settled, spec, owner_set)
         if self._final is None and self._attempt == 0 and self._lost_run is None:
@@ -379,7 +388,7 @@ class AgentTask:
             if remaining is None:
                 error = f"time cap {spec.time_cap} reached before attempt {attempt}"
                 break
-            if workflow.patched(_CLAIM_BEFORE_ACT) and not await self._claim(spec, attempt):
+            if not await self._may_act(spec, routing, attempt):
                 # Another run got this far and never settled, or settled it: do not act.
                 return unknown_write_report(), None
             # Only an attempt that starts is one: the receipt's attempt is the act's last run.
@@ -479,10 +488,19 @@ class AgentTask:
         self._act_error = error
         return ActReport(claimed_status="failed", report=f"act did not complete: {error}"), last
 
-    async def _claim(self, spec: TaskSpec, attempt: int) -> bool:
+    async def _may_act(self, spec: TaskSpec, routing: Routing, attempt: int) -> bool:
         """Record in the ledger that this run is about to run act attempt ``attempt``; False
         when it must not: another run of this task id got as far and never settled (its act
-        may have run, and Temporal, having forgotten that run, cannot say), or settled it."""
+        may have run, and Temporal, having forgotten that run, cannot say), or settled it.
+
+        The plan claimed the first attempt when nothing ran between them (one workflow task);
+        otherwise a claim step runs now, in the workflow task that schedules the act, so a
+        reset that schedules the act again claims again.
+        """
+        if attempt == 1 and routing.claim is not None:
+            return self._judge_claim(routing.claim)
+        if not workflow.patched(_CLAIM_BEFORE_ACT):
+            return True  # a run recorded before claims existed: replayed as it ran
         out = await workflow.execute_local_activity(
             CLAIM_ACTIVITY,
             ClaimInput(
@@ -495,6 +513,9 @@ class AgentTask:
             start_to_close_timeout=_LOCAL,
             retry_policy=_PLAN_RETRY,
         )
+        return self._judge_claim(out)
+
+    def _judge_claim(self, out: ClaimOutput) -> bool:
         if out.settled is not None:
             self._settled_elsewhere = out.settled
             return False

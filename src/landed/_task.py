@@ -56,6 +56,7 @@ __all__ = [
     "VerifyReading",
     "check_spec",
     "dod_proof_kind",
+    "pre_reads",
     "spec_digest",
 ]
 
@@ -422,6 +423,11 @@ class Routing(BaseModel):
     task_may_skip_pre_read: bool = Field(
         default=False, description="The runner honours a task's pre_read: false."
     )
+    claim: ClaimOutput | None = Field(
+        default=None,
+        description="Set when the plan claimed the first act for this run (no pre-read between "
+        "them): what the ledger knew then.",
+    )
     settled: Receipt | None = Field(
         default=None,
         description=(
@@ -437,6 +443,19 @@ class PlanInput(BaseModel):
     spec_sha256: str = Field(
         default="", description="spec_digest() of the task: a settled receipt must be of it."
     )
+    run_id: str = Field(
+        default="",
+        description="The run planning the task. With no pre-read between the plan and the first "
+        "act (they are then in one workflow task), the plan claims that act for this run.",
+    )
+    pre_read: bool = Field(default=True, description="The task's own pre_read setting.")
+    steps: int = Field(default=0, ge=0, description="How many steps the proof plan declares.")
+
+
+def pre_reads(routing: Routing, task_pre_read: bool, steps: int) -> bool:
+    """Whether the run reads the before-state: the operator's choice (the runner's settings),
+    not the agent's; a task's pre_read: false counts only where the runner allows it."""
+    return steps > 0 and routing.pre_read and (task_pre_read or not routing.task_may_skip_pre_read)
 
 
 class ActInput(BaseModel):
