@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from ledger_claims import check_claims
 from psycopg import sql
 
 from landed._ledger import LedgerConflict, LedgerError, LedgerNotFound, open_ledger
@@ -138,20 +139,7 @@ async def test_claims_name_the_first_other_run_and_never_change(seeded: Pg) -> N
             )
         )
     async with await open_ledger(seeded.writer_url) as ledger:  # the runner's own login
-        assert await ledger.claim("t", "run-1", 1, "d1") == (None, None)
-        assert await ledger.claim("t", "run-1", 1, "d1") == (None, None)  # the same run again
-        # The same run's next attempt is its own business, not another run's claim.
-        assert await ledger.claim("t", "run-1", 2, "d1") == (None, None)
-        _, other = await ledger.claim("t", "run-2", 1, "d1")
-        assert other is not None and (other.run_id, other.spec_sha256) == ("run-1", "d1")
-        assert other.attempt == 1
-        _, again = await ledger.claim("t", "run-3", 1, "d2")
-        assert again is not None and again.run_id == "run-1"  # the first, whoever asks
-        assert await ledger.claim("u", "run-9", 1, "d9") == (None, None)  # per task id
-        # A settled task claims nothing more: its receipt is the answer.
-        await ledger.append(receipt("u"))
-        stored, none = await ledger.claim("u", "run-10", 1, "d9")
-        assert stored is not None and stored.task_id == "u" and none is None
+        await check_claims(ledger, receipt("u"))
     table = sql.Identifier(seeded.schema, "landed_claims")
     writer_dsn, _, _ = split_url(seeded.writer_url)
     async with await psycopg.AsyncConnection.connect(writer_dsn, autocommit=True) as conn:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from ledger_claims import check_claims
 
 from landed._ledger import (
     DEFAULT_LEDGER_PATH,
@@ -293,21 +294,7 @@ async def test_url_paths_are_decoded_and_the_reported_url_opens_the_same_file(
 async def test_claims_name_the_first_other_run_and_never_change(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     async with await open_ledger(url(path)) as ledger:
-        assert await ledger.claim("t", "run-1", 1, "d1") == (None, None)
-        assert await ledger.claim("t", "run-1", 1, "d1") == (None, None)  # the same run again
-        # The same run's next attempt is its own business, not another run's claim.
-        assert await ledger.claim("t", "run-1", 2, "d1") == (None, None)
-        _, other = await ledger.claim("t", "run-2", 1, "d1")
-        assert other is not None and (other.run_id, other.spec_sha256) == ("run-1", "d1")
-        assert other.attempt == 1
-        assert other.claimed_at.tzinfo is not None
-        _, again = await ledger.claim("t", "run-3", 1, "d2")
-        assert again is not None and again.run_id == "run-1"  # the first, whoever asks
-        assert await ledger.claim("u", "run-9", 1, "d9") == (None, None)  # per task id
-        # A settled task claims nothing more: its receipt is the answer.
-        await ledger.append(receipt("u"))
-        stored, none = await ledger.claim("u", "run-10", 1, "d9")
-        assert stored is not None and stored.task_id == "u" and none is None
+        await check_claims(ledger, receipt("u"))
     with sqlite3.connect(path) as db:
         for statement in ("UPDATE landed_claims SET run_id = 'x'", "DELETE FROM landed_claims"):
             with pytest.raises(sqlite3.IntegrityError, match="append-only"):

@@ -1,0 +1,25 @@
+"""What every ledger backend must do with claims (see Ledger.claim); shared by both test files."""
+
+from __future__ import annotations
+
+from landed._ledger import Ledger
+from landed._receipt import Receipt
+
+
+async def check_claims(ledger: Ledger, settled: Receipt) -> None:
+    """``settled`` is a receipt of task ``settled.task_id`` not yet in ``ledger``."""
+    assert await ledger.claim("t", "run-1", 1, "d1") == (None, None)
+    assert await ledger.claim("t", "run-1", 1, "d1") == (None, None)  # the same run again
+    # The same run's next attempt is its own business, not another run's claim.
+    assert await ledger.claim("t", "run-1", 2, "d1") == (None, None)
+    _, other = await ledger.claim("t", "run-2", 1, "d1")
+    assert other is not None and (other.run_id, other.spec_sha256) == ("run-1", "d1")
+    assert other.attempt == 1 and other.claimed_at.tzinfo is not None
+    _, again = await ledger.claim("t", "run-3", 1, "d2")
+    assert again is not None and again.run_id == "run-1"  # the first, whoever asks
+    task = settled.task_id
+    assert await ledger.claim(task, "run-9", 1, "d9") == (None, None)  # per task id
+    # A settled task claims nothing more: its receipt is the answer.
+    await ledger.append(settled)
+    stored, none = await ledger.claim(task, "run-10", 1, "d9")
+    assert stored is not None and stored.task_id == task and none is None
