@@ -388,9 +388,13 @@ class AgentTask:
             if remaining is None:
                 error = f"time cap {spec.time_cap} reached before attempt {attempt}"
                 break
-            if not await self._may_act(spec, routing, attempt):
+            if not await self._may_act(spec, routing, attempt, remaining):
                 # Another run got this far and never settled, or settled it: do not act.
                 return unknown_write_report(), None
+            remaining = self._remaining(deadline)  # the claim step took some of it
+            if remaining is None:
+                error = f"time cap {spec.time_cap} reached before attempt {attempt}"
+                break
             # Only an attempt that starts is one: the receipt's attempt is the act's last run.
             self._attempt = attempt
             try:
@@ -488,7 +492,9 @@ class AgentTask:
         self._act_error = error
         return ActReport(claimed_status="failed", report=f"act did not complete: {error}"), last
 
-    async def _may_act(self, spec: TaskSpec, routing: Routing, attempt: int) -> bool:
+    async def _may_act(
+        self, spec: TaskSpec, routing: Routing, attempt: int, remaining: timedelta
+    ) -> bool:
         """Record in the ledger that this run is about to run act attempt ``attempt``; False
         when it must not: another run of this task id got as far and never settled (its act
         may have run, and Temporal, having forgotten that run, cannot say), or settled it.
@@ -511,6 +517,9 @@ class AgentTask:
             ),
             result_type=ClaimOutput,
             start_to_close_timeout=_LOCAL,
+            # A ledger that stays down fails the task at its time cap, unsettled and not acted,
+            # as a plan does; it never acts unclaimed.
+            schedule_to_close_timeout=remaining,
             retry_policy=_PLAN_RETRY,
         )
         return self._judge_claim(out)
