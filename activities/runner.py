@@ -24,6 +24,12 @@ from landed._task import (
 __all__ = ["RunnerActivities"]
 
 
+def _digest_of(receipt: Receipt) -> str | None:
+    """The spec digest a stored receipt records (None for one that records none)."""
+    value = getattr(receipt.landed, "spec_sha256", None) if receipt.landed else None
+    return str(value) if value else None
+
+
 class RunnerActivities:
     """Holds what only the runner may hold: the ledger and its routing configuration."""
 
@@ -76,6 +82,15 @@ class RunnerActivities:
             inp.task_id, inp.run_id, inp.attempt, inp.spec_sha256
         )
         if settled is not None:
+            if _digest_of(settled) != inp.spec_sha256:
+                raise ApplicationError(
+                    f"task id {inp.task_id!r} is already settled in the ledger "
+                    f"({self._ledger.url}) for a different task (stored "
+                    f"{_digest_of(settled) or 'none'}, this one {inp.spec_sha256}); give the "
+                    f"new task its own task_id",
+                    type="TaskIdReused",
+                    non_retryable=True,
+                )
             return ClaimOutput(settled=settled)
         return self._claim_output(inp.task_id, inp.spec_sha256, other)
 
@@ -105,9 +120,26 @@ class RunnerActivities:
                 # An earlier try of this step appended it, then the runner stopped before the
                 # workflow recorded that; this try graded the task again, later.
                 return SettleOutput(appended=False, ledger=self._ledger.url, stored=stored)
-            # Another run's receipt under this task and attempt: retrying cannot change that.
+            same_task = await self._same_task(inp.receipt)
+            if same_task is not None:
+                # Another run of this same task settled it first (a run reset after settling,
+                # say): the ledger is the record, and the task ends with that receipt.
+                return SettleOutput(appended=False, ledger=self._ledger.url, stored=same_task)
+            # Another task's receipt under this id and attempt: retrying cannot change that.
             raise ApplicationError(str(exc), type="LedgerConflict", non_retryable=True) from exc
         return SettleOutput(appended=appended, ledger=self._ledger.url)
+
+    async def _same_task(self, receipt: Receipt) -> Receipt | None:
+        """The stored receipt of this (task_id, attempt) when it records the same spec digest."""
+        digest = _digest_of(receipt)
+        for stored in await self._ledger.get(receipt.task_id):
+            if (
+                attempt_of(stored) == attempt_of(receipt)
+                and digest
+                and _digest_of(stored) == digest
+            ):
+                return stored
+        return None
 
     async def _earlier_try(self, receipt: Receipt) -> Receipt | None:
         """The stored receipt of this (task_id, attempt) if an earlier try of this settle step

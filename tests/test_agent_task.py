@@ -435,6 +435,48 @@ async def test_a_run_that_closed_unsettled_is_never_acted_again_by_a_later_run(
     assert "closed without settling" in findings and "did not run it again" in findings
 
 
+async def _reset_to_last_workflow_task(roles: Roles, wid: str) -> str:
+    """What `temporal workflow reset --type LastWorkflowTask` does; the new run's id."""
+    handle = roles.temporal.get_workflow_handle(wid)
+    history = await handle.fetch_history()
+    last = [
+        e.event_id
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+    ][-1]
+    desc = await handle.describe()
+    reset = await roles.temporal.workflow_service.reset_workflow_execution(
+        ResetWorkflowExecutionRequest(
+            namespace=roles.temporal.namespace,
+            workflow_execution=WorkflowExecution(workflow_id=wid, run_id=desc.run_id),
+            reason="an operator reset it to its last workflow task",
+            workflow_task_finish_event_id=last,
+            request_id=str(uuid.uuid4()),
+        )
+    )
+    return reset.run_id
+
+
+async def test_a_run_reset_after_it_settled_ends_with_the_ledgers_receipt(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        first = await roles.client.run(rows_task("reset-done", db, expect=1, batch="rd", write=1))
+        new_run = await _reset_to_last_workflow_task(roles, "reset-done")
+        again = await asyncio.wait_for(
+            roles.temporal.get_workflow_handle(
+                "reset-done", run_id=new_run, result_type=landed.Receipt
+            ).result(),
+            60,
+        )
+        status = await roles.client.status("reset-done")
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get("reset-done")
+    assert act_runs(db, "reset-done") == [(1, "reset-done")]
+    assert first.verdict == "verified" and status.settled and status.verdict == "verified"
+    assert [canonical_json(r) for r in stored] == [canonical_json(first)] == [canonical_json(again)]
+
+
 @pytest.mark.parametrize("pre_read", [True, False])
 async def test_a_reset_that_schedules_the_act_again_does_not_act_twice(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site, pre_read: bool
@@ -449,26 +491,10 @@ async def test_a_reset_that_schedules_the_act_again_does_not_act_twice(
             if act_runs(db, wid):
                 break
             await asyncio.sleep(0.05)
-        handle = roles.temporal.get_workflow_handle(wid)
-        history = await handle.fetch_history()
-        last = [
-            e.event_id
-            for e in history.events
-            if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
-        ][-1]
-        desc = await handle.describe()
-        reset = await roles.temporal.workflow_service.reset_workflow_execution(
-            ResetWorkflowExecutionRequest(
-                namespace=roles.temporal.namespace,
-                workflow_execution=WorkflowExecution(workflow_id=wid, run_id=desc.run_id),
-                reason="an operator reset it to its last workflow task",
-                workflow_task_finish_event_id=last,
-                request_id=str(uuid.uuid4()),
-            )
-        )
+        reset_run = await _reset_to_last_workflow_task(roles, wid)
         gate.touch()  # the old run's act finishes its write
         new_run = roles.temporal.get_workflow_handle(
-            wid, run_id=reset.run_id, result_type=landed.Receipt
+            wid, run_id=reset_run, result_type=landed.Receipt
         )
         receipt = await asyncio.wait_for(new_run.result(), 60)
     assert act_runs(db, wid) == [(1, wid)]

@@ -415,12 +415,35 @@ async def test_settle_again_after_a_stalled_runner_matches_a_workflow_graded_rec
         regraded = later.model_copy(update={"verdict": "failed"})
         kept = await settle(as_the_activity_gets_it(regraded))
         assert kept.stored is not None and canonical_json(kept.stored) == canonical_json(first)
-        # Another run's receipt under the same task and attempt is a conflict, never retried.
+        # Another run of the same task (a reset after it settled) graded it otherwise: the
+        # ledger's receipt is the record, and that run ends with it.
         other = graded(datetime(2026, 11, 30, 10, tzinfo=UTC), run_id="another-run")
+        reset = await settle(
+            as_the_activity_gets_it(other.model_copy(update={"verdict": "failed"}))
+        )
+        assert reset.stored is not None and canonical_json(reset.stored) == canonical_json(first)
+        # Another task's receipt under the same id and attempt is a conflict, never retried.
+        alien = other.model_copy(
+            update={
+                "verdict": "failed",
+                "landed": other.landed.model_copy(update={"spec_sha256": "v1:other"}),  # type: ignore[union-attr]
+            }
+        )
         with pytest.raises(ApplicationError) as err:
-            await settle(as_the_activity_gets_it(other.model_copy(update={"verdict": "failed"})))
+            await settle(as_the_activity_gets_it(alien))
         assert err.value.type == "LedgerConflict" and err.value.non_retryable
         assert len(await ledger.get("stalled")) == 1
+        # A claim that finds another task's receipt under the id refuses too.
+        from landed._task import ClaimInput
+
+        claim = RunnerActivities(ledger, routing).claim
+        with pytest.raises(ApplicationError) as err:
+            await claim(ClaimInput(task_id="stalled", run_id="r3", attempt=1, spec_sha256="v1:y"))
+        assert err.value.type == "TaskIdReused" and err.value.non_retryable
+        same = await claim(
+            ClaimInput(task_id="stalled", run_id="r3", attempt=1, spec_sha256="v1:x")
+        )
+        assert same.settled is not None and same.settled.task_id == "stalled"
 
 
 async def test_settle_after_a_runner_stopped_past_its_append_keeps_the_stored_receipt(
