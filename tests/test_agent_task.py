@@ -410,6 +410,10 @@ async def test_a_run_that_closed_unsettled_is_never_acted_again_by_a_later_run(
     # Without a pre-read, the plan claims the first act itself (the same workflow task).
     async with _roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
         await _held_in_act(roles, db, gate, task_id, task_id, pre_read=pre_read)
+        for _ in range(200):  # the actor has started the act (the step shows it scheduled)
+            if act_runs(db, task_id):
+                break
+            await asyncio.sleep(0.05)
         first = roles.temporal.get_workflow_handle(task_id)
         await first.terminate("an operator stopped it")
         if landed_before:
@@ -475,6 +479,29 @@ async def test_a_run_reset_after_it_settled_ends_with_the_ledgers_receipt(
     assert act_runs(db, "reset-done") == [(1, "reset-done")]
     assert first.verdict == "verified" and status.settled and status.verdict == "verified"
     assert [canonical_json(r) for r in stored] == [canonical_json(first)] == [canonical_json(again)]
+
+
+async def test_a_run_reset_after_a_retried_act_replays_its_reads_and_settles(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """Reset to the workflow task after the second act attempt: the new run replays the
+    reconciling read signed for the run that asked for it, takes the branch the history took,
+    and settles (it does not stick on a workflow task that fails again and again)."""
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        task = rows_task("reset-retry", db, expect=1, batch="rr", write=1)
+        task["act"]["input"].update({"fail_attempts": 1, "fail": "before"})
+        task["retry"] = {"act_attempts": 2, "verify_backoff": 0.2}
+        first = await roles.client.run(task)
+        new_run = await _reset_to_last_workflow_task(roles, "reset-retry")
+        again = await asyncio.wait_for(
+            roles.temporal.get_workflow_handle(
+                "reset-retry", run_id=new_run, result_type=landed.Receipt
+            ).result(),
+            60,
+        )
+    assert act_runs(db, "reset-retry") == [(1, "reset-retry"), (2, "reset-retry")]
+    assert first.verdict == "verified" and first.landed is not None and first.landed.attempt == 2
+    assert canonical_json(again) == canonical_json(first)
 
 
 @pytest.mark.parametrize("pre_read", [True, False])

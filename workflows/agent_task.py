@@ -91,6 +91,19 @@ _PLAN_RETRY = RetryPolicy(
 )
 
 
+def _chain_run_id() -> str:
+    """The run id readings are requested and signed under: the run the workflow started as.
+
+    A reset starts a new run that replays the old run's history up to the reset point; its
+    readings were signed for the run that asked for them, and judged again under the new
+    run's id they would read as "carried over from another run", so the replay would take
+    another branch than the history did. Temporal keeps this id across resets (and it is the
+    run id itself otherwise). Claims use the run's own id: a reset run is another run there.
+    """
+    info = workflow.info()
+    return info.original_execution_run_id or info.run_id
+
+
 def _cause(err: BaseException) -> str:
     inner = err.cause if isinstance(err, ActivityError) and err.cause is not None else err
     return f"{type(inner).__name__}: {inner}"
@@ -606,7 +619,7 @@ class AgentTask:
                         indexes=todo,
                         before=[before[i] for i in todo],
                         read=read,
-                        run_id=workflow.info().run_id,
+                        run_id=_chain_run_id(),
                         request=request,
                     ),
                     result_type=VerifyOutput,
@@ -727,7 +740,7 @@ class AgentTask:
                 task_id=self._spec.task_id,
                 attempt=attempt,
                 phase=signed_as,
-                run_id=workflow.info().run_id,
+                run_id=_chain_run_id(),
             )
             if problem is None and unlike_signed:
                 problem = "the reading differs from the observation the verifier signed"
@@ -804,7 +817,7 @@ class AgentTask:
                 "pre_read": self._pre_read,
                 "spec_sha256": self._digest(spec),
                 "act_error": self._act_error,
-                "run_id": workflow.info().run_id,
+                "run_id": _chain_run_id(),
             },
         )
         result = grade(draft, signature_ok=self._trusted(routing).signature_ok)
