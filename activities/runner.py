@@ -120,26 +120,10 @@ class RunnerActivities:
                 # An earlier try of this step appended it, then the runner stopped before the
                 # workflow recorded that; this try graded the task again, later.
                 return SettleOutput(appended=False, ledger=self._ledger.url, stored=stored)
-            same_task = await self._same_task(inp.receipt)
-            if same_task is not None:
-                # Another run of this same task settled it first (a run reset after settling,
-                # say): the ledger is the record, and the task ends with that receipt.
-                return SettleOutput(appended=False, ledger=self._ledger.url, stored=same_task)
-            # Another task's receipt under this id and attempt: retrying cannot change that.
+            # Another run's receipt under this task and attempt (a run reset after settling
+            # records the run id it started as, and is found above): retrying cannot change it.
             raise ApplicationError(str(exc), type="LedgerConflict", non_retryable=True) from exc
         return SettleOutput(appended=appended, ledger=self._ledger.url)
-
-    async def _same_task(self, receipt: Receipt) -> Receipt | None:
-        """The stored receipt of this (task_id, attempt) when it records the same spec digest."""
-        digest = _digest_of(receipt)
-        for stored in await self._ledger.get(receipt.task_id):
-            if (
-                attempt_of(stored) == attempt_of(receipt)
-                and digest
-                and _digest_of(stored) == digest
-            ):
-                return stored
-        return None
 
     async def _earlier_try(self, receipt: Receipt) -> Receipt | None:
         """The stored receipt of this (task_id, attempt) if an earlier try of this settle step

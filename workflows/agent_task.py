@@ -407,7 +407,18 @@ class AgentTask:
             if remaining is None:
                 error = f"time cap {spec.time_cap} reached before attempt {attempt}"
                 break
-            if not await self._may_act(spec, routing, attempt, remaining):
+            try:
+                may_act = await self._may_act(spec, routing, attempt, remaining)
+            except ActivityError as err:
+                if self._cancelled(err):
+                    raise
+                # The ledger could not record the claim: no act without one. What an earlier
+                # attempt wrote is read back and settled like any other end of the attempts.
+                error = (
+                    f"the act's claim could not be recorded before attempt {attempt}: {_cause(err)}"
+                )
+                break
+            if not may_act:
                 # Another run got this far and never settled, or settled it: do not act.
                 return unknown_write_report(), None
             remaining = self._remaining(deadline)  # the claim step took some of it
@@ -536,8 +547,8 @@ class AgentTask:
             ),
             result_type=ClaimOutput,
             start_to_close_timeout=_LOCAL,
-            # A ledger that stays down fails the task at its time cap, unsettled and not acted,
-            # as a plan does; it never acts unclaimed.
+            # Bounds one hung try; a ledger that answers with errors is retried (as the plan
+            # is) until it is back. Either way no act starts unclaimed.
             schedule_to_close_timeout=remaining,
             retry_policy=_PLAN_RETRY,
         )
