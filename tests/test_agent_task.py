@@ -461,18 +461,19 @@ async def _reset_to_last_workflow_task(roles: Roles, wid: str) -> str:
     return reset.run_id
 
 
+async def _result_of_run(roles: Roles, wid: str, run_id: str) -> landed.Receipt:
+    """The receipt one run of the task ends with, within 60 s (a stuck run fails the test)."""
+    handle = roles.temporal.get_workflow_handle(wid, run_id=run_id, result_type=landed.Receipt)
+    return await asyncio.wait_for(handle.result(), 60)
+
+
 async def test_a_run_reset_after_it_settled_ends_with_the_ledgers_receipt(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:
     async with _roles(temporal_dev, tmp_path, db, site) as roles:
         first = await roles.client.run(rows_task("reset-done", db, expect=1, batch="rd", write=1))
         new_run = await _reset_to_last_workflow_task(roles, "reset-done")
-        again = await asyncio.wait_for(
-            roles.temporal.get_workflow_handle(
-                "reset-done", run_id=new_run, result_type=landed.Receipt
-            ).result(),
-            60,
-        )
+        again = await _result_of_run(roles, "reset-done", new_run)
         status = await roles.client.status("reset-done")
         async with await roles.ledger() as ledger:
             stored = await ledger.get("reset-done")
@@ -493,12 +494,7 @@ async def test_a_run_reset_after_a_retried_act_replays_its_reads_and_settles(
         task["retry"] = {"act_attempts": 2, "verify_backoff": 0.2}
         first = await roles.client.run(task)
         new_run = await _reset_to_last_workflow_task(roles, "reset-retry")
-        again = await asyncio.wait_for(
-            roles.temporal.get_workflow_handle(
-                "reset-retry", run_id=new_run, result_type=landed.Receipt
-            ).result(),
-            60,
-        )
+        again = await _result_of_run(roles, "reset-retry", new_run)
     assert act_runs(db, "reset-retry") == [(1, "reset-retry"), (2, "reset-retry")]
     assert first.verdict == "verified" and first.landed is not None and first.landed.attempt == 2
     assert canonical_json(again) == canonical_json(first)
@@ -520,10 +516,7 @@ async def test_a_reset_that_schedules_the_act_again_does_not_act_twice(
             await asyncio.sleep(0.05)
         reset_run = await _reset_to_last_workflow_task(roles, wid)
         gate.touch()  # the old run's act finishes its write
-        new_run = roles.temporal.get_workflow_handle(
-            wid, run_id=reset_run, result_type=landed.Receipt
-        )
-        receipt = await asyncio.wait_for(new_run.result(), 60)
+        receipt = await _result_of_run(roles, wid, reset_run)
     assert act_runs(db, wid) == [(1, wid)]
     assert row_count(db, wid) == 1
     assert receipt.verdict == "planned" and receipt.landed is not None
