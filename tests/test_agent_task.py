@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -1488,3 +1490,57 @@ async def test_a_task_the_cap_stops_before_its_act_keeps_signatures_that_verify(
     assert signed, receipt.proof
     assert all(trust.signature_ok(receipt, p) for p in signed), signed
     assert receipt.verdict != "verified"
+
+
+def _refuse_claims(ledger_url: str) -> None:
+    """The ledger file starts refusing every new claim with an error (what a full disk or a
+    broken ledger answers), through a trigger of its own; receipts are still taken."""
+    path = ledger_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TRIGGER refuse_claims BEFORE INSERT ON landed_claims "
+            "BEGIN SELECT RAISE(ABORT, 'the ledger refuses claims'); END"
+        )
+
+
+async def test_a_ledger_that_keeps_refusing_the_plan_fails_the_task_by_its_time_cap(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """No act starts unclaimed, and a ledger answering with errors does not hold the task at
+    its plan for good: by its time cap the task closes unsettled, with nothing acted."""
+    async with _roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
+        _refuse_claims(roles.ledger_url)
+        task = rows_task("plan-refused", db, expect=1, batch="pr", write=1)
+        task["pre_read"] = False
+        task["time_cap"] = 5
+        started = time.monotonic()
+        with pytest.raises(landed.TaskNotSettled):
+            await asyncio.wait_for(roles.client.run(task), 60)
+        took = time.monotonic() - started
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get("plan-refused")
+    assert act_runs(db, "plan-refused") == []
+    assert row_count(db, "pr") == 0
+    assert stored == []
+    # 1 + 2 s of backoff fit in the 5 s cap (a third wait of 4 s would not): three tries.
+    assert took < 20, took
+
+
+async def test_a_claim_the_ledger_keeps_refusing_ends_the_attempts_and_settles_not_done(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """The claim step before the act (after a pre-read) cannot be recorded: no act runs, the
+    attempts end by the time cap, and the task is read back and settled as not done, saying
+    why."""
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        _refuse_claims(roles.ledger_url)
+        task = rows_task("claim-refused", db, expect=1, batch="cr", write=1)
+        task["time_cap"] = 5
+        receipt = await asyncio.wait_for(roles.client.run(task), 60)
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get("claim-refused")
+    assert act_runs(db, "claim-refused") == []
+    assert receipt.verdict != "verified"
+    assert receipt.landed is not None
+    assert "claim could not be recorded" in (receipt.landed.act_error or ""), receipt.landed
+    assert [r.verdict for r in stored] == [receipt.verdict]

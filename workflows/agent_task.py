@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import datetime, timedelta
 
 from temporalio import workflow
@@ -91,6 +92,24 @@ _PLAN_RETRY = RetryPolicy(
 )
 
 
+def _ledger_retry(budget: timedelta) -> RetryPolicy:
+    """The plan's retry policy with as many tries as its backoff fits into ``budget``.
+
+    A local activity's schedule_to_close bounds one hung try but not its retries (measured on
+    sdk-python 1.35: a local activity that keeps raising was still retrying long after it), so
+    without a bound a ledger that keeps answering with errors would hold the task before its
+    act for good. Counted from the policy alone, so replay computes the same number.
+    """
+    policy = _PLAN_RETRY
+    assert policy.maximum_interval is not None
+    tries, waited, wait = 1, timedelta(0), policy.initial_interval
+    while waited + wait <= budget:
+        waited += wait
+        tries += 1
+        wait = min(wait * policy.backoff_coefficient, policy.maximum_interval)
+    return dataclasses.replace(policy, maximum_attempts=tries)
+
+
 def _chain_run_id() -> str:
     """The run id readings are requested and signed under: the run the workflow started as.
 
@@ -107,6 +126,12 @@ def _chain_run_id() -> str:
 def _cause(err: BaseException) -> str:
     inner = err.cause if isinstance(err, ActivityError) and err.cause is not None else err
     return f"{type(inner).__name__}: {inner}"
+
+
+def _is_type(err: BaseException, error_type: str) -> bool:
+    """The error, or the one an ActivityError wraps, is an ApplicationError of that type."""
+    inner = err.cause if isinstance(err, ActivityError) else err
+    return isinstance(inner, ApplicationError) and inner.type == error_type
 
 
 def _beat_identity(cause: BaseException | None) -> str | None:
@@ -253,7 +278,7 @@ class AgentTask:
             # The plan reads the ledger; one that stays down fails the task at its time cap
             # (closed unsettled, nothing acted) instead of holding it at "planned" forever.
             schedule_to_close_timeout=spec.time_cap,
-            retry_policy=_PLAN_RETRY,
+            retry_policy=_ledger_retry(spec.time_cap),
         )
         self._routing = routing
         return routing
@@ -409,8 +434,10 @@ class AgentTask:
                 break
             try:
                 may_act = await self._may_act(spec, routing, attempt, remaining)
-            except ActivityError as err:
-                if self._cancelled(err):
+            # A local activity that gave up surfaces as its own error, not as an ActivityError
+            # (sdk-python 1.35), so both are caught; a reused id still fails the task.
+            except (ActivityError, ApplicationError, TemporalTimeout) as err:
+                if self._cancelled(err) or _is_type(err, "TaskIdReused"):
                     raise
                 # The ledger could not record the claim: no act without one. What an earlier
                 # attempt wrote is read back and settled like any other end of the attempts.
@@ -547,10 +574,10 @@ class AgentTask:
             ),
             result_type=ClaimOutput,
             start_to_close_timeout=_LOCAL,
-            # Bounds one hung try; a ledger that answers with errors is retried (as the plan
-            # is) until it is back. Either way no act starts unclaimed.
+            # A ledger that stays down ends the attempts by the time cap (read back and
+            # settled like any other end); either way no act starts unclaimed.
             schedule_to_close_timeout=remaining,
-            retry_policy=_PLAN_RETRY,
+            retry_policy=_ledger_retry(remaining),
         )
         return self._judge_claim(out)
 
