@@ -174,6 +174,26 @@ def test_usage_and_input_errors() -> None:
     assert code == 3 and "not a rung" in err
 
 
+@pytest.mark.parametrize(
+    ("args", "code", "error", "says"),
+    [
+        (["--count", "1"], 2, "usage", "exactly one of --probe"),
+        (["--probe", "echo 1", "--count", "1", "--contains", "1"], 2, "usage", "at most one"),
+        (["--probe", "echo 1", "--regex", "(unclosed"], 3, "invalid probe", "regex"),
+        (["--http", "/x", "--config", "/no/such/landed.toml"], 3, "configuration", "does not"),
+    ],
+)
+def test_errors_under_json_are_one_json_object_on_stdout(
+    args: list[str], code: int, error: str, says: str
+) -> None:
+    """A program reading `landed verify --json` gets JSON for a refused invocation too."""
+    got, out, err = cli(*args, "--json")
+    assert got == code, (out, err)
+    answer = json.loads(out)
+    assert answer["error"] == error and says in answer["message"], answer
+    assert says in " ".join(err.split())
+
+
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_at_least_must_be_a_finite_number(value: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LANDED_")}

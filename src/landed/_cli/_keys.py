@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from landed._cli import app
+from landed._cli._out import fail
 from landed._signing import KeyPair, SigningError, key_id_of, load_public_key
 
 __all__ = ["keys_app"]
@@ -29,13 +29,7 @@ app.add_typer(keys_app, name="keys")
 
 
 def _fail(message: str, as_json: bool, error: str) -> typer.Exit:
-    """Say why on stderr; with --json, also as one JSON object on stdout."""
-    err = Console(stderr=True, soft_wrap=True)
-    # The message quotes paths and key text: printed as text, never read as markup.
-    err.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False)
-    if as_json:
-        typer.echo(json.dumps({"error": error, "message": message}))
-    return typer.Exit(EXIT_INVALID)
+    return fail(message, EXIT_INVALID, json_error=error if as_json else None)
 
 
 @keys_app.command("new")

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from landed._cli import app
 from landed._cli._check import _safe
+from landed._cli._out import fail
 from landed._ledger import LedgerError, canonical_json, open_ledger
 from landed._receipt import Receipt, attempt_of
 
@@ -48,12 +49,7 @@ app.add_typer(ledger_app, name="ledger")
 
 
 def _fail(message: str, *, json_error: str | None = None) -> typer.Exit:
-    """Say why on stderr; under --json (``json_error`` given) also as one object on stdout."""
-    err = Console(stderr=True, soft_wrap=True)
-    err.print(f"[bold red]error:[/bold red] {message}", highlight=False)
-    if json_error is not None:
-        typer.echo(json.dumps({"error": json_error, "message": message}))
-    return typer.Exit(EXIT_INVALID)
+    return fail(message, EXIT_INVALID, json_error=json_error)
 
 
 def _row(receipt: Receipt) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from landed._cli import app
+from landed._cli._out import fail
 
 
 async def _submit(
@@ -32,11 +33,7 @@ async def _submit(
 
 
 def _fail(message: str, code: int, as_json: bool, error: str) -> typer.Exit:
-    """Say why on stderr; with --json, also as one JSON object on stdout, as every outcome is."""
-    print(f"landed submit: {message}", file=sys.stderr)
-    if as_json:
-        print(json.dumps({"error": error, "message": message}))
-    return typer.Exit(code)
+    return fail(message, code, json_error=error if as_json else None)
 
 
 def _line(exc: BaseException) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 import typer
 
 from landed._cli import app
+from landed._cli._out import fail
 from landed._coerce import coerce_expectation, coerce_probe
 from landed._contract import Outcome
 from landed._observe import DEFAULT_EVIDENCE_CAP, observe
@@ -202,17 +203,22 @@ def verify_command(
 ) -> None:
     sql_pair = sql if sql and all(part is not None for part in sql) else None
     chosen = [p for p in (probe_cmd, http, sql_pair) if p]
-    if len(chosen) != 1:
-        raise typer.BadParameter("give exactly one of --probe, --http or --sql")
-    expect = _expectation(
-        count=count,
-        at_least=at_least,
-        contains=contains,
-        regex=regex,
-        equals=equals,
-        json_path=json_path,
-        rung=rung,
-    )
+    try:
+        if len(chosen) != 1:
+            raise typer.BadParameter("give exactly one of --probe, --http or --sql")
+        expect = _expectation(
+            count=count,
+            at_least=at_least,
+            contains=contains,
+            regex=regex,
+            equals=equals,
+            json_path=json_path,
+            rung=rung,
+        )
+    except typer.BadParameter as exc:
+        if not as_json:
+            raise
+        raise fail(exc.format_message(), EXIT_USAGE, json_error="usage") from None
     secrets: list[str] = []
     try:
         if probe_cmd:
@@ -246,8 +252,8 @@ def verify_command(
             config_file=config, role="landed-cli", extra_secrets=secrets, allow_unsourced=True
         )
     except (InvalidContract, ConfigError) as exc:
-        typer.echo(f"landed verify: {exc}", err=True)
-        raise typer.Exit(EXIT_PROBE_FAILED) from None
+        what = "invalid probe" if isinstance(exc, InvalidContract) else "configuration"
+        raise fail(str(exc), EXIT_PROBE_FAILED, json_error=what if as_json else None) from None
 
     async def run() -> Verdict:
         async with registry:
