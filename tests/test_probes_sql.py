@@ -89,6 +89,20 @@ async def test_a_whole_result_over_the_kept_size_in_bytes_is_still_judged_by_reg
     assert obs.outcome is Outcome.PASS, obs.message
 
 
+@pytest.mark.parametrize("field", ["url", "path"])
+async def test_a_sqlite_source_under_the_home_directory_is_read_there(
+    sqlite_db: Path, monkeypatch: pytest.MonkeyPatch, field: str
+) -> None:
+    """~/ in a source's URL or path is the home directory (as for the ledger), not a folder
+    named ~ under the verifier's working directory."""
+    monkeypatch.setenv("HOME", str(sqlite_db.parent))
+    where = "sqlite:///~/orders.db" if field == "url" else "~/orders.db"
+    config = {field: where} if field == "url" else {"kind": "sql", field: where}
+    async with SourceRegistry({"orders-db": config}) as registry:
+        obs = await read(registry, "select count(*) from orders", Count(value=48))
+    assert obs.outcome is Outcome.PASS, obs
+
+
 async def test_sqlite_zero_rows_is_empty(sqlite_registry: SourceRegistry) -> None:
     obs = await read(sqlite_registry, "select * from orders where batch = 0", NonEmpty())
     assert obs.outcome is Outcome.EMPTY

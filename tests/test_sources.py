@@ -144,3 +144,14 @@ def test_secrets_collected_from_every_credential_field() -> None:
     )
     assert set(cfg.secrets()) >= {"dsn-pass", "q-pass", "hdr-secret", "tok-secret", "env-secret"}
     assert "tok-secret" not in repr(cfg)
+
+
+@pytest.mark.parametrize("kind", ["file", "git", "command", "sql"])
+def test_a_source_path_under_the_home_directory_is_expanded_for_every_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert SourceConfig(kind=kind, path="~/data").path == str(tmp_path / "data")
+    # Only ~ and ~/ mean the home directory: ./~/x is a folder named ~, ~x a file name.
+    assert SourceConfig(kind=kind, path="./~/data").path == "./~/data"
+    assert SourceConfig(kind=kind, path="~data").path == "~data"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +19,7 @@ from landed._ledger import (
     LedgerRow,
     parse_body,
 )
+from landed._paths import user_path
 from landed._receipt import Receipt
 
 __all__ = ["SqliteLedger", "columns", "sqlite_path"]
@@ -155,13 +155,7 @@ def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
         url = unquote(rest)
     if not url or url == ":memory:":
         raise LedgerError("the ledger must be a file: pass sqlite:///PATH or a file path")
-    # A leading ~/ is the user's home, as in a shell: a quoted --ledger "~/x.db" or a
-    # LANDED_LEDGER_URL from a settings file reaches here unexpanded, and would otherwise make
-    # a folder named ~ in the working directory. Only ~ and ~/ (on the text, before pathlib
-    # drops a ./): ./~/x.db stays that folder, and ~name is a file name, not a user's home.
-    if url == "~" or url.startswith("~/"):
-        return Path(os.path.expanduser(url)), query
-    return Path(url), query
+    return user_path(url), query
 
 
 class SqliteLedger:

@@ -15,6 +15,7 @@ from urllib.parse import quote, urlsplit
 from uuid import UUID
 
 from landed._contract import RecordProbe
+from landed._paths import user_path
 from landed._reading import Limits, ProbeError, Reading, exact_float
 from landed._sources import SourceConfig, SourceRegistry
 
@@ -96,10 +97,11 @@ def _sqlite_path(cfg: SourceConfig) -> Path:
         parts = urlsplit(cfg.url)
         if parts.scheme.lower() != "sqlite":
             raise ProbeError(f"unsupported database URL scheme {parts.scheme!r}")
-        # sqlite:///relative.db and sqlite:////absolute.db, as most tools write them.
-        return Path(cfg.url.split(":///", 1)[1]) if ":///" in cfg.url else Path(parts.path)
+        # sqlite:///relative.db and sqlite:////absolute.db, as most tools write them; ~/ is
+        # the home directory, as for the ledger's URL.
+        return user_path(cfg.url.split(":///", 1)[1] if ":///" in cfg.url else parts.path)
     assert cfg.path is not None
-    return Path(cfg.path)
+    return Path(cfg.path)  # ~/ already expanded by SourceConfig
 
 
 class _Budget:

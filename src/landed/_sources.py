@@ -14,9 +14,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from landed._paths import expand_home
 from landed._reading import ProbeError
 from landed._redact import Redactor
 
@@ -98,6 +107,15 @@ class SourceConfig(BaseModel):
         "sql: a SQLite file.",
     )
     token: SecretStr | None = Field(default=None, description="http: sent as a Bearer token.")
+
+    @field_validator("path")
+    @classmethod
+    def _home(cls, value: str | None) -> str | None:
+        # ~/ is the home directory for every kind (a file root, a repository, a command's
+        # working directory, a SQLite file), as it is for the ledger; the policy and the
+        # probes then see the same, real path.
+        return None if value is None else expand_home(value)
+
     headers: dict[str, SecretStr] = Field(default_factory=dict, description="http headers.")
     env: dict[str, SecretStr] = Field(
         default_factory=dict, description="command and git: environment given to the process."
