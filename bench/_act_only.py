@@ -1,9 +1,12 @@
-"""The throughput bench's reference workflows: the same act alone (the baseline), and the same
-act followed by one read on the verifier (the floor)."""
+"""The throughput bench's reference workflows: the same act alone (the baseline), the same act
+followed by one read on the verifier (the floor), and the floor with two empty local activities
+where AgentTask has its plan and settle steps (what those two steps cost before any ledger work)."""
 
 from __future__ import annotations
 
-from temporalio import workflow
+from datetime import timedelta
+
+from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -20,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
         VerifyOutput,
     )
 
-__all__ = ["ActOnly", "ActThenRead"]
+__all__ = ["ActOnly", "ActThenRead", "ActThenReadWithLocalSteps", "local_step"]
 
 
 async def _act(spec: TaskSpec) -> ActReport:
@@ -57,6 +60,44 @@ class ActOnly:
         return await _act(spec)
 
 
+@activity.defn(name="bench.local_step")
+async def local_step(task_id: str) -> str:
+    """Does nothing: stands where AgentTask reads or writes its ledger."""
+    return task_id
+
+
+async def _local_step(spec: TaskSpec) -> None:
+    await workflow.execute_local_activity(
+        local_step, spec.task_id, start_to_close_timeout=timedelta(seconds=30)
+    )
+
+
+async def _read(spec: TaskSpec) -> bool:
+    """One read of every plan step on the verifier; True when each read back as a pass."""
+    queue = workflow.memo_value("verifier_task_queue", type_hint=str)
+    every = list(range(len(spec.proof_plan)))
+    out: VerifyOutput = await workflow.execute_activity(
+        VERIFY_ACTIVITY,
+        VerifyInput(
+            task_id=spec.task_id,
+            attempt=1,
+            phase="after",
+            contracts=list(spec.proof_plan),
+            indexes=every,
+            before=[None] * len(every),
+            run_id=workflow.info().run_id,
+            request=str(workflow.uuid4()),
+        ),
+        result_type=VerifyOutput,
+        task_queue=queue,
+        schedule_to_close_timeout=spec.time_cap,
+        start_to_close_timeout=spec.timeouts.verify,
+        heartbeat_timeout=spec.timeouts.verify_heartbeat,
+        retry_policy=VERIFY_RETRY,
+    )
+    return all(r.proof.result == "pass" for r in out.readings)
+
+
 @workflow.defn(name="BenchActThenRead")
 class ActThenRead:
     """The same act, then one read of the plan on the verifier queue, and nothing else: no
@@ -66,25 +107,19 @@ class ActThenRead:
     async def run(self, spec: TaskSpec) -> bool:
         """True when every step read back as a pass."""
         await _act(spec)
-        queue = workflow.memo_value("verifier_task_queue", type_hint=str)
-        every = list(range(len(spec.proof_plan)))
-        out: VerifyOutput = await workflow.execute_activity(
-            VERIFY_ACTIVITY,
-            VerifyInput(
-                task_id=spec.task_id,
-                attempt=1,
-                phase="after",
-                contracts=list(spec.proof_plan),
-                indexes=every,
-                before=[None] * len(every),
-                run_id=workflow.info().run_id,
-                request=str(workflow.uuid4()),
-            ),
-            result_type=VerifyOutput,
-            task_queue=queue,
-            schedule_to_close_timeout=spec.time_cap,
-            start_to_close_timeout=spec.timeouts.verify,
-            heartbeat_timeout=spec.timeouts.verify_heartbeat,
-            retry_policy=VERIFY_RETRY,
-        )
-        return all(r.proof.result == "pass" for r in out.readings)
+        return await _read(spec)
+
+
+@workflow.defn(name="BenchActThenReadWithLocalSteps")
+class ActThenReadWithLocalSteps:
+    """The floor with an empty local activity before the act and one after the read, where
+    AgentTask plans (and claims) and settles: what those two steps cost in the SDK alone."""
+
+    @workflow.run
+    async def run(self, spec: TaskSpec) -> bool:
+        """True when every step read back as a pass."""
+        await _local_step(spec)
+        await _act(spec)
+        passed = await _read(spec)
+        await _local_step(spec)
+        return passed

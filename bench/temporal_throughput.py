@@ -107,7 +107,14 @@ def _serve_baseline() -> int:
         async with Worker(
             client,
             task_queue=BASELINE_QUEUE,
-            workflows=[_act_only.ActOnly, _act_only.ActThenRead],
+            workflows=[
+                _act_only.ActOnly,
+                _act_only.ActThenRead,
+                _act_only.ActThenReadWithLocalSteps,
+            ],
+            activities=[_act_only.local_step],
+            # Like the runner: its steps run only as local activities, so no activity poller.
+            no_remote_activities=True,
             workflow_runner=SandboxedWorkflowRunner(restrictions=shared),
         ):
             print(json.dumps({"event": "ready"}), flush=True)
@@ -210,6 +217,10 @@ async def _run() -> bool:
         flows = {
             "baseline": (act_only, base_pids),
             "floor": (plain("BenchActThenRead"), {**base_pids, "verifier": roles["verifier"]}),
+            "floor_la": (
+                plain("BenchActThenReadWithLocalSteps"),
+                {**base_pids, "verifier": roles["verifier"]},
+            ),
             "lean": (lambda prefix: agent_task(prefix, False), task_pids),
             "default": (lambda prefix: agent_task(prefix, True), task_pids),
         }
@@ -231,7 +242,10 @@ async def _run() -> bool:
                 for proc, sec in used.items():
                     cpu[name][proc] = cpu[name].get(proc, 0.0) + sec
             round_ratios.append(
-                tuple(rates[name] / rates["baseline"] for name in ("floor", "lean", "default"))
+                tuple(
+                    rates[name] / rates["baseline"]
+                    for name in ("floor", "floor_la", "lean", "default")
+                )
             )
     finally:
         baseline.terminate()
@@ -242,10 +256,11 @@ async def _run() -> bool:
     total = N * ROUNDS
     rate = {name: total / seconds[name] for name in seconds}
     ms = {name: {p: sec * 1000 / total for p, sec in cpu[name].items()} for name in cpu}
-    base_ms, floor_ms, lean_ms, full_ms = (
-        sum(ms[name].values()) for name in ("baseline", "floor", "lean", "default")
+    base_ms, floor_ms, la_ms, lean_ms, full_ms = (
+        sum(ms[name].values()) for name in ("baseline", "floor", "floor_la", "lean", "default")
     )
     floor_ratio = rate["floor"] / rate["baseline"]
+    la_ratio = rate["floor_la"] / rate["baseline"]
     lean_ratio, full_ratio = rate["lean"] / rate["baseline"], rate["default"] / rate["baseline"]
     lean_ok, full_ok = passed["lean"], passed["default"]
     lean_verified = rate["lean"] * lean_ok / total
@@ -265,6 +280,11 @@ async def _run() -> bool:
         f"routing, grading or ledger)  read back as pass {passed['floor']}/{total}"
     )
     print(
+        f"  floor+2   floor + two empty local activities   {rate['floor_la']:7.1f} tasks/s  "
+        f"cpu {la_ms:5.1f} ms/task  ratio {la_ratio:.2f}x (where AgentTask plans and settles, "
+        f"with no ledger, routing or grading)  read back as pass {passed['floor_la']}/{total}"
+    )
+    print(
         f"  figure    act + verify + settle (pre_read off) {rate['lean']:7.1f} tasks/s  "
         f"cpu {lean_ms:5.1f} ms/task  ratio {lean_ratio:.2f}x (target >= {TARGET_RATIO}x)  "
         f"verified {lean_ok}/{total} = {lean_verified:.1f}/s (target >= {TARGET_RATE:.0f}/s)"
@@ -275,11 +295,12 @@ async def _run() -> bool:
         f"verified {full_ok}/{total} = {full_verified:.1f}/s"
     )
     rounds = ", ".join("/".join(f"{x:.2f}" for x in r) for r in round_ratios)
-    print(f"  ratio per round (floor / act + verify + settle / default flow): {rounds}")
+    print(f"  ratio per round (floor / floor+2 / act + verify + settle / default flow): {rounds}")
     print(
         f"  cpu-bound ceiling on {cores} dedicated cores: baseline "
         f"{cores * 1000 / base_ms:.0f}/s, floor {cores * 1000 / floor_ms:.0f}/s (ratio "
-        f"{base_ms / floor_ms:.2f}x), act + verify + settle {cores * 1000 / lean_ms:.0f}/s "
+        f"{base_ms / floor_ms:.2f}x), floor+2 {cores * 1000 / la_ms:.0f}/s (ratio "
+        f"{base_ms / la_ms:.2f}x), act + verify + settle {cores * 1000 / lean_ms:.0f}/s "
         f"(ratio {base_ms / lean_ms:.2f}x), default flow {cores * 1000 / full_ms:.0f}/s "
         f"(ratio {base_ms / full_ms:.2f}x)"
     )
@@ -293,7 +314,8 @@ async def _run() -> bool:
         print(
             f"  cpu in units of the actor's (drift between phases cancels): baseline "
             f"{units['baseline']:.1f}, floor {units['floor']:.1f} (ratio "
-            f"{units['baseline'] / units['floor']:.2f}x), act + verify + settle "
+            f"{units['baseline'] / units['floor']:.2f}x), floor+2 {units['floor_la']:.1f} (ratio "
+            f"{units['baseline'] / units['floor_la']:.2f}x), act + verify + settle "
             f"{units['lean']:.1f} (ratio "
             f"{units['baseline'] / units['lean']:.2f}x), default flow {units['default']:.1f} "
             f"(ratio {units['baseline'] / units['default']:.2f}x)"
