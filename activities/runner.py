@@ -41,19 +41,21 @@ class RunnerActivities:
     async def plan(self, inp: PlanInput) -> Routing:
         """Where this runner sends act and verify, and the task's receipt if the ledger already
         holds one; recorded in history so replay never rereads."""
-        claim: ClaimOutput | None = None
-        if inp.run_id and not pre_reads(self._routing, inp.pre_read, inp.steps):
-            # Nothing runs between this plan and the first act: claim it now, in the same
-            # ledger transaction as the receipt check (one local activity fewer per task).
-            earlier, other = await self._ledger.claim(inp.task_id, inp.run_id, 1, inp.spec_sha256)
-            if earlier is None:
-                claim = self._claim_output(inp.task_id, inp.spec_sha256, other)
-        else:
-            earlier = await self._ledger.latest(inp.task_id)
+        # Nothing runs between this plan and the first act: claim it now, in the same ledger
+        # transaction as the receipt check (one local activity fewer per task). Otherwise
+        # (a pre-read first, or a run that will not act) only look: a run cancelled before its
+        # own claim must still learn that another run may have acted (DOD-10).
+        record = bool(inp.run_id) and not pre_reads(self._routing, inp.pre_read, inp.steps)
+        earlier, other = await self._ledger.claim(
+            inp.task_id, inp.run_id, 1, inp.spec_sha256, record=record
+        )
         if earlier is None:
-            if claim is None:
-                return self._routing
-            return self._routing.model_copy(update={"claim": claim})
+            found = self._claim_output(inp.task_id, inp.spec_sha256, other)
+            if record:
+                return self._routing.model_copy(update={"claim": found})
+            if found.other_run is not None:
+                return self._routing.model_copy(update={"other_claim": found})
+            return self._routing
         stored = getattr(earlier.landed, "spec_sha256", None) if earlier.landed else None
         if stored != inp.spec_sha256:
             # Other work under the same id, or a receipt that cannot show it is this task:

@@ -17,9 +17,19 @@ async def check_claims(ledger: Ledger, settled: Receipt) -> None:
     assert other.attempt == 1 and other.claimed_at.tzinfo is not None
     _, again = await ledger.claim("t", "run-3", 1, "d2")
     assert again is not None and again.run_id == "run-1"  # the first, whoever asks
+    # A lookup (record=False) answers the same and writes nothing.
+    assert await ledger.claim("looked-up", "run-a", 1, "d1", record=False) == (None, None)
+    _, seen = await ledger.claim("looked-up", "run-b", 1, "d1")
+    assert seen is None  # run-a's lookup left no claim behind
+    _, looked = await ledger.claim("looked-up", "run-c", 1, "d1", record=False)
+    assert looked is not None and looked.run_id == "run-b"
+    _, first = await ledger.claim("looked-up", "run-d", 1, "d1")
+    assert first is not None and first.run_id == "run-b"  # run-c's lookup claimed nothing
     task = settled.task_id
     assert await ledger.claim(task, "run-9", 1, "d9") == (None, None)  # per task id
     # A settled task claims nothing more: its receipt is the answer.
     await ledger.append(settled)
     stored, none = await ledger.claim(task, "run-10", 1, "d9")
     assert stored is not None and stored.task_id == task and none is None
+    looked_up, none = await ledger.claim(task, "run-11", 1, "d9", record=False)
+    assert looked_up is not None and looked_up.task_id == task and none is None

@@ -54,6 +54,7 @@ from landed._task import (
     SettleInput,
     VerifyInput,
     VerifyOutput,
+    spec_digest,
 )
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -592,6 +593,33 @@ async def test_a_task_cancelled_mid_act_reads_back_and_settles_once(
     assert any("cancelled while it ran" in f for f in receipt.landed.findings)
     assert [canonical_json(r) for r in stored] == [canonical_json(receipt)]
     assert status.settled and status.execution == "COMPLETED"
+
+
+async def test_a_task_cancelled_in_its_pre_read_still_learns_of_a_lost_runs_act(
+    temporal_dev: str, tmp_path: Path, db: Path
+) -> None:
+    """The ledger holds another run's claim on this task id (a run that was about to act and
+    closed unsettled, then forgotten by Temporal). This run is cancelled in its pre-read, before
+    its own claim step: its receipt says the other run may have acted (DOD-10), not that
+    nothing was done, and its read-back cannot make it verified."""
+    make_rows_db(db)
+    task = rows_task("cancel-lost", db, expect=1, batch="cl", write=1)
+    async with _relayed(temporal_dev, tmp_path, db, "slow-before") as roles:
+        async with await open_ledger(roles.ledger_url) as ledger:  # what the lost run left
+            digest = spec_digest(landed.TaskSpec.model_validate(task))
+            await ledger.claim("cancel-lost", "lost-run", 1, digest)
+        handle = await roles.client.start(task)
+        await _at_step(handle, "pre-read")
+        await roles.temporal.get_workflow_handle("cancel-lost").cancel()
+        receipt = await asyncio.wait_for(handle.result(), 60)
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get("cancel-lost")
+    assert act_runs(db, "cancel-lost") == []
+    assert receipt.claimed_status != "superseded", receipt
+    assert receipt.verdict == "planned" and receipt.landed is not None
+    findings = " ".join(receipt.landed.findings)
+    assert "run lost-run of this task id was about to act" in findings, findings
+    assert [canonical_json(r) for r in stored] == [canonical_json(receipt)]
 
 
 async def test_progress_shows_the_acts_rung_while_the_read_back_is_pending(

@@ -375,10 +375,11 @@ class AgentTask:
             routing = await self._plan(spec, to_act=False)
             if routing.settled is not None:
                 return self._finish(routing.settled, spec, owner_set)
-        if self._attempt == 0 and routing.claim is not None and self._lost_run is None:
+        found = routing.claim or routing.other_claim
+        if self._attempt == 0 and found is not None and self._lost_run is None:
             # The plan already learned of another run that may have acted: say so, as a run
             # that went on to its act would have.
-            self._judge_claim(routing.claim)
+            self._judge_claim(found)
             if self._settled_elsewhere is not None:
                 return self._finish(self._settled_elsewhere, spec, owner_set)
         if self._final is None and self._attempt == 0 and self._lost_run is None:

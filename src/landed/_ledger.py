@@ -165,12 +165,15 @@ class Ledger(Protocol):
         ...
 
     async def claim(
-        self, task_id: str, run_id: str, attempt: int, spec_sha256: str
+        self, task_id: str, run_id: str, attempt: int, spec_sha256: str, *, record: bool = True
     ) -> tuple[Receipt | None, Claim | None]:
         """Just before a run schedules act attempt ``attempt``: the task's latest receipt if the
         ledger holds one (nothing is claimed then); else record, durably, that run ``run_id``
         is about to run it (a repeat changes nothing) and return the first claim another run
-        made on this task id, or None. Claims are append-only like receipts."""
+        made on this task id, or None. Claims are append-only like receipts.
+
+        With ``record=False`` nothing is written: the same answer, for a run that is not about
+        to act (it reads first, or will not act at all) but must know of another run's act."""
         ...
 
     def iter_receipts(self) -> AsyncIterator[Receipt]:

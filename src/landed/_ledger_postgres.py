@@ -230,7 +230,7 @@ class PostgresLedger:
         return found[0] if found else None
 
     async def claim(
-        self, task_id: str, run_id: str, attempt: int, spec_sha256: str
+        self, task_id: str, run_id: str, attempt: int, spec_sha256: str, *, record: bool = True
     ) -> tuple[Receipt | None, Claim | None]:
         claims = sql.Identifier(self._schema, "landed_claims")
         try:
@@ -239,14 +239,15 @@ class PostgresLedger:
                 stored = await cur.fetchone()
                 if stored is not None:
                     return parse_body(stored[1], int(stored[0])), None
-                await conn.execute(
-                    sql.SQL(
-                        "INSERT INTO {c} (task_id, run_id, attempt, spec_sha256)"
-                        " VALUES (%s, %s, %s, %s) ON CONFLICT (task_id, run_id, attempt)"
-                        " DO NOTHING"
-                    ).format(c=claims),
-                    (task_id, run_id, attempt, spec_sha256),
-                )
+                if record:
+                    await conn.execute(
+                        sql.SQL(
+                            "INSERT INTO {c} (task_id, run_id, attempt, spec_sha256)"
+                            " VALUES (%s, %s, %s, %s) ON CONFLICT (task_id, run_id, attempt)"
+                            " DO NOTHING"
+                        ).format(c=claims),
+                        (task_id, run_id, attempt, spec_sha256),
+                    )
                 cur = await conn.execute(
                     sql.SQL(
                         "SELECT run_id, attempt, spec_sha256, claimed_at FROM {c}"

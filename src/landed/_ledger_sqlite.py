@@ -337,19 +337,21 @@ class SqliteLedger:
         return out
 
     def _claim_sync(
-        self, task_id: str, run_id: str, attempt: int, spec_sha256: str, at: str
+        self, task_id: str, run_id: str, attempt: int, spec_sha256: str, at: str, record: bool
     ) -> tuple[tuple[int, str] | None, tuple[str, int, str, str] | None]:
         conn = self._db()
-        conn.execute("BEGIN IMMEDIATE")
+        # A lookup alone needs no write lock (WAL readers never wait for the writer).
+        conn.execute("BEGIN IMMEDIATE" if record else "BEGIN")
         try:
             stored = conn.execute(_LATEST, (task_id,)).fetchone()
             row = None
-            if stored is None:
+            if stored is None and record:
                 conn.execute(
                     "INSERT INTO landed_claims (task_id, run_id, attempt, spec_sha256, claimed_at)"
                     " VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id, run_id, attempt) DO NOTHING",
                     (task_id, run_id, attempt, spec_sha256, at),
                 )
+            if stored is None:
                 row = conn.execute(
                     "SELECT run_id, attempt, spec_sha256, claimed_at FROM landed_claims "
                     "WHERE task_id = ? AND run_id <> ? ORDER BY claimed_at, run_id LIMIT 1",
@@ -408,12 +410,12 @@ class SqliteLedger:
         return found[0] if found else None
 
     async def claim(
-        self, task_id: str, run_id: str, attempt: int, spec_sha256: str
+        self, task_id: str, run_id: str, attempt: int, spec_sha256: str, *, record: bool = True
     ) -> tuple[Receipt | None, Claim | None]:
         # One transaction on the ledger thread: the receipt check and the claim together.
         now = datetime.now(UTC).isoformat(timespec="microseconds")
         stored, found = await self._run(
-            self._claim_sync, task_id, run_id, attempt, spec_sha256, now
+            self._claim_sync, task_id, run_id, attempt, spec_sha256, now, record
         )
         if stored is not None:
             return parse_body(stored[1], stored[0]), None

@@ -428,6 +428,11 @@ class Routing(BaseModel):
         description="Set when the plan claimed the first act for this run (no pre-read between "
         "them): what the ledger knew then.",
     )
+    other_claim: ClaimOutput | None = Field(
+        default=None,
+        description="Set when the plan claimed nothing (a pre-read comes first, or the run will "
+        "not act) and found that another run of this task id was about to act and never settled.",
+    )
     settled: Receipt | None = Field(
         default=None,
         description=(
