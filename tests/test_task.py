@@ -480,3 +480,32 @@ async def test_submit_exits_3_when_the_task_id_belongs_to_another_task(
     finally:
         client = await Client.connect(temporal_dev)
         await client.get_workflow_handle(task_id).terminate("test over")
+
+
+def test_every_model_is_complete_at_import() -> None:
+    """A model whose field types are not all defined when it is created has no validator until
+    something rebuilds it, and a TypeAdapter of it builds one again each time: the runner's
+    converter makes a TypeAdapter per workflow run, so that cost (about a millisecond) would be
+    paid by every task. Define a model's field types before it."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from pydantic import BaseModel
+
+    import landed
+
+    incomplete = []
+    for info in pkgutil.iter_modules(landed.__path__):
+        if not info.name.startswith("_") or info.name.startswith("__"):
+            continue  # landed's core modules (``__main__`` would run the CLI)
+        module = importlib.import_module(f"landed.{info.name}")
+        for name, obj in vars(module).items():
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, BaseModel)
+                and obj.__module__ == module.__name__
+                and not obj.__pydantic_complete__
+            ):
+                incomplete.append(f"{module.__name__}.{name}")
+    assert incomplete == []

@@ -407,6 +407,26 @@ class ActReport(BaseModel):
 # --- step inputs and outputs (one model each) ---------------------------------------------------
 
 
+# Defined before Routing, which holds one: a model whose field types are all defined when
+# it is created has its validator built once, at import. Defined after, Routing's would be
+# built again by every TypeAdapter of it: once per workflow run in the runner (the
+# converter's adapter cache is per run), about a millisecond each (tests/test_task.py).
+class ClaimOutput(BaseModel):
+    """What the ledger knew when the claim was made."""
+
+    settled: Receipt | None = Field(
+        default=None,
+        description="The ledger's receipt for this task id, when another run settled it: the "
+        "act is not run, and that receipt is the answer.",
+    )
+    other_run: str | None = Field(
+        default=None,
+        description="The first other run that claimed an act of this task id and never settled "
+        "(terminated, failed, reset): its act may have run, so this run does not act.",
+    )
+    other_at: datetime | None = None
+
+
 class Routing(BaseModel):
     """Where the steps run, as the runner is configured (read once, recorded in history)."""
 
@@ -516,22 +536,6 @@ class ClaimInput(BaseModel):
     run_id: str
     attempt: int = Field(ge=1)
     spec_sha256: str
-
-
-class ClaimOutput(BaseModel):
-    """What the ledger knew when the claim was made."""
-
-    settled: Receipt | None = Field(
-        default=None,
-        description="The ledger's receipt for this task id, when another run settled it: the "
-        "act is not run, and that receipt is the answer.",
-    )
-    other_run: str | None = Field(
-        default=None,
-        description="The first other run that claimed an act of this task id and never settled "
-        "(terminated, failed, reset): its act may have run, so this run does not act.",
-    )
-    other_at: datetime | None = None
 
 
 class SettleOutput(BaseModel):
