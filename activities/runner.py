@@ -52,6 +52,7 @@ class RunnerActivities:
         if earlier is None:
             found = self._claim_output(inp.task_id, inp.spec_sha256, other)
             if record:
+                found = found.model_copy(update={"claimed_for": inp.run_id})
                 return self._routing.model_copy(update={"claim": found})
             if found.other_run is not None:
                 return self._routing.model_copy(update={"other_claim": found})
@@ -93,8 +94,9 @@ class RunnerActivities:
                     type="TaskIdReused",
                     non_retryable=True,
                 )
-            return ClaimOutput(settled=settled)
-        return self._claim_output(inp.task_id, inp.spec_sha256, other)
+            return ClaimOutput(settled=settled, claimed_for=inp.run_id)
+        out = self._claim_output(inp.task_id, inp.spec_sha256, other)
+        return out.model_copy(update={"claimed_for": inp.run_id})
 
     @staticmethod
     def _claim_output(task_id: str, spec_sha256: str, other: Claim | None) -> ClaimOutput:

@@ -4,13 +4,14 @@ identity and fresh task queue; the runner caches no workflows (every task replay
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client as TemporalClient
+from temporalio.worker import Interceptor
 
 import landed
 from landed._ledger import Ledger, open_ledger
@@ -47,6 +48,7 @@ async def run_roles(
     max_cached_workflows: int = 0,
     identities: Mapping[str, str] | None = None,
     runner: Mapping[str, Any] | None = None,
+    runner_interceptors: Sequence[Interceptor] = (),
 ) -> AsyncIterator[Roles]:
     """``identities`` overrides role identities (e.g. an actor sharing the verifier's);
     ``runner`` adds runner settings (the operator's, e.g. task_may_skip_pre_read)."""
@@ -92,7 +94,11 @@ async def run_roles(
         for role, cfg in settings.items():
             client = await connect(identity=identities[role], address=address)
             worker, _view, cleanup = await build_worker(
-                cfg, client, identities[role], registry=registry if role == "verifier" else None
+                cfg,
+                client,
+                identities[role],
+                registry=registry if role == "verifier" else None,
+                interceptors=runner_interceptors if role == "runner" else (),
             )
             if cleanup is not None:
                 stack.push_async_callback(cleanup)

@@ -20,7 +20,7 @@ from landed.activities.verify import VerifyActivities
 from landed.workflows.agent_task import AgentTask
 from landed_env import Roles, run_roles
 from landed_sor import Site, act_runs, make_rows_db, row_count
-from temporalio import activity
+from temporalio import activity, workflow
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
@@ -48,6 +48,8 @@ from landed._receipt import LandedExtension
 from landed._signing import KeyPair, TrustStore, sign_proof
 from landed._sources import SourceRegistry
 from landed._task import (
+    CLAIM_ACTIVITY,
+    PLAN_ACTIVITY,
     SETTLE_ACTIVITY,
     VERIFY_ACTIVITY,
     Progress,
@@ -115,13 +117,22 @@ def site() -> Any:
     s.stop()
 
 
-def _roles(temporal_dev: str, tmp_path: Path, db: Path, site: Site, **runner: Any) -> Any:
+def _roles(
+    temporal_dev: str,
+    tmp_path: Path,
+    db: Path,
+    site: Site,
+    *,
+    interceptors: tuple[Interceptor, ...] = (),
+    **runner: Any,
+) -> Any:
     return run_roles(
         temporal_dev,
         tmp_path,
         credentials={"rows-db": f"sqlite:///{db}", "site": site.url},
         sources={"rows-db": {"url": f"sqlite:///{db}"}, "site": {"url": site.url}},
         runner=runner or None,
+        runner_interceptors=interceptors,
     )
 
 
@@ -520,6 +531,80 @@ async def test_a_reset_that_schedules_the_act_again_does_not_act_twice(
         reset_run = await _reset_to_last_workflow_task(roles, wid)
         gate.touch()  # the old run's act finishes its write
         receipt = await _result_of_run(roles, wid, reset_run)
+    assert act_runs(db, wid) == [(1, wid)]
+    assert row_count(db, wid) == 1
+    assert receipt.verdict == "planned" and receipt.landed is not None
+    assert any("closed without settling" in f for f in receipt.landed.findings)
+
+
+class _ClaimThenTimer(Interceptor):
+    """A workflow task boundary between the step that claims the first act (the plan, or the
+    claim step after a pre-read) and the act: a short timer once it has answered. Its recorded
+    claim then sits in an earlier workflow task than the act, as it does when Temporal completes
+    that workflow task early (seen with a progress query arriving while the plan ran)."""
+
+    def __init__(self, step: str) -> None:
+        self.step = step
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor]:
+        step = self.step
+
+        class _Outbound(WorkflowOutboundInterceptor):
+            def start_local_activity(self, input: StartLocalActivityInput) -> ActivityHandle[Any]:
+                handle = super().start_local_activity(input)
+                if input.activity != step:
+                    return handle
+
+                async def then_a_timer() -> Any:
+                    answer = await handle
+                    await workflow.sleep(timedelta(milliseconds=10))
+                    return answer
+
+                return asyncio.ensure_future(then_a_timer())  # type: ignore[return-value]
+
+        class _Inbound(WorkflowInboundInterceptor):
+            def init(self, outbound: WorkflowOutboundInterceptor) -> None:
+                super().init(_Outbound(outbound))
+
+        return _Inbound
+
+
+@pytest.mark.parametrize(("pre_read", "step"), [(False, PLAN_ACTIVITY), (True, CLAIM_ACTIVITY)])
+async def test_a_reset_keeping_the_claim_but_not_the_act_claims_again(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site, pre_read: bool, step: str
+) -> None:
+    """The first act was claimed in an earlier workflow task than the one that scheduled it; an
+    operator resets to that later one while the act runs. The new run keeps the recorded claim
+    (made for the old run), so it claims again as itself, finds the old run's claim, and does
+    not act."""
+    gate = tmp_path / "go"
+    wid = f"reset-split-{pre_read}"
+    async with _roles(
+        temporal_dev,
+        tmp_path,
+        db,
+        site,
+        interceptors=(_ClaimThenTimer(step),),
+        task_may_skip_pre_read=True,
+    ) as roles:
+        await _held_in_act(roles, db, gate, wid, wid, pre_read=pre_read)
+        for _ in range(200):
+            if act_runs(db, wid):
+                break
+            await asyncio.sleep(0.05)
+        history = await roles.temporal.get_workflow_handle(wid).fetch_history()
+        kinds = [e.event_type for e in history.events]
+        act = len(kinds) - 1 - kinds[::-1].index(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+        marker = max(
+            i for i in range(act) if kinds[i] == EventType.EVENT_TYPE_MARKER_RECORDED
+        )  # the claim's: the last one before the act
+        between = kinds[marker:act].count(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)
+        reset_run = await _reset_to_last_workflow_task(roles, wid)
+        gate.touch()  # the old run's act finishes its write
+        receipt = await _result_of_run(roles, wid, reset_run)
+    assert between == 1  # the setup: the plan's claim and the act in two workflow tasks
     assert act_runs(db, wid) == [(1, wid)]
     assert row_count(db, wid) == 1
     assert receipt.verdict == "planned" and receipt.landed is not None

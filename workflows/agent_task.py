@@ -128,6 +128,11 @@ def _cause(err: BaseException) -> str:
     return f"{type(inner).__name__}: {inner}"
 
 
+def _claimed_here(out: ClaimOutput) -> bool:
+    """The claim answer was recorded for this run (or by a runner that did not say for whom)."""
+    return out.claimed_for is None or out.claimed_for == workflow.info().run_id
+
+
 def _is_type(err: BaseException, error_type: str) -> bool:
     """The error, or the one an ActivityError wraps, is an ApplicationError of that type."""
     inner = err.cause if isinstance(err, ActivityError) else err
@@ -376,6 +381,10 @@ class AgentTask:
             if routing.settled is not None:
                 return self._finish(routing.settled, spec, owner_set)
         found = routing.claim or routing.other_claim
+        if found is not None and not _claimed_here(found):
+            # The plan's claim was recorded for the run this one was reset from: that run was
+            # about to act, and this one cannot tell whether it did.
+            found = ClaimOutput(other_run=found.claimed_for)
         if self._attempt == 0 and found is not None and self._lost_run is None:
             # The plan already learned of another run that may have acted: say so, as a run
             # that went on to its act would have.
@@ -561,11 +570,20 @@ class AgentTask:
         otherwise a claim step runs now, in the workflow task that schedules the act, so a
         reset that schedules the act again claims again.
         """
-        if attempt == 1 and routing.claim is not None:
+        if attempt == 1 and routing.claim is not None and _claimed_here(routing.claim):
             return self._judge_claim(routing.claim)
         if not workflow.patched(_CLAIM_BEFORE_ACT):
             return True  # a run recorded before claims existed: replayed as it ran
-        out = await workflow.execute_local_activity(
+        out = await self._claim(spec, attempt, remaining)
+        if not _claimed_here(out):
+            # The answer was recorded by the run this one was reset from (a reset keeps the
+            # history up to the workflow task it restarts, and the claim's marker can sit in an
+            # earlier one than the act's): it claims nothing for this run, so claim again.
+            out = await self._claim(spec, attempt, remaining)
+        return self._judge_claim(out)
+
+    async def _claim(self, spec: TaskSpec, attempt: int, remaining: timedelta) -> ClaimOutput:
+        out: ClaimOutput = await workflow.execute_local_activity(
             CLAIM_ACTIVITY,
             ClaimInput(
                 task_id=spec.task_id,
@@ -580,7 +598,7 @@ class AgentTask:
             schedule_to_close_timeout=remaining,
             retry_policy=_ledger_retry(remaining),
         )
-        return self._judge_claim(out)
+        return out
 
     def _judge_claim(self, out: ClaimOutput) -> bool:
         if out.settled is not None:

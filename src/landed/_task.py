@@ -425,6 +425,12 @@ class ClaimOutput(BaseModel):
         "(terminated, failed, reset): its act may have run, so this run does not act.",
     )
     other_at: datetime | None = None
+    claimed_for: str | None = Field(
+        default=None,
+        description="The workflow run the claim was recorded for (None from runners before "
+        "this field). A run reset from another keeps that run's recorded answers: one made "
+        "for another run claims nothing for this one.",
+    )
 
 
 class Routing(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from temporalio.api.operatorservice.v1 import (
     ListSearchAttributesRequest,
 )
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import Interceptor, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from landed._plugin import connect, strict_workflow_runner
@@ -92,11 +92,13 @@ async def build_worker(
     identity: str,
     *,
     registry: SourceRegistry | None = None,
+    interceptors: Sequence[Interceptor] = (),
 ) -> tuple[Worker, dict[str, Any], Callable[[], Awaitable[None]] | None]:
     """The Worker for a role, the facts it prints when ready, and an async cleanup (or None).
 
     The verifier's sources come from its own settings (LANDED_SOURCES__*, landed.toml) unless
-    ``registry`` is given (embedding, tests).
+    ``registry`` is given (embedding, tests). ``interceptors`` join the runner's worker, after
+    those the plugin installs (embedding, tests).
     """
     view = {**settings.public_view(), "identity": identity}
     if isinstance(settings, ActorSettings):
@@ -177,6 +179,7 @@ async def build_worker(
             # for remote activity tasks on the runner's queue, and none could be routed here.
             no_remote_activities=True,
             workflow_runner=sandbox,
+            interceptors=list(interceptors),
         )
         return worker, view, ledger.close
     raise RoleError(f"unknown role settings {type(settings).__name__}")
