@@ -70,6 +70,8 @@ _ACT_ONCE = RetryPolicy(maximum_attempts=1)
 _BAD_REPORT_READ = "landed-bad-report-is-unknown-write"
 # Runs recorded before claims existed schedule each act with no claim before it.
 _CLAIM_BEFORE_ACT = "landed-claim-before-act"
+# A run reset from another claims again when it schedules the act holding the other's claim.
+_CLAIM_AGAIN_AFTER_RESET = "landed-claim-again-after-reset"
 VERIFY_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
@@ -128,9 +130,21 @@ def _cause(err: BaseException) -> str:
     return f"{type(inner).__name__}: {inner}"
 
 
-def _claimed_here(out: ClaimOutput) -> bool:
-    """The claim answer was recorded for this run (or by a runner that did not say for whom)."""
-    return out.claimed_for is None or out.claimed_for == workflow.info().run_id
+def _claim_holds(out: ClaimOutput) -> bool:
+    """The claim answer counts for this run: recorded for it (or by a runner that did not say
+    for whom), or recorded for the run this one was reset from, in a part of the history that
+    went on to act on it.
+
+    A reset keeps the history up to the workflow task it restarts. Where that history acts on
+    the old run's claim, replay must do as the old run did; where this run schedules the act
+    itself (the claim's marker sat in an earlier workflow task than the act), it must claim
+    again as itself. The patch marker records which: patched() is False only while replaying
+    a workflow task that did not record it (one of the old run's), and never changes its answer
+    within a run, as the two cases never both occur in one.
+    """
+    if out.claimed_for is None or out.claimed_for == workflow.info().run_id:
+        return True
+    return not workflow.patched(_CLAIM_AGAIN_AFTER_RESET)
 
 
 def _is_type(err: BaseException, error_type: str) -> bool:
@@ -381,7 +395,7 @@ class AgentTask:
             if routing.settled is not None:
                 return self._finish(routing.settled, spec, owner_set)
         found = routing.claim or routing.other_claim
-        if found is not None and not _claimed_here(found):
+        if found is not None and not _claim_holds(found):
             # The plan's claim was recorded for the run this one was reset from: that run was
             # about to act, and this one cannot tell whether it did.
             found = ClaimOutput(other_run=found.claimed_for)
@@ -570,12 +584,12 @@ class AgentTask:
         otherwise a claim step runs now, in the workflow task that schedules the act, so a
         reset that schedules the act again claims again.
         """
-        if attempt == 1 and routing.claim is not None and _claimed_here(routing.claim):
+        if attempt == 1 and routing.claim is not None and _claim_holds(routing.claim):
             return self._judge_claim(routing.claim)
         if not workflow.patched(_CLAIM_BEFORE_ACT):
             return True  # a run recorded before claims existed: replayed as it ran
         out = await self._claim(spec, attempt, remaining)
-        if not _claimed_here(out):
+        if not _claim_holds(out):
             # The answer was recorded by the run this one was reset from (a reset keeps the
             # history up to the workflow task it restarts, and the claim's marker can sit in an
             # earlier one than the act's): it claims nothing for this run, so claim again.
