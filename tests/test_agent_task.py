@@ -604,7 +604,7 @@ async def test_a_reset_keeping_the_claim_but_not_the_act_claims_again(
         reset_run = await _reset_to_last_workflow_task(roles, wid)
         gate.touch()  # the old run's act finishes its write
         receipt = await _result_of_run(roles, wid, reset_run)
-    assert between == 1  # the setup: the plan's claim and the act in two workflow tasks
+    assert between >= 1  # the setup: the claim and the act in different workflow tasks
     assert act_runs(db, wid) == [(1, wid)]
     assert row_count(db, wid) == 1
     assert receipt.verdict == "planned" and receipt.landed is not None
