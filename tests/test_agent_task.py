@@ -1635,8 +1635,32 @@ async def test_a_ledger_that_keeps_refusing_the_plan_fails_the_task_by_its_time_
     assert act_runs(db, "plan-refused") == []
     assert row_count(db, "pr") == 0
     assert stored == []
-    # 1 + 2 s of backoff fit in the 5 s cap (a third wait of 4 s would not): three tries.
+    # The waits get half the 5 s cap (one wait of 1 s; a second of 2 s would not fit): two
+    # tries, each cut at 1.25 s.
     assert took < 20, took
+
+
+async def test_a_ledger_that_hangs_fails_the_task_by_its_time_cap_not_after_it(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """Another process holds the ledger's write lock, so each claim waits out SQLite's busy
+    timeout (10 s): the plan's tries are cut so that all of them end within the 5 s cap."""
+    async with _roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
+        holder = sqlite3.connect(roles.ledger_url.removeprefix("sqlite:///"), isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            task = rows_task("plan-hangs", db, expect=1, batch="ph", write=1)
+            task["pre_read"] = False
+            task["time_cap"] = 5
+            started = time.monotonic()
+            with pytest.raises(landed.TaskNotSettled):
+                await asyncio.wait_for(roles.client.run(task), 60)
+            took = time.monotonic() - started
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+    assert act_runs(db, "plan-hangs") == []
+    assert took < 9, took
 
 
 async def test_a_claim_the_ledger_keeps_refusing_ends_the_attempts_and_settles_not_done(

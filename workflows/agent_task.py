@@ -94,22 +94,25 @@ _PLAN_RETRY = RetryPolicy(
 )
 
 
-def _ledger_retry(budget: timedelta) -> RetryPolicy:
-    """The plan's retry policy with as many tries as its backoff fits into ``budget``.
+def _ledger_tries(budget: timedelta) -> tuple[RetryPolicy, timedelta]:
+    """The plan's retry policy and the time one try may take, so that all tries together, and
+    the waits between them, end within ``budget``.
 
-    A local activity's schedule_to_close bounds one hung try but not its retries (measured on
-    sdk-python 1.35: a local activity that keeps raising was still retrying long after it), so
-    without a bound a ledger that keeps answering with errors would hold the task before its
-    act for good. Counted from the policy alone, so replay computes the same number.
+    Measured on sdk-python 1.35: a local activity's schedule_to_close does not bound its
+    retries (one that kept raising was still retrying long after it), and a try that hangs is
+    cut at schedule_to_close but often retried with a fresh window. So the bound is counted
+    here: the waits get half the budget (as many tries as the backoff fits in it), and the
+    tries share the other half. Counted from the policy alone, so replay computes the same.
     """
     policy = _PLAN_RETRY
     assert policy.maximum_interval is not None
     tries, waited, wait = 1, timedelta(0), policy.initial_interval
-    while waited + wait <= budget:
+    while waited + wait <= budget / 2:
         waited += wait
         tries += 1
         wait = min(wait * policy.backoff_coefficient, policy.maximum_interval)
-    return dataclasses.replace(policy, maximum_attempts=tries)
+    one_try = max(min(_LOCAL, budget / (2 * tries)), timedelta(milliseconds=500))
+    return dataclasses.replace(policy, maximum_attempts=tries), one_try
 
 
 def _chain_run_id() -> str:
@@ -282,6 +285,7 @@ class AgentTask:
         return await self._after_cancel(spec, owner_set)
 
     async def _plan(self, spec: TaskSpec, *, to_act: bool = True) -> Routing:
+        retry, one_try = _ledger_tries(spec.time_cap)
         routing = await workflow.execute_local_activity(
             PLAN_ACTIVITY,
             PlanInput(
@@ -293,11 +297,12 @@ class AgentTask:
                 steps=len(spec.proof_plan),
             ),
             result_type=Routing,
-            start_to_close_timeout=_LOCAL,
-            # The plan reads the ledger; one that stays down fails the task at its time cap
-            # (closed unsettled, nothing acted) instead of holding it at "planned" forever.
+            # The plan reads the ledger; one that stays down (answering with errors, or not at
+            # all) fails the task by its time cap (closed unsettled, nothing acted) instead of
+            # holding it at "planned" forever.
+            start_to_close_timeout=one_try,
             schedule_to_close_timeout=spec.time_cap,
-            retry_policy=_ledger_retry(spec.time_cap),
+            retry_policy=retry,
         )
         self._routing = routing
         return routing
@@ -597,6 +602,7 @@ class AgentTask:
         return self._judge_claim(out)
 
     async def _claim(self, spec: TaskSpec, attempt: int, remaining: timedelta) -> ClaimOutput:
+        retry, one_try = _ledger_tries(remaining)
         out: ClaimOutput = await workflow.execute_local_activity(
             CLAIM_ACTIVITY,
             ClaimInput(
@@ -606,11 +612,11 @@ class AgentTask:
                 spec_sha256=self._digest(spec),
             ),
             result_type=ClaimOutput,
-            start_to_close_timeout=_LOCAL,
             # A ledger that stays down ends the attempts by the time cap (read back and
             # settled like any other end); either way no act starts unclaimed.
+            start_to_close_timeout=one_try,
             schedule_to_close_timeout=remaining,
-            retry_policy=_ledger_retry(remaining),
+            retry_policy=retry,
         )
         return out
 
