@@ -180,6 +180,7 @@ def test_usage_and_input_errors() -> None:
         (["--count", "1"], 2, "usage", "exactly one of --probe"),
         (["--probe", "echo 1", "--count", "1", "--contains", "1"], 2, "usage", "at most one"),
         (["--probe", "echo 1", "--regex", "(unclosed"], 3, "invalid probe", "regex"),
+        (["--probe", "echo 1", "--json-path", "nope"], 3, "invalid probe", "--json-path"),
         (["--http", "/x", "--config", "/no/such/landed.toml"], 3, "configuration", "does not"),
     ],
 )
@@ -217,3 +218,15 @@ def test_pass_wording_says_what_was_observed_not_that_work_landed() -> None:
     code, out, _ = cli("--probe", "echo 0", "--count", "45")
     assert code == 1 and "the probe did not return what count(45) expects" in out
     assert "not landed" not in out
+
+
+def test_error_messages_are_printed_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    """A task id or path in an error is text: no markup, no emoji codes."""
+    from landed._cli._out import fail
+
+    message = "task id 'deploy:rocket:prod' in [bold]x[/bold]"
+    exit_ = fail(message, 3, json_error="refused")
+    out, err = capsys.readouterr()
+    assert message in " ".join(err.split())
+    assert json.loads(out) == {"error": "refused", "message": message}
+    assert exit_.exit_code == 3

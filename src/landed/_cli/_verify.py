@@ -219,6 +219,10 @@ def verify_command(
         if not as_json:
             raise
         raise fail(exc.format_message(), EXIT_USAGE, json_error="usage") from None
+    except InvalidContract as exc:  # an expectation flag that does not parse (--json-path)
+        raise fail(
+            str(exc), EXIT_PROBE_FAILED, json_error="invalid probe" if as_json else None
+        ) from None
     secrets: list[str] = []
     try:
         if probe_cmd:
