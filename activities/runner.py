@@ -57,7 +57,7 @@ class RunnerActivities:
             if found.other_run is not None:
                 return self._routing.model_copy(update={"other_claim": found})
             return self._routing
-        stored = getattr(earlier.landed, "spec_sha256", None) if earlier.landed else None
+        stored = _digest_of(earlier)
         if stored != inp.spec_sha256:
             # Other work under the same id, or a receipt that cannot show it is this task:
             # answering with it could call the new task done, and acting would put two tasks
@@ -85,11 +85,12 @@ class RunnerActivities:
             inp.task_id, inp.run_id, inp.attempt, inp.spec_sha256
         )
         if settled is not None:
-            if _digest_of(settled) != inp.spec_sha256:
+            stored = _digest_of(settled)
+            if stored != inp.spec_sha256:
                 raise ApplicationError(
                     f"task id {inp.task_id!r} is already settled in the ledger "
                     f"({self._ledger.url}) for a different task (stored "
-                    f"{_digest_of(settled) or 'none'}, this one {inp.spec_sha256}); give the "
+                    f"{stored or 'none'}, this one {inp.spec_sha256}); give the "
                     f"new task its own task_id",
                     type="TaskIdReused",
                     non_retryable=True,

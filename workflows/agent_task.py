@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         VerifyInput,
         VerifyOutput,
         VerifyReading,
+        pre_read_on,
         pre_reads,
         spec_digest,
     )
@@ -318,9 +319,7 @@ class AgentTask:
         every = list(range(len(spec.proof_plan)))
         before: list[Observation | None] = [None] * len(every)
         self._before = before
-        # The pre-read is the operator's choice (the runner's settings), not the agent's: a
-        # task's pre_read: false counts only where the runner allows tasks to skip it.
-        self._pre_read = routing.pre_read and (spec.pre_read or not routing.task_may_skip_pre_read)
+        self._pre_read = pre_read_on(routing, spec.pre_read)
         # The same test the plan made when it decided whether to claim the first act.
         if pre_reads(routing, spec.pre_read, len(every)):
             self._step = Step.PRE_READ

@@ -56,6 +56,7 @@ __all__ = [
     "VerifyReading",
     "check_spec",
     "dod_proof_kind",
+    "pre_read_on",
     "pre_reads",
     "spec_digest",
 ]
@@ -483,10 +484,15 @@ class PlanInput(BaseModel):
     steps: int = Field(default=0, ge=0, description="How many steps the proof plan declares.")
 
 
+def pre_read_on(routing: Routing, task_pre_read: bool) -> bool:
+    """Whether the before-state is read: the operator's choice (the runner's settings), not the
+    agent's; a task's pre_read: false counts only where the runner allows it."""
+    return routing.pre_read and (task_pre_read or not routing.task_may_skip_pre_read)
+
+
 def pre_reads(routing: Routing, task_pre_read: bool, steps: int) -> bool:
-    """Whether the run reads the before-state: the operator's choice (the runner's settings),
-    not the agent's; a task's pre_read: false counts only where the runner allows it."""
-    return steps > 0 and routing.pre_read and (task_pre_read or not routing.task_may_skip_pre_read)
+    """Whether the run reads a before-state before its act (it has plan steps to read)."""
+    return steps > 0 and pre_read_on(routing, task_pre_read)
 
 
 class ActInput(BaseModel):
