@@ -9,7 +9,7 @@ import sqlite3
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -537,38 +537,57 @@ async def test_a_reset_that_schedules_the_act_again_does_not_act_twice(
     assert any("closed without settling" in f for f in receipt.landed.findings)
 
 
-class _ClaimThenTimer(Interceptor):
-    """A workflow task boundary between the step that claims the first act (the plan, or the
-    claim step after a pre-read) and the act: a short timer once it has answered. Its recorded
-    claim then sits in an earlier workflow task than the act, as it does when Temporal completes
-    that workflow task early (seen with a progress query arriving while the plan ran)."""
+class _OnLocalActivity(Interceptor):
+    """Starts each local activity of the runner's workflows through ``hook(input, start)``,
+    where ``start`` starts it as the workflow asked."""
 
-    def __init__(self, step: str) -> None:
-        self.step = step
+    def __init__(
+        self,
+        hook: Callable[
+            [StartLocalActivityInput, Callable[[StartLocalActivityInput], ActivityHandle[Any]]],
+            ActivityHandle[Any],
+        ],
+    ) -> None:
+        self.hook = hook
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
     ) -> type[WorkflowInboundInterceptor]:
-        step = self.step
+        hook = self.hook
 
         class _Outbound(WorkflowOutboundInterceptor):
             def start_local_activity(self, input: StartLocalActivityInput) -> ActivityHandle[Any]:
-                handle = super().start_local_activity(input)
-                if input.activity != step:
-                    return handle
-
-                async def then_a_timer() -> Any:
-                    answer = await handle
-                    await workflow.sleep(timedelta(milliseconds=10))
-                    return answer
-
-                return asyncio.ensure_future(then_a_timer())  # type: ignore[return-value]
+                return hook(input, super().start_local_activity)
 
         class _Inbound(WorkflowInboundInterceptor):
             def init(self, outbound: WorkflowOutboundInterceptor) -> None:
                 super().init(_Outbound(outbound))
 
         return _Inbound
+
+
+def _claim_then_timer(step: str) -> _OnLocalActivity:
+    """A workflow task boundary between the step that claims the first act (the plan, or the
+    claim step after a pre-read) and the act: a short timer once it has answered. Its recorded
+    claim then sits in an earlier workflow task than the act, as it does when Temporal completes
+    that workflow task early (seen with a progress query arriving while the plan ran)."""
+
+    def hook(
+        input: StartLocalActivityInput,
+        start: Callable[[StartLocalActivityInput], ActivityHandle[Any]],
+    ) -> ActivityHandle[Any]:
+        handle = start(input)
+        if input.activity != step:
+            return handle
+
+        async def then_a_timer() -> Any:
+            answer = await handle
+            await workflow.sleep(timedelta(milliseconds=10))
+            return answer
+
+        return asyncio.ensure_future(then_a_timer())  # type: ignore[return-value]
+
+    return _OnLocalActivity(hook)
 
 
 @pytest.mark.parametrize(("pre_read", "step"), [(False, PLAN_ACTIVITY), (True, CLAIM_ACTIVITY)])
@@ -586,7 +605,7 @@ async def test_a_reset_keeping_the_claim_but_not_the_act_claims_again(
         tmp_path,
         db,
         site,
-        interceptors=(_ClaimThenTimer(step),),
+        interceptors=(_claim_then_timer(step),),
         task_may_skip_pre_read=True,
     ) as roles:
         await _held_in_act(roles, db, gate, wid, wid, pre_read=pre_read)
@@ -1293,28 +1312,19 @@ async def _through_relay(
     return receipt, str((read_back[0].landed or {}).get("observation")) if read_back else ""
 
 
-class _SettleInputs(Interceptor):
-    """Keeps what each replayed run hands to its settle step (the receipt it graded)."""
+def _settle_inputs(seen: list[SettleInput]) -> _OnLocalActivity:
+    """Keeps in ``seen`` what each replayed run hands to its settle step (the receipt it
+    graded)."""
 
-    def __init__(self) -> None:
-        self.seen: list[SettleInput] = []
+    def hook(
+        input: StartLocalActivityInput,
+        start: Callable[[StartLocalActivityInput], ActivityHandle[Any]],
+    ) -> ActivityHandle[Any]:
+        if input.activity == SETTLE_ACTIVITY:
+            seen.append(input.args[0])
+        return start(input)
 
-    def workflow_interceptor_class(
-        self, input: WorkflowInterceptorClassInput
-    ) -> type[WorkflowInboundInterceptor]:
-        seen = self.seen
-
-        class _Outbound(WorkflowOutboundInterceptor):
-            def start_local_activity(self, input: StartLocalActivityInput) -> ActivityHandle[Any]:
-                if input.activity == SETTLE_ACTIVITY:
-                    seen.append(input.args[0])
-                return super().start_local_activity(input)
-
-        class _Inbound(WorkflowInboundInterceptor):
-            def init(self, outbound: WorkflowOutboundInterceptor) -> None:
-                super().init(_Outbound(outbound))
-
-        return _Inbound
+    return _OnLocalActivity(hook)
 
 
 def _graded_again_later(history: WorkflowHistory, later: timedelta) -> WorkflowHistory:
@@ -1394,11 +1404,13 @@ async def test_a_task_graded_again_after_a_stalled_runner_settles_the_same_recei
         history = await roles.temporal.get_workflow_handle("stall-1").fetch_history()
     (proof,) = _read_back(receipt)
     assert proof.result == "probe-error" and proof.checked_by == receipt.verdict_by
-    graded = _SettleInputs()
-    replayer = Replayer(workflows=[AgentTask], plugins=[landed_plugin()], interceptors=[graded])
+    seen: list[SettleInput] = []
+    replayer = Replayer(
+        workflows=[AgentTask], plugins=[landed_plugin()], interceptors=[_settle_inputs(seen)]
+    )
     await replayer.replay_workflow(history)
     await replayer.replay_workflow(_graded_again_later(history, timedelta(minutes=3)))
-    first, again = (inp.receipt for inp in graded.seen)
+    first, again = (inp.receipt for inp in seen)
     assert again.settled_at is not None and first.settled_at is not None
     assert again.settled_at - first.settled_at > timedelta(minutes=3) - timedelta(seconds=1)
     assert canonical_json(again.model_copy(update={"settled_at": None})) == canonical_json(
