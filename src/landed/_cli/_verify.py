@@ -21,7 +21,6 @@ from landed._verdict import InvalidContract, Verdict
 
 EXIT_LANDED = 0
 EXIT_NOT_LANDED = 1
-EXIT_USAGE = 2
 EXIT_PROBE_FAILED = 3
 
 _SHELL_TOKENS = {"|", "||", "&&", ";", ">", ">>", "<", "&", "2>", "2>&1", "<<"}
@@ -215,10 +214,6 @@ def verify_command(
             json_path=json_path,
             rung=rung,
         )
-    except typer.BadParameter as exc:
-        if not as_json:
-            raise
-        raise fail(exc.format_message(), EXIT_USAGE, json_error="usage") from None
     except InvalidContract as exc:  # an expectation flag that does not parse (--json-path)
         raise fail(
             str(exc), EXIT_PROBE_FAILED, json_error="invalid probe" if as_json else None
