@@ -60,6 +60,9 @@ from landed._task import (
 )
 
 HISTORIES = Path(__file__).parent / "histories"
+# Histories made with the test's timer after the claiming step: they replay with it only.
+TIMER_HISTORIES = HISTORIES / "claim_then_timer"
+_CLAIM_AGAIN_PATCH = "landed-claim-again-after-reset"
 
 
 def rows_task(task_id: str, db: Path, *, expect: int, batch: str, **act: Any) -> dict[str, Any]:
@@ -623,11 +626,71 @@ async def test_a_reset_keeping_the_claim_but_not_the_act_claims_again(
         reset_run = await _reset_to_last_workflow_task(roles, wid)
         gate.touch()  # the old run's act finishes its write
         receipt = await _result_of_run(roles, wid, reset_run)
+        reset_history = await roles.temporal.get_workflow_handle(
+            wid, run_id=reset_run
+        ).fetch_history()
     assert between >= 1  # the setup: the claim and the act in different workflow tasks
     assert act_runs(db, wid) == [(1, wid)]
     assert row_count(db, wid) == 1
     assert receipt.verdict == "planned" and receipt.landed is not None
     assert any("closed without settling" in f for f in receipt.landed.findings)
+    # The reset run's history (the old run's claim, the reset, the patch marker, the claim
+    # again) replays as it ran, and so does the one committed for this flow.
+    assert _CLAIM_AGAIN_PATCH in _patches(reset_history)
+    name = f"reset_claim_again_{'pre_read' if pre_read else 'lean'}"
+    _record_history(name, reset_history, TIMER_HISTORIES)
+    committed = WorkflowHistory.from_json(
+        name, json.loads((TIMER_HISTORIES / f"agent_task_{name}.json").read_text())
+    )
+    assert _CLAIM_AGAIN_PATCH in _patches(committed)
+    await _replays_as_recorded([reset_history, committed], _claim_then_timer(step))
+
+
+async def test_a_reset_keeping_a_second_attempts_claim_but_not_its_act_claims_again(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """The same for the act's second attempt (the first raised before writing, the read-back
+    found nothing, the act runs again): the reset run held the old run's answers for both
+    attempts, acts on the first's as the old run did, and claims the second again."""
+    gate = tmp_path / "go"
+    wid = "reset-split-second"
+    task = rows_task(
+        wid,
+        db,
+        expect=1,
+        batch=wid,
+        write=1,
+        fail="before",
+        fail_attempts=1,
+        wait_for_file=str(gate),
+    )
+    task["pre_read"] = False
+    async with _roles(
+        temporal_dev,
+        tmp_path,
+        db,
+        site,
+        interceptors=(_claim_then_timer(CLAIM_ACTIVITY),),
+        task_may_skip_pre_read=True,
+    ) as roles:
+        await roles.client.start(task)
+        for _ in range(400):
+            if len(act_runs(db, wid)) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert act_runs(db, wid) == [(1, wid), (2, wid)]  # the second attempt waits at the gate
+        reset_run = await _reset_to_last_workflow_task(roles, wid)
+        gate.touch()
+        receipt = await _result_of_run(roles, wid, reset_run)
+        reset_history = await roles.temporal.get_workflow_handle(
+            wid, run_id=reset_run
+        ).fetch_history()
+    assert act_runs(db, wid) == [(1, wid), (2, wid)]
+    assert row_count(db, wid) == 1
+    assert receipt.verdict == "planned" and receipt.landed is not None
+    assert any("closed without settling" in f for f in receipt.landed.findings)
+    assert f"{_CLAIM_AGAIN_PATCH}-2" in _patches(reset_history)
+    await _replays_as_recorded([reset_history], _claim_then_timer(CLAIM_ACTIVITY))
 
 
 async def test_the_first_act_is_claimed_by_the_plan_unless_a_pre_read_comes_between(
@@ -811,7 +874,7 @@ async def test_invalid_spec_rejected_and_no_probe_never_verified(
     assert "UnknownAct" in (unknown.report or "") or "no act named" in (unknown.report or "")
 
 
-def _record_history(name: str, history: WorkflowHistory) -> None:
+def _record_history(name: str, history: WorkflowHistory, folder: Path = HISTORIES) -> None:
     """With LANDED_RECORD_HISTORIES=1, write ``history`` as the committed fixture ``name``.
 
     Only after a deliberate change to the workflow's commands: record the fixtures again (and
@@ -820,7 +883,7 @@ def _record_history(name: str, history: WorkflowHistory) -> None:
     """
     if os.environ.get("LANDED_RECORD_HISTORIES") == "1":
         text = json.dumps(json.loads(history.to_json()), indent=1) + "\n"
-        (HISTORIES / f"agent_task_{name}.json").write_text(text)
+        (folder / f"agent_task_{name}.json").write_text(text)
 
 
 async def test_replay_recorded_histories(
@@ -852,13 +915,36 @@ async def test_replay_recorded_histories(
     assert committed, "tests/histories/ holds at least one recorded AgentTask history"
     for path in committed:
         histories.append(WorkflowHistory.from_json(path.stem, json.loads(path.read_text())))
-    shared = Replayer(workflows=[AgentTask], plugins=[landed_plugin()])
+    await _replays_as_recorded(histories)
+
+
+def _patches(history: WorkflowHistory) -> list[str]:
+    """The patch ids a history's patch markers record."""
+    ids = []
+    for event in history.events:
+        marker = event.marker_recorded_event_attributes
+        if (
+            event.HasField("marker_recorded_event_attributes")
+            and marker.marker_name == "core_patch"
+        ):
+            for payloads in marker.details.values():
+                for payload in payloads.payloads:
+                    ids.append(json.loads(payload.data).get("id"))
+    return ids
+
+
+async def _replays_as_recorded(
+    histories: list[WorkflowHistory], *interceptors: Interceptor
+) -> None:
+    """Each history replays without a nondeterminism error, in the shared and strict sandbox."""
+    shared = Replayer(workflows=[AgentTask], plugins=[landed_plugin()], interceptors=interceptors)
     # Workers share the workflow module across runs; replayed with it re-imported under the
     # SDK's restricted standard library, a nondeterministic call in it fails here.
     strict = Replayer(
         workflows=[AgentTask],
         data_converter=pydantic_data_converter,
         workflow_runner=strict_workflow_runner(),
+        interceptors=interceptors,
     )
     for replayer in (shared, strict):
         for history in histories:

@@ -134,21 +134,32 @@ def _cause(err: BaseException) -> str:
     return f"{type(inner).__name__}: {inner}"
 
 
-def _claim_holds(out: ClaimOutput) -> bool:
-    """The claim answer counts for this run: recorded for it (or by a runner that did not say
-    for whom), or recorded for the run this one was reset from, in a part of the history that
-    went on to act on it.
+def _claim_holds(out: ClaimOutput, attempt: int) -> bool:
+    """The first claim answer a run holds for act attempt ``attempt`` counts for this run:
+    recorded for it (or by a runner that did not say for whom), or recorded for the run this
+    one was reset from, in a part of the history that went on to act on it.
 
     A reset keeps the history up to the workflow task it restarts. Where that history acts on
     the old run's claim, replay must do as the old run did; where this run schedules the act
     itself (the claim's marker sat in an earlier workflow task than the act), it must claim
-    again as itself. The patch marker records which: patched() is False only while replaying
-    a workflow task that did not record it (one of the old run's), and never changes its answer
-    within a run, as the two cases never both occur in one.
+    again as itself (and that second answer is its own: callers do not ask again). A patch
+    marker per attempt records which: patched() is False only while replaying a workflow task
+    that did not record it (one of the old run's).
+
+    The run id is compared only when the decision is made for the first time; replayed, the
+    recorded marker alone decides. A replay may not see this run's id (Temporal's Replayer
+    takes a reset run's id from its first event, which is the old run's), and a decision taken
+    from it there would replay another branch than the run took.
     """
-    if out.claimed_for is None or out.claimed_for == workflow.info().run_id:
+    if out.claimed_for is None:
         return True
-    return not workflow.patched(_CLAIM_AGAIN_AFTER_RESET)
+    # Attempt 1 keeps the id runs recorded before attempts had their own.
+    patch = _CLAIM_AGAIN_AFTER_RESET if attempt == 1 else f"{_CLAIM_AGAIN_AFTER_RESET}-{attempt}"
+    if workflow.unsafe.is_replaying_history_events():
+        return not workflow.patched(patch)
+    if out.claimed_for == workflow.info().run_id:
+        return True
+    return not workflow.patched(patch)
 
 
 def _is_type(err: BaseException, error_type: str) -> bool:
@@ -399,7 +410,7 @@ class AgentTask:
             if routing.settled is not None:
                 return self._finish(routing.settled, spec, owner_set)
         found = routing.claim or routing.other_claim
-        if found is not None and not _claim_holds(found):
+        if found is not None and not _claim_holds(found, 1):
             # The plan's claim was recorded for the run this one was reset from: that run was
             # about to act, and this one cannot tell whether it did.
             found = ClaimOutput(other_run=found.claimed_for)
@@ -588,12 +599,13 @@ class AgentTask:
         otherwise a claim step runs now, in the workflow task that schedules the act, so a
         reset that schedules the act again claims again.
         """
-        if attempt == 1 and routing.claim is not None and _claim_holds(routing.claim):
-            return self._judge_claim(routing.claim)
+        planned = routing.claim if attempt == 1 else None
+        if planned is not None and _claim_holds(planned, attempt):
+            return self._judge_claim(planned)
         if not workflow.patched(_CLAIM_BEFORE_ACT):
             return True  # a run recorded before claims existed: replayed as it ran
         out = await self._claim(spec, attempt, remaining)
-        if not _claim_holds(out):
+        if planned is None and not _claim_holds(out, attempt):
             # The answer was recorded by the run this one was reset from (a reset keeps the
             # history up to the workflow task it restarts, and the claim's marker can sit in an
             # earlier one than the act's): it claims nothing for this run, so claim again.
