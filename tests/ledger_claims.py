@@ -1,6 +1,9 @@
-"""What every ledger backend must do with claims (see Ledger.claim); shared by both test files."""
+"""What every ledger backend must do with claims (see Ledger.claim) and concurrent writers;
+shared by both test files."""
 
 from __future__ import annotations
+
+import asyncio
 
 from landed._ledger import Ledger
 from landed._receipt import Receipt
@@ -33,3 +36,29 @@ async def check_claims(ledger: Ledger, settled: Receipt) -> None:
     assert stored is not None and stored.task_id == task and none is None
     looked_up, none = await ledger.claim(task, "run-11", 1, "d9", record=False)
     assert looked_up is not None and looked_up.task_id == task and none is None
+
+
+async def check_concurrent_claims(one: Ledger, other: Ledger) -> None:
+    """Two runs claiming one task id at the same moment, through two connections: the later
+    one always learns of the earlier (never both told that nobody else claimed it)."""
+    for i in range(40):
+        task = f"race-{i}"
+        (_, seen_by_a), (_, seen_by_b) = await asyncio.gather(
+            one.claim(task, "run-a", 1, "d"), other.claim(task, "run-b", 1, "d")
+        )
+        assert seen_by_a is not None or seen_by_b is not None, task
+        assert {c.run_id for c in (seen_by_a, seen_by_b) if c is not None} <= {"run-a", "run-b"}
+
+
+async def check_opposite_orders_do_not_deadlock(one: Ledger, other: Ledger) -> None:
+    """Two writers appending the same keys in opposite orders both succeed."""
+
+    def receipt(task_id: str) -> Receipt:
+        return Receipt(task_id=task_id, claimed_status="done")
+
+    for round_ in range(5):
+        keys = [f"order-{round_}-{i}" for i in range(200)]
+        forward, backward = await asyncio.gather(
+            one.append_many(map(receipt, keys)), other.append_many(map(receipt, reversed(keys)))
+        )
+        assert sum(forward) + sum(backward) == len(keys)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import subprocess
 import sys
 import uuid
@@ -14,7 +15,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from ledger_claims import check_claims
+from ledger_claims import (
+    check_claims,
+    check_concurrent_claims,
+    check_opposite_orders_do_not_deadlock,
+)
 from psycopg import sql
 
 from landed._ledger import LedgerConflict, LedgerError, LedgerNotFound, open_ledger
@@ -327,10 +332,18 @@ def test_secrets_in_the_url_never_show_and_the_rest_is_passed_on_unchanged() -> 
         split_url("postgresql://postgres@[::1/test")
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        receipt("nul").model_copy(update={"owner": "agent\x00x"}),
+        # A key larger than the unique index's btree entry can hold (ProgramLimitExceeded).
+        receipt(secrets.token_urlsafe(4000)),
+    ],
+    ids=["nul", "huge-key"],
+)
 async def test_one_receipt_the_server_refuses_does_not_fail_the_others_in_its_batch(
-    pg: Pg,
+    pg: Pg, bad: Receipt
 ) -> None:
-    bad = receipt("nul").model_copy(update={"owner": "agent\x00x"})
     async with await open_ledger(pg.owner_url) as ledger:
         results = await asyncio.gather(
             ledger.append(receipt("good")), ledger.append(bad), return_exceptions=True
@@ -338,3 +351,13 @@ async def test_one_receipt_the_server_refuses_does_not_fail_the_others_in_its_ba
         assert results[0] is True, results
         assert isinstance(results[1], LedgerError), results
         assert [r.task_id for r in await ledger.board()] == ["good"]
+
+
+async def test_two_connections_claiming_one_task_at_once_see_each_other(pg: Pg) -> None:
+    async with await open_ledger(pg.owner_url) as one, await open_ledger(pg.owner_url) as other:
+        await check_concurrent_claims(one, other)
+
+
+async def test_two_writers_appending_in_opposite_orders_both_succeed(pg: Pg) -> None:
+    async with await open_ledger(pg.owner_url) as one, await open_ledger(pg.owner_url) as other:
+        await check_opposite_orders_do_not_deadlock(one, other)

@@ -9,7 +9,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from ledger_claims import check_claims
+from ledger_claims import (
+    check_claims,
+    check_concurrent_claims,
+    check_opposite_orders_do_not_deadlock,
+)
 
 from landed._ledger import (
     DEFAULT_LEDGER_PATH,
@@ -522,3 +526,48 @@ async def test_a_ledger_whose_no_replace_trigger_aborts_still_reads_a_stored_key
         with pytest.raises(LedgerConflict):
             await ledger.append_many([receipt("a", verdict="failed"), receipt("b")])
         assert [r.task_id for r in await ledger.board()] == ["a", "b"]
+
+
+async def test_two_connections_claiming_one_task_at_once_see_each_other(tmp_path: Path) -> None:
+    path = url(tmp_path / "l.db")
+    async with await open_ledger(path) as one, await open_ledger(path) as other:
+        await check_concurrent_claims(one, other)
+        await check_opposite_orders_do_not_deadlock(one, other)
+
+
+async def test_an_attempt_sqlite_cannot_hold_fails_only_its_own_settle(tmp_path: Path) -> None:
+    async with await open_ledger(url(tmp_path / "l.db")) as ledger:
+        results = await asyncio.gather(
+            *(ledger.append(receipt(f"good-{i}")) for i in range(5)),
+            ledger.append(
+                receipt("huge").model_copy(update={"landed": LandedExtension(attempt=2**63)})
+            ),
+            return_exceptions=True,
+        )
+        assert results[:5] == [True] * 5, results
+        assert isinstance(results[5], LedgerError) and "OverflowError" in str(results[5])
+        assert await ledger.count() == 5
+
+
+async def test_a_close_that_gives_up_leaves_no_queued_settle_unwritten(tmp_path: Path) -> None:
+    """Another process holds the file's write lock while a flush waits on it and more settles
+    queue behind; a close() cancelled by its deadline must not cancel that flush, and the next
+    close() writes the queued rows before it returns."""
+    path = tmp_path / "l.db"
+    ledger = await open_ledger(url(path))
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    first = [asyncio.ensure_future(ledger.append(receipt(f"a{i}"))) for i in range(3)]
+    await asyncio.sleep(0.2)  # a0..a2 are being flushed: waiting for the lock
+    queued = [asyncio.ensure_future(ledger.append(receipt(f"b{i}"))) for i in range(3)]
+    await asyncio.sleep(0.1)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(ledger.close(), 0.5)
+    holder.execute("COMMIT")
+    holder.close()
+    await ledger.close()
+    assert await asyncio.wait_for(asyncio.gather(*first, *queued), 15) == [True] * 6
+    with sqlite3.connect(path) as db:
+        stored = {r for (r,) in db.execute("SELECT task_id FROM landed_receipts")}
+    db.close()
+    assert stored == {"a0", "a1", "a2", "b0", "b1", "b2"}

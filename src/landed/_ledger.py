@@ -237,8 +237,10 @@ class GroupCommit:
         return [bool(o) for o in outcomes]
 
     async def wait_idle(self) -> None:
+        # Shielded: a caller that stops waiting (a close() cancelled by its timeout) must not
+        # cancel the flush under way, which would leave the rows queued behind it unwritten.
         while self._drainer is not None and not self._drainer.done():
-            await asyncio.gather(self._drainer, return_exceptions=True)
+            await asyncio.shield(asyncio.gather(self._drainer, return_exceptions=True))
 
     async def _drain(self) -> None:
         while self._pending:
@@ -261,7 +263,10 @@ class GroupCommit:
                     except Exception as alone:
                         self._fail([one], alone)
             except BaseException as exc:
-                self._fail(batch, exc)
+                # The flush itself is going away (cancelled with the event loop): every row
+                # still queued is answered too, so no settle waits for a flush that never comes.
+                queued, self._pending = self._pending, []
+                self._fail([*batch, *queued], exc)
                 raise
 
     @staticmethod

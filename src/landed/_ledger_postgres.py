@@ -81,6 +81,18 @@ def _redact(url: str) -> str:
     return urlunsplit(parts)
 
 
+_DEADLOCK_TRIES = 3
+
+
+def _row_refused(exc: BaseException) -> bool:
+    """An error about one row's values, not about the server (see GroupCommit)."""
+    return isinstance(
+        exc,
+        # ProgramLimitExceeded: a key too large for the unique index's btree entry.
+        (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded),
+    )
+
+
 class PostgresLedger:
     """A PostgreSQL ledger. Appends are group-committed through one writer at a time."""
 
@@ -95,7 +107,7 @@ class PostgresLedger:
         ).format(t=self._table)
         self._commit = GroupCommit(
             self._flush,
-            row_refused=lambda exc: isinstance(exc, (psycopg.DataError, psycopg.IntegrityError)),
+            row_refused=_row_refused,
         )
         self._closed = False
 
@@ -154,6 +166,18 @@ class PostgresLedger:
         return cls(url, dsn, schema, pool)
 
     async def _flush(self, rows: Sequence[LedgerRow]) -> list[bool | str]:
+        # Two runners sharing the ledger can insert overlapping keys in opposite orders; the
+        # server then aborts one transaction as a deadlock. Nothing of it was written, and the
+        # same batch again waits for the other's commit and finds its rows, so try again.
+        for left in range(_DEADLOCK_TRIES - 1, -1, -1):
+            try:
+                return await self._flush_once(rows)
+            except psycopg.errors.DeadlockDetected:
+                if not left:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _flush_once(self, rows: Sequence[LedgerRow]) -> list[bool | str]:
         # One multi-row INSERT: one round trip and one commit for the whole batch.
         insert = sql.SQL(
             "INSERT INTO {t} (task_id, attempt, verdict, owner, settled_at, body_sha256, body)"
@@ -235,6 +259,14 @@ class PostgresLedger:
         claims = sql.Identifier(self._schema, "landed_claims")
         try:
             async with self._pool.connection() as conn, conn.transaction():
+                if record:
+                    # Two runs claiming one task id at once would each insert, neither see the
+                    # other's uncommitted row, and both be told nobody else claimed it: the
+                    # lock (released at commit) makes the second wait and then see the first.
+                    await conn.execute(
+                        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                        (f"landed-claim:{self._schema}:{task_id}",),
+                    )
                 cur = await conn.execute(self._latest_sql, (task_id,))
                 stored = await cur.fetchone()
                 if stored is not None:
@@ -307,10 +339,12 @@ class PostgresLedger:
         return int(row[0]) if row else 0
 
     async def close(self) -> None:
+        # Waited for first, by every close(): one that was cancelled while rows were queued
+        # must not make the next return with those rows unwritten.
+        await self._commit.wait_idle()
         if self._closed:
             return
         self._closed = True
-        await self._commit.wait_idle()
         await self._pool.close()
 
     async def __aenter__(self) -> PostgresLedger:

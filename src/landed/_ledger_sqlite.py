@@ -121,7 +121,8 @@ def columns(row: LedgerRow) -> tuple[object, ...]:
 def _row_refused(exc: BaseException) -> bool:
     """An error about one row's values, not about the file (see GroupCommit)."""
     cause = exc.__cause__ if isinstance(exc, LedgerError) else exc
-    return isinstance(cause, (sqlite3.IntegrityError, sqlite3.DataError))
+    # OverflowError: an attempt beyond SQLite's 64-bit integer, raised by the binding itself.
+    return isinstance(cause, (sqlite3.IntegrityError, sqlite3.DataError, OverflowError))
 
 
 def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
@@ -446,10 +447,12 @@ class SqliteLedger:
         return await self._run(self._count_sync)
 
     async def close(self) -> None:
+        # Waited for first, by every close(): one that was cancelled while rows were queued
+        # must not make the next return with those rows unwritten.
+        await self._commit.wait_idle()
         if self._closed:
             return
         self._closed = True
-        await self._commit.wait_idle()
         await self._run(self._close_sync)
         self._thread.shutdown(wait=True)
 

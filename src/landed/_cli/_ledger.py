@@ -153,9 +153,12 @@ async def _export(url: str | None, out: IO[bytes], latest: bool) -> tuple[str, i
                 out.write(canonical_json(receipt) + b"\n")
                 count += 1
         else:
-            async for receipt in ledger.iter_receipts():
-                out.write(canonical_json(receipt) + b"\n")
-                count += 1
+            # Closed at once if writing fails (a closed pipe): PostgreSQL's export holds a
+            # transaction and a server-side cursor until its generator is closed.
+            async with contextlib.aclosing(ledger.iter_receipts()) as receipts:
+                async for receipt in receipts:
+                    out.write(canonical_json(receipt) + b"\n")
+                    count += 1
         return ledger.url, count
 
 
