@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -176,7 +176,7 @@ class Ledger(Protocol):
         to act (it reads first, or will not act at all) but must know of another run's act."""
         ...
 
-    def iter_receipts(self) -> AsyncIterator[Receipt]:
+    def iter_receipts(self) -> AsyncGenerator[Receipt, None]:
         """Every stored receipt in append order, read in pages (never all at once)."""
         ...
 

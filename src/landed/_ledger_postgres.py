@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -306,7 +306,7 @@ class PostgresLedger:
             ).format(t=self._table)
         )
 
-    async def iter_receipts(self) -> AsyncIterator[Receipt]:
+    async def iter_receipts(self) -> AsyncGenerator[Receipt, None]:
         # A server-side cursor in one REPEATABLE READ snapshot: sequence numbers may commit out
         # of order under concurrent writers, so paging by sequence could skip a receipt.
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -431,7 +431,7 @@ class SqliteLedger:
             "(SELECT max(attempt) FROM landed_receipts WHERE task_id = r.task_id) ORDER BY task_id"
         )
 
-    async def iter_receipts(self) -> AsyncIterator[Receipt]:
+    async def iter_receipts(self) -> AsyncGenerator[Receipt, None]:
         # Pages by sequence: SQLite serialises writers, so sequence order is commit order and
         # no receipt committed before the export started can be skipped.
         after = 0
