@@ -323,6 +323,83 @@ async def test_landed_dev_ignores_the_users_temporal_settings_and_holds_its_dir(
     with pytest.raises(DevError, match="would share the task queue 'landed-verifier'"):
         await clash.start()
     assert not clash.roles
+    # So does one whose verifier would run under the actor's identity (DOD-2).
+    same = DevStack(
+        home=home,
+        headless=True,
+        in_memory=True,
+        env={
+            "actor": {"LANDED_ACTOR_IDENTITY": "agent-bot"},
+            "verifier": {"LANDED_VERIFIER_IDENTITY": "Agent-Bot"},
+        },
+    )
+    with pytest.raises(DevError, match="verifier and the actor would both run as 'Agent-Bot'"):
+        await same.start()
+    assert not same.roles
+
+
+def test_a_port_another_process_serves_is_refused_with_the_servers_reason(
+    tmp_path: Path,
+) -> None:
+    """Something else listens on the frontend port (a stack started at the same moment bound
+    it first): answering on it is not enough, the listener must be the server just started."""
+    from landed._dev import DevError, DevServer
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        server = DevServer(port=port, headless=True, log_file=tmp_path / "temporal.log")
+        with pytest.raises(DevError) as refused:
+            server.start()
+    said = str(refused.value)
+    assert f"127.0.0.1:{port}" in said and "address already in use" in said, said
+    assert server.proc is not None and server.proc.poll() is not None  # stopped, not left
+
+
+def test_the_dev_server_asks_nothing_of_the_internet() -> None:
+    """No version check at start (a DNS query for temporal.io) and no newsfeed in the Web UI."""
+    from landed._dev import DevServer
+
+    argv = DevServer(port=1, ui_port=2, metrics_port=3).argv()
+    assert "frontend.enableServerVersionCheck=false" in argv
+    assert "--ui-disable-news-fetch" in argv
+
+
+def test_ctrl_c_while_landed_dev_starts_stops_it_there(tmp_path: Path) -> None:
+    """The actor is still importing its acts (a slow module) when Ctrl-C comes: `landed dev`
+    stops at once with exit 0, not after the ready timeout, and leaves nothing running."""
+    (tmp_path / "slow_acts.py").write_text("import time\ntime.sleep(120)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
+    env["LANDED_ACTOR_ACTS"] = "slow_acts"
+    home = tmp_path / "dev"
+    dev = subprocess.Popen(
+        [sys.executable, "-m", "landed", "dev", "--dir", str(home), "--headless", "--port", "0"],
+        env=env,
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(_children(dev.pid)) < 4:
+            time.sleep(0.1)  # the server and the three roles have started
+        started = _children(dev.pid)
+        assert len(started) == 4, started
+        time.sleep(1.0)  # the actor is in its import, the others are ready
+        asked = time.monotonic()
+        dev.send_signal(signal.SIGINT)
+        _, err = dev.communicate(timeout=45)
+        took = time.monotonic() - asked
+    finally:
+        if dev.poll() is None:
+            dev.kill()
+            dev.communicate(timeout=10)
+    assert dev.returncode == 0, err
+    assert "stopped before it was ready" in err
+    assert took < 20, took  # the 60 s ready timeout was not waited out
+    assert [p for p in started if _alive(p)] == []
 
 
 async def test_sigkill_actor_and_verifier_lose_nothing_duplicate_nothing(
@@ -540,6 +617,20 @@ def _pids_mentioning(text: str) -> list[int]:
                     found.append(int(entry.name))
             except OSError:
                 continue  # ended while we looked
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid:
+                found.append(int(entry.name))
     return found
 
 

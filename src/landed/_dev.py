@@ -66,6 +66,8 @@ DEV_DYNAMIC_CONFIG: dict[str, Any] = {
     # that attributes added at run time show at once; landed registers its attributes when the
     # server starts (--search-attribute), so the cached registry is always current.
     "system.forceSearchAttributesCacheRefreshOnRead": False,
+    # landed's servers talk to loopback only: no version check against temporal.io at start.
+    "frontend.enableServerVersionCheck": False,
 }
 
 
@@ -131,6 +133,30 @@ def _wait_port(host: str, port: int, deadline: float, proc: subprocess.Popen[byt
     raise DevError(f"temporal server did not listen on {host}:{port} in time")
 
 
+def _listens(pid: int, ip: str, port: int) -> bool | None:
+    """Whether process ``pid`` holds the listening socket on ip:port; None where /proc cannot
+    say (not Linux). A port answering is not proof the server that answers is the one just
+    started: a stack started at the same moment may have bound it first."""
+    want = f"{socket.inet_aton(ip)[::-1].hex().upper()}:{port:04X}"
+    try:
+        table = Path("/proc/net/tcp").read_text().splitlines()[1:]
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return None
+    inodes = {
+        fields[9]
+        for fields in (line.split() for line in table)
+        if len(fields) > 9 and fields[1] == want and fields[3] == "0A"  # 0A: LISTEN
+    }
+    if not inodes:
+        return None  # the listener went away meanwhile: the health check decides
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(fd).removeprefix("socket:[").removesuffix("]") in inodes:
+                return True
+    return False
+
+
 def _wait_healthy(address: str, deadline: float, proc: subprocess.Popen[bytes]) -> None:
     # A listening port is not a serving frontend: it answers "Frontend is not healthy yet"
     # for a moment after it binds. Ask for the default namespace until it answers.
@@ -190,6 +216,7 @@ class DevServer:
     dynamic_config: Mapping[str, Any] = field(default_factory=lambda: dict(DEV_DYNAMIC_CONFIG))
     proc: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = None
+    _log_offset: int = 0
 
     @property
     def address(self) -> str:
@@ -222,7 +249,8 @@ class DevServer:
         if self.headless:
             args.append("--headless")
         else:
-            args += ["--ui-port", str(self.ui_port)]
+            # The Web UI would fetch Temporal's newsfeed from the internet for each visitor.
+            args += ["--ui-port", str(self.ui_port), "--ui-disable-news-fetch"]
         if self.db_file is not None:
             # WAL and synchronous=normal: without them every history write waits on an fsync
             # and the dev server is several times slower on the same disk.
@@ -253,6 +281,7 @@ class DevServer:
         if self.log_file is not None:
             self.log_file.parent.mkdir(parents=True, exist_ok=True)
             self._log = self.log_file.open("ab")
+            self._log_offset = self._log.tell()
             out = self._log
         self.proc = subprocess.Popen(
             self.argv(),
@@ -263,9 +292,35 @@ class DevServer:
             preexec_fn=_stop_with_parent(),
         )
         deadline = time.monotonic() + timeout
-        _wait_port(self.ip, self.port, deadline, self.proc)
-        _wait_healthy(self.address, deadline, self.proc)
+        try:
+            _wait_port(self.ip, self.port, deadline, self.proc)
+            if _listens(self.proc.pid, self.ip, self.port) is False:
+                # Ours fails to bind and exits: a moment for it to log why.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=3)
+                raise DevError(
+                    f"{self.address} is served by another process (another `landed dev` or "
+                    "Temporal server): stop it, or start on a free port (--port 0)"
+                )
+            _wait_healthy(self.address, deadline, self.proc)
+        except BaseException as exc:
+            self.stop()
+            if isinstance(exc, DevError):
+                raise DevError(f"{exc}{self._log_tail()}") from None
+            raise
         return self
+
+    def _log_tail(self, lines: int = 6) -> str:
+        """What the server logged this start about why it stopped (a port in use, say): its
+        error lines, else the last lines (a Go panic's stack would bury the reason)."""
+        if self.log_file is None or not self.log_file.is_file():
+            return ""
+        with self.log_file.open("rb") as log:
+            log.seek(self._log_offset)
+            text = log.read().decode(errors="replace").strip().splitlines()
+        errors = [line for line in text if "level=ERROR" in line or line.startswith("panic:")]
+        shown = errors[-lines:] or text[-lines:]
+        return f"; its log ({self.log_file}) says:\n" + "\n".join(shown) if shown else ""
 
     def stop(self, grace: float = 10.0) -> None:
         if self.proc is not None:
@@ -469,6 +524,23 @@ class RoleProcess:
             self._log = None
 
 
+def _distinct_identities(envs: Mapping[str, Mapping[str, str]]) -> None:
+    """Refuse two roles configured under one worker identity (the verifier as the actor would
+    grade the actor's own work: every reading would be refused, DOD-2)."""
+    seen: dict[str, str] = {}
+    for role, env in envs.items():
+        name = f"{ROLE_PREFIXES[role][0]}IDENTITY"
+        identity = env.get(name)
+        if not identity:
+            continue  # role@host:pid, distinct by construction
+        other = seen.setdefault(identity.casefold(), role)
+        if other != role:
+            raise DevError(
+                f"the {role} and the {other} would both run as {identity!r}; give each role an "
+                f"identity of its own ({name})"
+            )
+
+
 @dataclass
 class DevStack:
     """Dev server + actor + verifier + runner; ``home`` holds the db, ledger, keys and logs.
@@ -572,10 +644,11 @@ class DevStack:
             log_file=self.home / "logs" / "temporal.log",
         )
         try:
-            await asyncio.to_thread(self.server.start)
+            await self._start_server(self.server)
             envs = {role: self.role_environment(role) for role in ROLE_PREFIXES}
             # A settings mistake stops the stack before any role starts; so do two roles on
             # one queue (an actor there would receive reads, a verifier acts).
+            _distinct_identities(envs)
             queues: dict[str, str] = {}
             for role, env in envs.items():
                 name = f"{ROLE_PREFIXES[role][0]}TASK_QUEUE"
@@ -595,6 +668,19 @@ class DevStack:
             self.stop()
             raise
         return self
+
+    @staticmethod
+    async def _start_server(server: DevServer) -> None:
+        """Start the server on a thread; cancelled (Ctrl-C while starting), stop it and wait
+        for that thread, so nothing it starts is left running behind the cancelled start."""
+        starting = asyncio.ensure_future(asyncio.to_thread(server.start))
+        try:
+            await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            await asyncio.to_thread(server.stop, 5.0)  # its wait sees the server gone
+            with contextlib.suppress(BaseException):
+                await starting
+            raise
 
     def start_role(self, role: str) -> RoleProcess:
         old = self.roles.get(role)
@@ -672,7 +758,9 @@ class DevStack:
             if proc.proc is not None and proc.proc.poll() is None:
                 proc.proc.send_signal(signal.SIGTERM)
         for role, proc in self.roles.items():
-            proc.stop(grace=self._stop_grace(role))
+            # A role that never said it was ready has no task in flight to finish (it may
+            # still be importing the acts): no drain to wait for.
+            proc.stop(grace=self._stop_grace(role) if proc.ready is not None else 5.0)
         if self.server is not None:
             self.server.stop()
         if self._lock is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -112,6 +113,9 @@ def main() -> None:
         status = code if isinstance(code, int) else (0 if code is None else 1)
     except KeyboardInterrupt:
         status = 130
+    except Exception:  # a defect: shown in full, and still leaving through os._exit below
+        traceback.print_exc()
+        status = 1
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from landed._cli import app
+from landed._cli._out import fail
 from landed._cli._signals import stop_requested
 
 
@@ -47,7 +48,18 @@ async def _run_dev(
     ui_port = 0 if headless else _or_free(ui_port, "Web UI")
     stack = DevStack(home=home, in_memory=in_memory, headless=headless, port=port, ui_port=ui_port)
     with stop_requested() as stop:
-        await stack.start()
+        # Ctrl-C or SIGTERM while the stack starts stops it there, not once all is up.
+        starting = asyncio.ensure_future(stack.start())
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not starting.done():
+            starting.cancel()  # DevStack.start stops what it started
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await starting
+            print("landed dev: stopped before it was ready", file=sys.stderr, flush=True)
+            return 0
+        starting.result()  # a start that failed raises here
         status = 0
         try:
             info = stack.addresses()
@@ -69,10 +81,10 @@ async def _run_dev(
             while not stop.is_set():
                 dead = stack.dead_role()
                 if dead is not None:
-                    print(
-                        f"landed dev: {dead} exited unexpectedly; stopping (see {info['logs']})",
-                        file=sys.stderr,
-                    )
+                    message = f"{dead} exited unexpectedly; stopping (see {info['logs']})"
+                    print(f"landed dev: {message}", file=sys.stderr)
+                    if as_json:
+                        print(json.dumps({"event": "exited", "role": dead, "message": message}))
                     status = 1
                     break
                 with contextlib.suppress(TimeoutError):
@@ -106,13 +118,20 @@ def dev(
     (comma-separated); its HOME is <dir>/actor unless HOME is named.
     No role reads your Temporal profile file.
 
-    Exit codes: 0 stopped on request; 1 a process died; 3 could not start (message names why).
+    Exit codes: 0 stopped on request; 1 a process died; 3 could not start (message names why;
+    under --json also as one {"error", "message"} object on stdout).
     """
     from landed._dev import DevError
 
     try:
         status = asyncio.run(_run_dev(home, in_memory, headless, port, ui_port, as_json))
     except DevError as exc:
-        print(f"landed dev: {exc}", file=sys.stderr)
-        raise typer.Exit(3) from None
+        raise fail(f"landed dev: {exc}", 3, json_error="start" if as_json else None) from None
+    except OSError as exc:  # the --dir cannot hold what the stack writes (a file where a
+        # directory goes, no permission, a full disk)
+        raise fail(
+            f"landed dev: could not start: {exc}; check --dir {home}",
+            3,
+            json_error="start" if as_json else None,
+        ) from None
     raise typer.Exit(status)
