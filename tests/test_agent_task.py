@@ -690,7 +690,11 @@ async def test_a_reset_keeping_a_second_attempts_claim_but_not_its_act_claims_ag
     assert receipt.verdict == "planned" and receipt.landed is not None
     assert any("closed without settling" in f for f in receipt.landed.findings)
     assert f"{_CLAIM_AGAIN_PATCH}-2" in _patches(reset_history)
-    await _replays_as_recorded([reset_history], _claim_then_timer(CLAIM_ACTIVITY))
+    _record_history("reset_claim_again_second", reset_history, TIMER_HISTORIES)
+    path = TIMER_HISTORIES / "agent_task_reset_claim_again_second.json"
+    committed = WorkflowHistory.from_json(wid, json.loads(path.read_text()))
+    assert f"{_CLAIM_AGAIN_PATCH}-2" in _patches(committed)
+    await _replays_as_recorded([reset_history, committed], _claim_then_timer(CLAIM_ACTIVITY))
 
 
 async def test_the_first_act_is_claimed_by_the_plan_unless_a_pre_read_comes_between(
