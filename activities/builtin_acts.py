@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl, unquote, urljoin, urlparse, urlsplit, urluns
 import httpx
 
 from landed._acts import ActContext, act
+from landed._orphans import stop_with_parent
 from landed._task import ActReport
 
 from ._threads import to_the_end
@@ -142,6 +143,10 @@ async def command(spec: dict[str, Any], ctx: ActContext) -> ActReport:
         env=env,
         cwd=spec.get("cwd"),
         start_new_session=True,
+        # An actor killed outright (SIGKILL, OOM) cannot stop the command: the kernel does,
+        # so it cannot write after the workflow reads back and perhaps runs the act again.
+        # Only the command itself: what it starts in the background is not stopped then.
+        preexec_fn=stop_with_parent(signal.SIGKILL),
     )
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), float(spec.get("timeout_s", 300)))

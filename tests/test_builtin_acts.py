@@ -4,6 +4,9 @@ receipt and the ledger. A real HTTP server on 127.0.0.1, real SQLite, a refused 
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,3 +123,40 @@ async def test_a_cancelled_sync_act_reports_only_after_its_thread_is_done() -> N
     failing.cancel()  # asked twice: still answered only by the thread
     with pytest.raises(RuntimeError, match="the write returned an error"):
         await failing
+
+
+def test_a_command_act_stops_when_its_actor_is_killed(tmp_path: Path) -> None:
+    """The actor dies outright (SIGKILL, the OOM killer) mid-act: no cleanup runs in it, and the
+    command must not run on and write after the workflow has read back (and perhaps acted
+    again)."""
+    pid_file, marker = tmp_path / "pid", tmp_path / "late-write"
+    writer = (
+        "import os, pathlib, time; "
+        f"pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid())); "
+        f"time.sleep(1.5); pathlib.Path({str(marker)!r}).touch()"
+    )
+    actor = (
+        "import asyncio, sys; "
+        "from landed.activities.builtin_acts import command; "
+        "from landed._acts import ActContext; "
+        "ctx = ActContext(task_id='t', attempt=1, idempotency_key='k', identity='actor@t', "
+        "credentials={}); "
+        f"asyncio.run(command({{'argv': [sys.executable, '-c', {writer!r}]}}, ctx))"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", actor])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not pid_file.exists():
+            time.sleep(0.02)
+        assert pid_file.exists(), "the command never started"
+        proc.kill()
+        proc.wait(timeout=10)
+        time.sleep(2.5)
+        assert not marker.exists(), "the command outlived its actor and wrote"
+        child = int(pid_file.read_text())
+        with pytest.raises(ProcessLookupError):
+            os.kill(child, 0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)

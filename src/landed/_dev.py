@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import json
 import os
 import re
@@ -14,11 +13,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from landed._orphans import stop_with_parent
 from landed._task import SEARCH_ATTRIBUTES
 
 if TYPE_CHECKING:
@@ -69,32 +69,6 @@ DEV_DYNAMIC_CONFIG: dict[str, Any] = {
     # landed's servers talk to loopback only: no version check against temporal.io at start.
     "frontend.enableServerVersionCheck": False,
 }
-
-
-_PR_SET_PDEATHSIG = 1
-_prctl: Any = None
-# Not Linux: no prctl, and a killed stack's processes are stopped by hand.
-with contextlib.suppress(OSError, AttributeError):
-    _prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-
-def _stop_with_parent() -> Callable[[], None]:
-    """A Popen ``preexec_fn``: the child gets SIGTERM when the thread that started it dies.
-
-    A `landed dev` or `landed demo` killed with SIGKILL runs no cleanup; without this its
-    Temporal server (holding the SQLite file) and its three roles would run on, orphaned, and
-    the next stack would open the same file beside them. The parent's pid is taken before the
-    fork, so a parent that died before the child set this is caught too.
-    """
-    parent = os.getpid()
-
-    def arm() -> None:
-        if _prctl is not None:
-            _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() != parent:
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return arm
 
 
 class DevError(RuntimeError):
@@ -289,7 +263,7 @@ class DevServer:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_stop_with_parent(),
+            preexec_fn=stop_with_parent(),
         )
         deadline = time.monotonic() + timeout
         try:
@@ -470,7 +444,7 @@ class RoleProcess:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_stop_with_parent(),
+            preexec_fn=stop_with_parent(),
         )
         self.ready = None
         return self
