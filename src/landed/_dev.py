@@ -164,10 +164,11 @@ def temporal_cli_env() -> dict[str, str]:
     return env
 
 
-def _stop(proc: subprocess.Popen[bytes], grace: float) -> None:
+def _stop(proc: subprocess.Popen[bytes], grace: float, *, signalled: bool = False) -> None:
     if proc.poll() is not None:
         return
-    proc.send_signal(signal.SIGTERM)
+    if not signalled:  # once: a second SIGTERM could land after the process dropped its handler
+        proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:
@@ -490,9 +491,9 @@ class RoleProcess:
             self.proc.kill()
             self.proc.wait(timeout=10)
 
-    def stop(self, grace: float = 10.0) -> None:
+    def stop(self, grace: float = 10.0, *, signalled: bool = False) -> None:
         if self.proc is not None:
-            _stop(self.proc, grace)
+            _stop(self.proc, grace, signalled=signalled)
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -734,7 +735,9 @@ class DevStack:
         for role, proc in self.roles.items():
             # A role that never said it was ready has no task in flight to finish (it may
             # still be importing the acts): no drain to wait for.
-            proc.stop(grace=self._stop_grace(role) if proc.ready is not None else 5.0)
+            proc.stop(
+                grace=self._stop_grace(role) if proc.ready is not None else 5.0, signalled=True
+            )
         if self.server is not None:
             self.server.stop()
         if self._lock is not None:
