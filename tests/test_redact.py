@@ -73,6 +73,35 @@ def test_a_secret_straddling_the_evidence_cap_is_redacted_whole() -> None:
     assert ev.truncated
 
 
+@pytest.mark.parametrize(
+    "written",
+    [
+        "p@ss/w0rd%2BKey%3DZz9",  # a query encoder that keeps @ and / (yarl, aiohttp)
+        "p%40ss/w0rd%2BKey%3DZz9",  # quote() with its default safe "/"
+        "p%40ss%2fw0rd%2bKey%3dZz9",  # lower-case escapes
+        "p@ss\\/w0rd+Key=Zz9",  # JSON that escapes slashes
+    ],
+)
+def test_a_secret_is_redacted_however_an_encoder_wrote_it(written: str) -> None:
+    r = Redactor(["p@ss/w0rd+Key=Zz9"])
+    assert r(f"key={written}&x=1") == f"key={REDACTED}&x=1"
+    spaced = Redactor(["my secret value"])
+    assert spaced("a my+secret+value b my%20secret%20value") == f"a {REDACTED} b {REDACTED}"
+    # A URL's password registered as written there (p%40ss...) also matches decoded.
+    assert Redactor(["p%40ssw0rd"])("user p@ssw0rd") == f"user {REDACTED}"
+
+
+@pytest.mark.parametrize("cap", [7, 60, 200, 2048])
+def test_a_secret_cut_off_by_the_redaction_window_never_shows(cap: int) -> None:
+    """Redacting shortens the text, so the window redacted past the cap could end up shorter
+    than the cap and show its own end: a secret the window cut in half."""
+    token = "ghp_" + "a1b2c3d4e5" * 10
+    data = (f"auth ok for {token}\n" * 1000).encode()
+    ev = make_evidence(Capture.of(data, keep=len(data)), cap, Redactor([token]))
+    assert not any(token[:k] in ev.text for k in range(6, len(token) + 1)), ev.text[-120:]
+    assert len(ev.text.encode()) == cap and ev.truncated
+
+
 def test_escape_for_humans() -> None:
     assert escape_for_humans("a\x1b[31mb\x00c\n\td") == "a\\x1b[31mb\\x00c\n\td"
 

@@ -155,10 +155,17 @@ def make_evidence(capture: Capture, cap: int, redactor: Redactor) -> Evidence:
     """Evidence for people and signatures: the first ``cap`` bytes, redacted, controls escaped,
     with the sha256 and length of everything that was read."""
     data = capture.data
-    # Redact a little past the cut so a secret straddling it is replaced whole, never halved.
-    window = data[: cap + redactor.longest]
-    text = redactor(window.decode("utf-8", errors="replace"))
-    encoded = text.encode("utf-8")
+    # Redact past the cut so a secret straddling it is replaced whole, never halved. A secret
+    # cut off by the window's own end is not matched, so the window grows until its redacted
+    # text still reaches a whole secret's length past the cut (replacements shorten it).
+    size = cap + redactor.longest
+    while True:
+        window = data[:size]
+        text = redactor(window.decode("utf-8", errors="replace"))
+        encoded = text.encode("utf-8")
+        if len(window) == len(data) or len(encoded) >= cap + redactor.longest:
+            break
+        size *= 2
     shown = encoded[:cap].decode("utf-8", errors="ignore")
     return Evidence(
         text=escape_for_humans(shown),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from urllib.parse import quote
+from urllib.parse import unquote
 
 __all__ = ["REDACTED", "Redactor", "escape_for_humans"]
 
@@ -54,18 +54,27 @@ class Redactor:
     """Replaces configured secret values and credential-shaped text with ``[redacted]``."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        variants: set[str] = set()
-        for secret in secrets:
-            if len(secret) < _MIN_SECRET:
-                continue
-            variants.add(secret)
-            variants.add(quote(secret, safe=""))
-            variants.add(json.dumps(secret)[1:-1])
+        self._originals = tuple(dict.fromkeys(s for s in secrets if len(s) >= _MIN_SECRET))
+        forms: set[str] = set()
+        for secret in self._originals:
+            quoted = json.dumps(secret)[1:-1]
+            forms.update(
+                form
+                for form in (
+                    secret,
+                    unquote(secret),  # a URL's password is registered as written (p%40ss)
+                    quoted,
+                    quoted.replace("/", "\\/"),  # JSON that escapes slashes
+                )
+                if len(form) >= _MIN_SECRET
+            )
         # Longest first, so a secret containing another is replaced whole.
-        self._secrets = tuple(sorted(variants, key=len, reverse=True))
+        self._secrets = tuple(sorted(forms, key=len, reverse=True))
         self._pattern = (
-            re.compile("|".join(re.escape(s) for s in self._secrets)) if self._secrets else None
+            re.compile("|".join(_url_encoded(s) for s in self._secrets)) if self._secrets else None
         )
+        # A match is at most every byte percent-encoded.
+        self._longest = max((3 * len(s.encode()) for s in self._secrets), default=0)
         # A message that quotes a value cuts it short ("..." after 80 characters): the start of
         # a secret cut there no longer matches the secret whole.
         long = [s for s in self._secrets if len(s) > _MIN_CUT]
@@ -78,11 +87,12 @@ class Redactor:
 
     @property
     def longest(self) -> int:
-        """Length of the longest secret variant (how far a cut may reach into one)."""
-        return len(self._secrets[0]) if self._secrets else 0
+        """Length of the longest text a secret can appear as (how far a cut may reach into
+        one)."""
+        return self._longest
 
     def with_secrets(self, secrets: Iterable[str]) -> Redactor:
-        return Redactor([*self._secrets, *secrets])
+        return Redactor([*self._originals, *secrets])
 
     def __call__(self, text: str) -> str:
         if self._pattern is not None:
@@ -100,6 +110,20 @@ class Redactor:
         text = _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
         text = _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED + "@", text)
         return _KV_PASSWORD.sub(lambda m: m.group(1) + "=" + REDACTED, text)
+
+
+def _url_encoded(secret: str) -> str:
+    """A pattern for ``secret`` as written or as any URL encoder writes it: each character
+    as itself or percent-encoded (upper or lower case hex; which characters an encoder escapes
+    differs from one to the next), a space also as "+"."""
+    parts = []
+    for char in secret:
+        escaped = "".join(f"%{b:02X}" for b in char.encode())
+        forms = [re.escape(char), f"(?i:{re.escape(escaped)})"]
+        if char == " ":
+            forms.append(r"\+")
+        parts.append(f"(?:{'|'.join(forms)})")
+    return "".join(parts)
 
 
 def _prefix_of(secret: str) -> str:
