@@ -697,6 +697,48 @@ async def test_a_reset_keeping_a_second_attempts_claim_but_not_its_act_claims_ag
     await _replays_as_recorded([reset_history, committed], _claim_then_timer(CLAIM_ACTIVITY))
 
 
+async def test_a_probe_that_keeps_erroring_is_not_read_again_past_the_time_cap(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """GOV-4: the wait before reading a probe-error again (12 s here) would end past the
+    3 s cap; the task settles by the cap with the reading not observed, not after the wait."""
+    site.count_unavailable = 100
+    task = publish_task("backoff-cap", "bc")
+    task["time_cap"] = 3
+    task["retry"] = {"verify_backoff": 12, "verify_attempts": 2}
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        began = time.monotonic()
+        receipt = await asyncio.wait_for(roles.client.run(task), 60)
+        took = time.monotonic() - began
+    assert took < 10, took
+    assert receipt.verdict not in ("verified", "reconciled")
+    assert all(p.result == "probe-error" for p in _read_back(receipt))
+
+
+async def test_reads_wait_for_a_verifier_one_read_past_the_cap_in_all(
+    temporal_dev: str, tmp_path: Path, db: Path
+) -> None:
+    """No verifier polls: the pre-read waits until the cap plus one read's time; the read-back
+    after it gets what is left of that, not another read's time of its own."""
+    async with run_roles(
+        temporal_dev,
+        tmp_path,
+        credentials={"rows-db": f"sqlite:///{db}"},
+        runner={"verifier_task_queue": f"nobody-{uuid.uuid4().hex[:8]}"},
+    ) as roles:
+        task = {
+            **rows_task("no-verifier-cap", db, expect=1, batch="nvc", write=1),
+            "time_cap": 2,
+            "timeouts": {"verify": 6},
+        }
+        began = time.monotonic()
+        receipt = await asyncio.wait_for(roles.client.run(task), 60)
+        took = time.monotonic() - began
+    assert 7 < took < 12, took  # 2 + 6 (+1 for the read-back), not 2 + 6 + 6
+    assert receipt.verdict not in ("verified", "reconciled")
+    assert act_runs(db, "no-verifier-cap") == []  # the cap came before the act
+
+
 async def test_the_first_act_is_claimed_by_the_plan_unless_a_pre_read_comes_between(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:

@@ -509,3 +509,30 @@ def test_every_model_is_complete_at_import() -> None:
             ):
                 incomplete.append(f"{module.__name__}.{name}")
     assert incomplete == []
+
+
+@pytest.mark.parametrize(
+    ("over", "field"),
+    [
+        ({"timeouts": {"settle": 0}}, "timeouts.settle"),
+        ({"timeouts": {"verify": -1}}, "timeouts.verify"),
+        ({"timeouts": {"act_heartbeat": 0.5}}, "timeouts.act_heartbeat"),
+        ({"timeouts": {"verify_heartbeat": 1e12}}, "timeouts.verify_heartbeat"),
+        ({"retry": {"verify_backoff": -1}}, "retry.verify_backoff"),
+        ({"retry": {"verify_backoff": 1e9}}, "retry.verify_backoff"),
+    ],
+)
+def test_a_step_timeout_or_backoff_the_workflow_cannot_schedule_is_refused_at_submit(
+    over: dict[str, object], field: str
+) -> None:
+    """Zero or negative, Temporal refuses the step only once the workflow schedules it (after
+    the act may have run), and the task would never settle."""
+    with pytest.raises(TaskSpecError) as err:
+        check_spec(spec(**over))
+    assert field in {f for f, _ in err.value.problems}, err.value.problems
+
+
+def test_a_read_longer_than_the_time_cap_is_warned_about() -> None:
+    check = check_spec(spec(time_cap=5, timeouts={"verify": 60}))
+    assert any("timeouts.verify" in w and "time_cap" in w for w in check.warnings)
+    assert check_spec(spec(retry={"verify_backoff": 0})).warnings == []

@@ -73,6 +73,9 @@ _BAD_REPORT_READ = "landed-bad-report-is-unknown-write"
 _CLAIM_BEFORE_ACT = "landed-claim-before-act"
 # A run reset from another claims again when it schedules the act holding the other's claim.
 _CLAIM_AGAIN_AFTER_RESET = "landed-claim-again-after-reset"
+# A probe-error is not read again when waiting for it would pass the time cap; runs recorded
+# before re-read anyway.
+_READ_WITHIN_CAP = "landed-read-within-cap"
 VERIFY_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
@@ -687,6 +690,8 @@ class AgentTask:
         wait = spec.retry.verify_backoff
         for read in range(1, spec.retry.verify_attempts + 1):
             if read > 1:
+                if self._past_cap(wait) and workflow.patched(_READ_WITHIN_CAP):
+                    break  # no time left to wait and read again (GOV-4): not observed
                 await workflow.sleep(wait)
                 wait = wait * 2
             # A fresh id per read, signed into each reading: a reading made earlier (a "nothing
@@ -882,10 +887,17 @@ class AgentTask:
         return self._trust
 
     def _read_budget(self) -> timedelta:
-        left = timedelta(0)
-        if self._deadline is not None:
-            left = max(left, self._deadline - workflow.now())
-        return left + self._spec.timeouts.verify
+        """How long a read may wait for a verifier: until the time cap plus one read's time,
+        counted once for the task, not once per read (a pre-read that used it all leaves the
+        read-back a second). A timeout is no command of its own: replay compares none."""
+        verify = self._spec.timeouts.verify
+        if self._deadline is None:
+            return verify
+        return max(self._deadline - workflow.now() + verify, timedelta(seconds=1))
+
+    def _past_cap(self, wait: timedelta) -> bool:
+        """Waiting ``wait`` and reading again would end past the time cap."""
+        return self._deadline is not None and workflow.now() + wait >= self._deadline
 
     @staticmethod
     def _remaining(deadline: datetime) -> timedelta | None:

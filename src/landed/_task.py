@@ -157,6 +157,18 @@ class RetryBudget(_Strict):
         description="Act runs when a write is unknown and the read-back shows it did not land.",
     )
 
+    @field_validator("verify_backoff")
+    @classmethod
+    def _backoff_bounds(cls, value: timedelta) -> timedelta:
+        # A negative wait fails the workflow's timer on the first re-read, and the task would
+        # never settle: refused here, with the field named.
+        if not timedelta(0) <= value <= timedelta(hours=1):
+            raise ValueError(
+                "verify_backoff must be between 0 and 1 hour; give seconds or an ISO 8601 "
+                "duration such as PT2S"
+            )
+        return value
+
 
 class StepTimeouts(_Strict):
     """How long a step may go silent before Temporal declares its worker lost."""
@@ -165,6 +177,18 @@ class StepTimeouts(_Strict):
     verify: timedelta = Field(default=timedelta(minutes=2))
     verify_heartbeat: timedelta = Field(default=timedelta(seconds=30))
     settle: timedelta = Field(default=timedelta(seconds=60))
+
+    @field_validator("act_heartbeat", "verify", "verify_heartbeat", "settle")
+    @classmethod
+    def _step_bounds(cls, value: timedelta) -> timedelta:
+        # Temporal refuses a zero or negative activity timeout when the workflow schedules the
+        # step, after the act may have run: the task would never settle. Refused at submit.
+        if not timedelta(seconds=1) <= value <= timedelta(days=1):
+            raise ValueError(
+                "a step timeout must be between 1 second and 1 day; give seconds or an ISO "
+                "8601 duration such as PT30S"
+            )
+        return value
 
 
 class TaskSpec(_Strict):
@@ -378,6 +402,11 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
             "pre_read is false: the runner still reads the before-state unless its operator "
             "allows tasks to skip it (LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ); without one a "
             "read-back cannot tell an outcome that already held from one the act produced"
+        )
+    if spec.proof_plan and spec.timeouts.verify > spec.time_cap:
+        warnings.append(
+            f"timeouts.verify ({spec.timeouts.verify}) is longer than time_cap "
+            f"({spec.time_cap}): a read the cap cuts short is settled as not observed"
         )
     for i, c in enumerate(spec.proof_plan):
         if c.expect.type == "non_empty":
