@@ -209,13 +209,41 @@ async def test_redirects_are_not_followed_unless_configured(server: LocalHTTP) -
         async with SourceRegistry({"a": {"url": server.base, "token": "tok-abcdefgh"}}) as reg:
             plain = await see(reg, HttpProbe(source="a", url="/go"), Contains(value="login"))
         assert plain.outcome is Outcome.MISMATCH and "302" in plain.message
+        # Followed only where the probe could have asked itself: another host's page is not a
+        # reading of this source.
         cfg = {"a": {"url": server.base, "token": "tok-abcdefgh", "follow_redirects": True}}
         async with SourceRegistry(cfg, allow_unsourced=True) as reg:
+            refused = await see(reg, HttpProbe(source="a", url="/go"), Contains(value="login"))
+        assert refused.outcome is Outcome.PROBE_ERROR
+        assert "redirected to" in refused.message and "allow_absolute_urls" in refused.message
+        assert other.requests == []
+        anywhere = {"a": {**cfg["a"], "allow_absolute_urls": True}}
+        async with SourceRegistry(anywhere, allow_unsourced=True) as reg:
             followed = await see(reg, HttpProbe(source="a", url="/go"), Contains(value="login"))
         assert followed.outcome is Outcome.PASS
         assert "authorization" not in other.requests[-1].headers
     finally:
         other.stop()
+
+
+async def test_a_redirect_out_of_the_base_path_is_refused_and_never_carries_credentials(
+    server: LocalHTTP,
+) -> None:
+    """Same host, another path: outside the source's base, as a probe URL there would be."""
+    server.route("/api/go", 302, b"", Location="/admin/export")
+    server.route("/admin/export", body=b"shipped")
+    base = {"url": server.url("/api"), "token": "tok-abcdefgh", "follow_redirects": True}
+    async with SourceRegistry({"a": base}, allow_unsourced=True) as reg:
+        refused = await see(reg, HttpProbe(source="a", url="/go"), Contains(value="shipped"))
+    assert refused.outcome is Outcome.PROBE_ERROR and "redirected to" in refused.message
+    assert [r.path for r in server.requests] == ["/api/go"]
+    async with SourceRegistry(
+        {"a": {**base, "allow_absolute_urls": True}}, allow_unsourced=True
+    ) as reg:
+        followed = await see(reg, HttpProbe(source="a", url="/go"), Contains(value="shipped"))
+    assert followed.outcome is Outcome.PASS
+    assert server.requests[-1].path == "/admin/export"
+    assert "authorization" not in server.requests[-1].headers
 
 
 # --- provider objects and payments --------------------------------------------------------------

@@ -126,18 +126,22 @@ async def _fetch(
     session = registry.http_session(name, cfg)
     url = target
     creds = cfg.auth_headers() if cfg is not None else {}
-    home = _origin(cfg.url) if creds and cfg is not None and cfg.url else None
+    base = cfg.url if creds and cfg is not None and cfg.url else None
+    home = _origin(base) if base else None
     follow = cfg is not None and cfg.follow_redirects
     for _ in range(_MAX_REDIRECTS + 1):
-        # Credentials only travel to the source's own origin, never to an absolute URL
-        # elsewhere or to wherever a redirect points.
-        headers = creds if home is not None and _origin(target) == home else None
+        # Credentials only travel under the source's own base URL, never to an absolute URL
+        # elsewhere (another path of the same host included) or wherever a redirect points.
+        at_home = base is not None and _origin(target) == home and _under(target, base)
+        headers = creds if at_home else None
         capture = Capture(keep=limits.read_cap, limit=limits.read_limit)
         try:
             async with session.get(_parsed(target), headers=headers, allow_redirects=False) as resp:
                 location = resp.headers.get("location")
                 if follow and location and resp.status in _REDIRECTS:
-                    target = str(resp.url.join(yarl.URL(location)))
+                    target = _redirect_target(
+                        name, cfg, target, str(resp.url.join(yarl.URL(location)))
+                    )
                     continue
                 async for chunk in resp.content.iter_any():
                     if not capture.feed(chunk):
@@ -155,6 +159,19 @@ async def _fetch(
 
 
 _REDIRECTS: Final = frozenset((301, 302, 303, 307, 308))
+
+
+def _redirect_target(name: str | None, cfg: SourceConfig | None, at: str, to: str) -> str:
+    """Where a redirect leads, if the source allows a probe to read there: a reading of
+    another host's (or another path's) page is not a reading of this source."""
+    try:
+        return _target(name, cfg, to)
+    except ProbeError:
+        raise ProbeError(
+            f"GET {_display(at)} redirected to {_display(to)}, outside source {name!r}'s base; "
+            f"probe the final URL, or set {name}'s allow_absolute_urls = true in the verifier's "
+            "configuration to follow redirects anywhere"
+        ) from None
 
 
 @functools.lru_cache(maxsize=1024)

@@ -136,7 +136,11 @@ class SourceConfig(BaseModel):
         description="command: let the verifier worker run any command a task names through this "
         "source, shell strings included (the task then runs code as the verifier).",
     )
-    follow_redirects: bool = False
+    follow_redirects: bool = Field(
+        default=False,
+        description="http: follow redirects, each only where a probe URL could point (under "
+        "the base, or anywhere with allow_absolute_urls; credentials only under the base).",
+    )
     verify_tls: bool = True
     max_timeout_s: float = Field(default=120.0, gt=0, description="Caps a probe's timeout_s.")
     pool_size: int = Field(
