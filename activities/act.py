@@ -120,4 +120,11 @@ class ActActivities:
                 type="BadActReport",
                 non_retryable=True,
             )
-        return result.model_copy(update={"actor": self._identity})
+        # The report reaches the receipt and the ledger: an act that echoes a credential (a
+        # webhook URL with its token in the path, say) must not put it there.
+        return result.model_copy(
+            update={
+                "actor": self._identity,
+                "report": self._redact(result.report) if result.report else result.report,
+            }
+        )

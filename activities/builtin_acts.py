@@ -86,7 +86,8 @@ async def http_request(spec: dict[str, Any], ctx: ActContext) -> ActReport:
         detail = _scrub(str(exc) or type(exc).__name__, secrets)
         raise RuntimeError(f"{method} {shown} failed: {type(exc).__name__}: {detail}") from None
     claimed = "done" if resp.status_code in ok else "failed"
-    body = _scrub(resp.text[:_TAIL], secrets)
+    # Scrubbed whole, then cut: a secret the cut halved would no longer match.
+    body = _scrub(resp.text, secrets)[:_TAIL]
     return ActReport(
         claimed_status=claimed,
         report=f"{method} {shown} -> HTTP {resp.status_code}: {body}",
@@ -132,7 +133,8 @@ async def sql_execute(spec: dict[str, Any], ctx: ActContext) -> ActReport:
 
 @act("command")
 async def command(spec: dict[str, Any], ctx: ActContext) -> ActReport:
-    """Run argv (no shell) with LANDED_IDEMPOTENCY_KEY set; exit 0 claims done (DOD-3: a claim)."""
+    """Run argv (no shell) with LANDED_IDEMPOTENCY_KEY set; exit 0 claims done (DOD-3: a claim).
+    Whatever it leaves running in the background is stopped when it exits."""
     argv = [str(a) for a in spec["argv"]]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **dict(spec.get("env", {}))}
     env["LANDED_IDEMPOTENCY_KEY"] = ctx.idempotency_key
@@ -161,9 +163,12 @@ async def command(spec: dict[str, Any], ctx: ActContext) -> ActReport:
             except asyncio.CancelledError:
                 continue  # asked again: still report only once the group is gone
         raise
+    # The command has exited; what it left running in the background could still write after
+    # the act reports and the workflow reads back, so it goes with the act.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
     code = proc.returncode if proc.returncode is not None else -1
-    return ActReport(
-        claimed_status="done" if code == 0 else "failed",
-        report=out.decode(errors="replace")[-_TAIL:],
-        exit_code=code,
-    )
+    text = out.decode(errors="replace")
+    # "..." marks a cut start, where the actor's redaction looks for the end of a secret.
+    tail = text if len(text) <= _TAIL else "..." + text[-_TAIL:]
+    return ActReport(claimed_status="done" if code == 0 else "failed", report=tail, exit_code=code)

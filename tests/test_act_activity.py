@@ -91,3 +91,18 @@ async def test_secrets_in_detail_keys_bytes_and_objects_are_redacted_and_a_cycle
     assert err.value.type == "Odd", err.value  # the act's own error, not a failure of ours
     assert SECRET not in repr(err.value.details), err.value.details
     assert len(err.value.details) == 3  # the cycle could not be written, so it is dropped
+
+
+async def test_an_acts_report_leaves_the_actor_without_its_credentials() -> None:
+    """A report that quotes a credential (a webhook URL whose token is in the path) reaches the
+    receipt and the ledger: the credential is taken out there too, however it was written."""
+
+    def echoing(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
+        return landed.ActReport(
+            claimed_status="done",
+            report=f"POST https://hooks.example/services/{ctx.credential('api')}/ -> HTTP 200",
+        )
+
+    report = await ActivityEnvironment().run(_run_with(echoing).act, _input())
+    assert SECRET not in report.report and "[redacted]" in report.report
+    assert report.actor == "a1"

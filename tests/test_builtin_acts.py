@@ -58,6 +58,13 @@ async def test_http_report_names_the_url_without_userinfo_or_query_secrets(
     _clean(report.report)
 
 
+async def test_a_secret_the_reports_cut_would_halve_is_still_scrubbed(server: LocalHTTP) -> None:
+    server.route("/api/posts", status=201, body=b"x" * 1985 + f" auth was {TOKEN}".encode())
+    base = server.base.replace("http://", f"http://{USER}:{TOKEN}@") + "/api"
+    report = await http_request({"credential": "site", "path": "posts"}, _ctx(site=base))
+    assert TOKEN[:4] not in report.report.split("x" * 100)[-1], report.report[-40:]
+
+
 async def test_http_errors_name_the_url_without_credentials() -> None:
     ctx = _ctx(site=f"http://{USER}:{TOKEN}@127.0.0.1:1/api?token={QUERY_SECRET}")
     with pytest.raises(RuntimeError) as err:
@@ -160,3 +167,14 @@ def test_a_command_act_stops_when_its_actor_is_killed(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+
+
+async def test_a_command_act_stops_what_it_left_running_when_it_exits(tmp_path: Path) -> None:
+    """The command exits at once and leaves a writer in the background: the act reports only
+    with that writer gone, so nothing lands after the workflow reads back."""
+    marker = tmp_path / "late-write"
+    script = f"(sleep 1.5; touch {marker}) >/dev/null 2>&1 & echo started"
+    report = await command({"argv": ["sh", "-c", script]}, _ctx())
+    assert report.claimed_status == "done" and "started" in report.report
+    await asyncio.sleep(2.5)
+    assert not marker.exists(), "a process the command left running wrote after the act"
