@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -211,6 +213,45 @@ async def test_file_exists_size_sha256_contains(tmp_path: Path) -> None:
             FileProbe(source="reports", path="out/report.json"), Contains(value="45"), sources
         )
     ).outcome is Outcome.PASS
+
+
+async def test_a_symlink_swapped_in_after_the_check_never_reads_outside_the_root(
+    tmp_path: Path,
+) -> None:
+    """Something keeps swapping the probed name between a file and a symlink out of the root
+    (a process the agent left behind): the file read is checked on what was opened."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "private.txt").write_text("PRIVATE-OUTSIDE")
+    name = root / "report.txt"
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                name.unlink()
+            name.write_text("inside")
+            with contextlib.suppress(OSError):
+                name.unlink()
+            with contextlib.suppress(OSError):
+                name.symlink_to(outside / "private.txt")
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    swapper.start()
+    try:
+        async with SourceRegistry({"reports": {"kind": "file", "path": str(root)}}) as registry:
+            for _ in range(1000):
+                obs = await observe(
+                    FileProbe(source="reports", path="report.txt"),
+                    NonEmpty(),
+                    registry=registry,
+                    observer="test-verifier",
+                )
+                assert "PRIVATE" not in (obs.evidence.text if obs.evidence else ""), obs
+    finally:
+        stop.set()
+        swapper.join(timeout=5)
 
 
 async def test_missing_file_is_empty_and_empty_file_is_empty(tmp_path: Path) -> None:

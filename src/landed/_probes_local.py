@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -102,18 +103,30 @@ def open_below(root: str, relative: str) -> int:
     return fd
 
 
-def _read_file_sync(path: Path, keep: int, limits: Limits, deadline: float) -> Reading | str:
+def _read_file_sync(
+    path: Path, keep: int, limits: Limits, deadline: float, root: Path | None = None
+) -> Reading | str:
     try:
-        path.stat()
+        # Not blocking: a FIFO put where the file was expected must not hold the read.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         return f"no file at {path}"
     except OSError as exc:
-        raise ProbeError(f"could not stat {path}: {exc.strerror or exc}") from None
-    if not path.is_file():
-        raise ProbeError(f"{path} is not a regular file")
+        raise ProbeError(f"could not open {path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ProbeError(f"{path} is not a regular file")
+        # Checked on what was opened, not on the name before it: a symlink swapped in between
+        # the check and the open would otherwise read a file outside the root.
+        opened = _opened_path(fd)
+        if root is not None and opened is not None and not opened.is_relative_to(root):
+            raise ProbeError(f"{path} leads outside the source's root")
+    except BaseException:
+        os.close(fd)
+        raise
     capture = Capture(keep=keep, limit=limits.read_limit)
     try:
-        with path.open("rb") as fh:
+        with os.fdopen(fd, "rb") as fh:
             while chunk := fh.read(1024 * 1024):
                 if not capture.feed(chunk):
                     break
@@ -124,6 +137,14 @@ def _read_file_sync(path: Path, keep: int, limits: Limits, deadline: float) -> R
     except OSError as exc:
         raise ProbeError(f"could not read {path}: {exc.strerror or exc}") from None
     return Reading(capture=capture)
+
+
+def _opened_path(fd: int) -> Path | None:
+    """The real path of an open file, where /proc can say."""
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return None
 
 
 async def read_file(
@@ -143,7 +164,8 @@ async def read_file(
         path = Path(probe.path)
     keep = min(probe.max_bytes or limits.read_cap, limits.read_cap)
     deadline = time.monotonic() + limits.timeout_s
-    got = await asyncio.to_thread(_read_file_sync, path, keep, limits, deadline)
+    root_dir = Path(cfg.path).resolve() if cfg is not None and cfg.path else None
+    got = await asyncio.to_thread(_read_file_sync, path, keep, limits, deadline, root_dir)
     if isinstance(got, str):
         return Reading(capture=Capture(), missing=True, note=got)
     reading = got
