@@ -7,6 +7,7 @@ import json
 import secrets
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -361,3 +362,17 @@ async def test_two_connections_claiming_one_task_at_once_see_each_other(pg: Pg) 
 async def test_two_writers_appending_in_opposite_orders_both_succeed(pg: Pg) -> None:
     async with await open_ledger(pg.owner_url) as one, await open_ledger(pg.owner_url) as other:
         await check_opposite_orders_do_not_deadlock(one, other)
+
+
+async def test_a_claim_blocked_by_a_lock_nobody_releases_fails_instead_of_waiting(pg: Pg) -> None:
+    """Any client of the database can take advisory locks (a probe's query, say) and keep them
+    for its session: the claim gives up after its lock timeout with a clear error."""
+    async with await open_ledger(pg.owner_url) as ledger:
+        async with await owner_conn(pg) as holder:
+            key = f"landed-claim:{pg.schema}:held"
+            await holder.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+            began = time.monotonic()
+            with pytest.raises(LedgerError, match="lock timeout"):
+                await ledger.claim("held", "run-1", 1, "d")
+            assert time.monotonic() - began < 20
+        assert await ledger.claim("held", "run-1", 1, "d") == (None, None)  # released with it

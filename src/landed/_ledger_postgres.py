@@ -263,6 +263,10 @@ class PostgresLedger:
                     # Two runs claiming one task id at once would each insert, neither see the
                     # other's uncommitted row, and both be told nobody else claimed it: the
                     # lock (released at commit) makes the second wait and then see the first.
+                    # Bounded: a session that never lets go of the key (any client of this
+                    # database can take advisory locks) fails the claim, which the workflow
+                    # retries and then settles as not done, instead of holding the task.
+                    await conn.execute("SET LOCAL lock_timeout = '10s'")
                     await conn.execute(
                         "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                         (f"landed-claim:{self._schema}:{task_id}",),
