@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 import os
 import subprocess
@@ -536,3 +537,31 @@ def test_a_read_longer_than_the_time_cap_is_warned_about() -> None:
     check = check_spec(spec(time_cap=5, timeouts={"verify": 60}))
     assert any("timeouts.verify" in w and "time_cap" in w for w in check.warnings)
     assert check_spec(spec(retry={"verify_backoff": 0})).warnings == []
+
+
+async def test_submit_to_a_namespace_without_landeds_search_attributes_says_so(
+    temporal_dev: str, tmp_path: Path
+) -> None:
+    """Not "Temporal unreachable": the server answered, the namespace is not set up."""
+    from google.protobuf.duration_pb2 import Duration
+    from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
+
+    bare = f"bare-{os.getpid()}-{tmp_path.name[-6:]}".replace("_", "-")
+    client = await Client.connect(temporal_dev)
+    await client.workflow_service.register_namespace(
+        RegisterNamespaceRequest(
+            namespace=bare, workflow_execution_retention_period=Duration(seconds=86400)
+        )
+    )
+    good = tmp_path / "task.json"
+    good.write_text(json.dumps(spec()))
+    done = _submit_cli(str(good), "--address", temporal_dev, "--namespace", bare, "--json")
+    for _ in range(50):  # a new namespace takes a moment to be served
+        if "not found" not in done.stdout.lower():
+            break
+        await asyncio.sleep(0.2)
+        done = _submit_cli(str(good), "--address", temporal_dev, "--namespace", bare, "--json")
+    assert done.returncode == 1, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["error"] == "namespace not ready", answer
+    assert "search attribute" in answer["message"]

@@ -41,6 +41,7 @@ from landed._task import (
 
 __all__ = [
     "Client",
+    "NamespaceNotReady",
     "RunnerNotAnswering",
     "TaskHandle",
     "TaskIdReused",
@@ -55,6 +56,10 @@ _RUNG = SearchAttributeKey.for_keyword("LandedRung")
 class TaskIdReused(ValueError):
     """The task id belongs to another task (another spec): it cannot start, and the other
     task's receipt is not this one's. Give the new task its own task_id."""
+
+
+class NamespaceNotReady(RuntimeError):
+    """The namespace lacks landed's search attributes (no runner has registered them)."""
 
 
 class TaskNotSettled(RuntimeError):
@@ -204,7 +209,7 @@ class Client:
         except RPCError as exc:
             if exc.status == RPCStatusCode.INVALID_ARGUMENT and "search attribute" in str(exc):
                 names = " ".join(f"--name {n} --type Keyword" for n in SEARCH_ATTRIBUTES)
-                raise RuntimeError(
+                raise NamespaceNotReady(
                     f"the namespace lacks landed's search attributes ({exc}); start a landed "
                     f"runner once (it registers them) or run: temporal operator "
                     f"search-attribute create {names}"

@@ -86,7 +86,7 @@ def submit(
     from temporalio.client import WorkflowFailureError
     from temporalio.service import RPCError
 
-    from landed._client import TaskIdReused, TaskNotSettled
+    from landed._client import NamespaceNotReady, TaskIdReused, TaskNotSettled
 
     try:
         out = asyncio.run(_submit(data, wait, address, namespace, task_queue))
@@ -108,6 +108,8 @@ def submit(
             "--namespace and --task-queue (or TEMPORAL_ADDRESS)"
         )
         raise _fail(why, 1, as_json, "refused by Temporal") from None
+    except NamespaceNotReady as exc:
+        raise _fail(str(exc), 1, as_json, "namespace not ready") from None
     except (RuntimeError, OSError, TimeoutError) as exc:
         why = (
             f"cannot reach Temporal ({_line(exc)}); start it with `landed dev`, or set "
