@@ -104,6 +104,20 @@ def test_p3_read_back_by_someone_else_meets_the_done_bar() -> None:
     assert result.findings == []
 
 
+@pytest.mark.parametrize("verdict", ["failed", "planned", "held", "executed"])
+def test_an_independent_verdict_that_the_task_is_not_done_wins_over_the_claim(
+    verdict: str,
+) -> None:
+    """DOD-2: the verifier issues the verdict. A runner that graded the task below done
+    outweighs the agent's "done", however good the cited proof looks."""
+    result = grade(receipt(verdict=verdict, verdict_by="runner"))
+    assert result.proof_level is ProofLevel.P3
+    assert not result.meets_bar
+    assert any(f.rule == "DOD-2" and f"verdict '{verdict}'" in f.message for f in result.findings)
+    # The agent's own verdict changes nothing (it is void), and "verified" agrees.
+    assert grade(receipt(verdict="verified", verdict_by="runner")).meets_bar
+
+
 @pytest.mark.parametrize("checker", ["actor", "ACTOR ", "worker-a", "Worker-A", "agent", None, ""])
 def test_p3_needs_a_checker_other_than_actor_and_owner(checker: str | None) -> None:
     result = grade(receipt(proof=[ARTIFACT, proof(checked_by=checker)]))

@@ -272,6 +272,19 @@ def test_a_pass_over_a_signed_non_pass_observation_fails(key: KeyPair) -> None:
     assert found is not None and "signed observation says mismatch" in found
 
 
+@pytest.mark.parametrize("result", ["PASS", " Pass "])
+def test_a_pass_in_any_case_over_a_signed_non_pass_observation_fails(
+    key: KeyPair, result: str
+) -> None:
+    """The grader reads "PASS" as a pass: so must the signature check."""
+    proof = ProofItem(kind="record", ref="r", checked_by="verifier-1", checked_at=AT, result=result)
+    obs = observation(Outcome.MISMATCH, value=22)
+    proof = sign_proof(key, task_id="t", attempt=1, proof=proof, observation=obs)
+    receipt = Receipt(task_id="t", claimed_status="done", proof=[proof])
+    found = check_proof(receipt, proof, TrustStore([key.public_key]))
+    assert found is not None and "signed observation says mismatch" in found
+
+
 def test_signature_carries_key_id_algorithm_and_digest(key: KeyPair) -> None:
     sig = signed_receipt(key).proof[0].landed["signature"]  # type: ignore[index]
     assert sig["key_id"] == key.key_id and sig["algorithm"] == "ed25519"

@@ -331,15 +331,22 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
     bar = status.bar
     claim_source, claim_word = "claimed_status", claimed
     verdict = view.verdict
+    # An independent verifier's verdict that the task is not done: done is its word (DOD-2).
+    overruled: str | None = None
     if verdict:
         by = view.verdict_by
         by = by.strip().lower() if by else ""
+        verdict_bar = bar if verdict == claimed else _status_facts(verdict).bar
         if not by:
             why = "names no verdict_by; a verdict nobody can be shown to have issued is void"
             findings.append(("DOD-2", f"verdict '{_clip(verdict)}' {why}"))
         elif by in _ACTOR_NAMES or by == owner:
             findings.append(("DOD-2", _self_verdict(verdict, view.verdict_by, by == owner)))
-        verdict_bar = bar if verdict == claimed else _status_facts(verdict).bar
+        elif verdict_bar < 0 <= bar:
+            overruled = (
+                f"the verdict '{_clip(verdict)}' by '{_clip(view.verdict_by or '')}' says the "
+                "task is not done; the verdict is the verifier's, not the agent's claim"
+            )
         if verdict_bar > bar:
             bar, claim_source, claim_word = verdict_bar, "verdict", verdict
     claims_done = bar >= 0
@@ -514,6 +521,9 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
                 )
         if not_done is not None:
             meets_bar = False
+        if overruled is not None:
+            meets_bar = False
+            findings.append(("DOD-2", overruled))
     else:
         rung = status.rung
         if rung is not None and _RANKS[rung] > _RANKS[proven]:

@@ -340,7 +340,9 @@ def check_reading(
             f"the reading was signed for workflow run {signed_run or '(none)'!r}, not this "
             f"receipt's run {run_id or '(none)'!r}: it was carried over from another run"
         )
-    if proof.result == Outcome.PASS and observation.outcome != Outcome.PASS:
+    # As the grader reads it: "PASS" and " pass " are a pass there, so they must be here.
+    says_pass = (proof.result or "").strip().lower() == Outcome.PASS.value
+    if says_pass and observation.outcome != Outcome.PASS:
         return f"the proof says pass but the signed observation says {observation.outcome}"
     return None
 
