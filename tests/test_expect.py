@@ -525,3 +525,37 @@ def test_the_17_digit_form_of_a_double_is_that_double() -> None:
         assert got.value == expected, got.value
     got = judge(AtLeast(value=100), text("99.999999999999999"), probe_kind="command")
     assert got.outcome is Outcome.MISMATCH, got.message  # 17 digits, but not a double's form
+
+
+def test_two_readings_that_are_not_counts_never_make_a_count_by_their_difference() -> None:
+    """sum(x) read 0.5 before and 45.5 after: neither is a whole count, so a change of 45 is no
+    pass of count(45)."""
+    c45 = Count(value=45)
+    reading = Reading.of_json([{"s": 45.5}])
+    reading.number, reading.value = 45.5, 45.5  # a record's one numeric cell, as SQL gives it
+    alone = judge(c45, reading, probe_kind="record")
+    assert alone.outcome is Outcome.MISMATCH and alone.value == 45.5
+    got = judge_with_before(c45, alone, before_obs(Outcome.MISMATCH, 0.5))
+    assert got.outcome is Outcome.MISMATCH and "not a whole count" in got.message
+
+
+@pytest.mark.parametrize(
+    ("expect", "weak"),
+    [
+        (Regex(value=".*"), True),
+        (Regex(value="x?"), True),
+        (Regex(value="^shipped$"), False),
+        (AtLeast(value=0), True),
+        (AtLeast(value=-1), True),
+        (AtLeast(value=1), False),
+        (NonEmpty(), True),
+    ],
+)
+def test_an_expectation_every_output_meets_is_labelled_weak(expect: object, weak: bool) -> None:
+    assert is_weak(CommandProbe(argv=["true"]), expect) is weak
+
+
+@pytest.mark.parametrize("timeout", [float("inf"), 1e9, 3601])
+def test_a_probe_timeout_past_an_hour_is_refused(timeout: float) -> None:
+    with pytest.raises(ValueError, match="timeout_s"):
+        CommandProbe(argv=["sleep", "100"], timeout_s=timeout)

@@ -304,3 +304,44 @@ async def test_a_result_larger_than_the_read_cap_is_refused_as_it_arrives(
     assert obs.outcome is Outcome.PROBE_ERROR, obs.message
     assert "more than 8388608 bytes" in (obs.message or ""), obs.message
     assert obs.evidence is None  # refused before any copy of it was made
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "select cast(count(*) as text) from orders where batch = 999",  # "0", not one row
+        "select 'false' as found",
+        "select 'no' as found",
+    ],
+)
+async def test_a_single_count_or_yes_no_cell_is_judged_as_the_value_not_as_one_row(
+    sqlite_registry: SourceRegistry, query: str
+) -> None:
+    for expect in (Count(value=1), AtLeast(value=1)):
+        obs = await read(sqlite_registry, query, expect)
+        assert obs.outcome is not Outcome.PASS, (query, expect, obs.message)
+    # A single text cell that is a row's content still counts as the row.
+    named = await read(sqlite_registry, "select 'alice' as name", Count(value=1))
+    assert named.outcome is Outcome.PASS
+
+
+async def test_postgres_exists_false_is_not_one_row(
+    pg_registry: SourceRegistry, pg_table: str
+) -> None:
+    q = f"select exists(select 1 from {pg_table} where batch = 999)"
+    assert (await read(pg_registry, q, Count(value=1))).outcome is not Outcome.PASS
+    q = f"select exists(select 1 from {pg_table} where batch = 123)"
+    assert (
+        await read(pg_registry, q, Count(value=1))
+    ).outcome is not Outcome.PASS  # true: no count
+
+
+async def test_a_before_reading_of_another_probe_is_refused(
+    sqlite_registry: SourceRegistry,
+) -> None:
+    other = await read(
+        sqlite_registry, "select count(*) from orders where batch = 999", Count(value=45)
+    )
+    probe = RecordProbe(source="orders-db", query="select count(*) from orders where batch = 123")
+    with pytest.raises(ValueError, match="another probe"):
+        await observe(probe, Count(value=45), registry=sqlite_registry, observer="v", before=other)

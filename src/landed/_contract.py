@@ -66,7 +66,7 @@ class RecordProbe(_Shape):
             "result is one numeric cell and the number of rows otherwise."
         ),
     )
-    timeout_s: float = Field(default=10.0, gt=0)
+    timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
 class HttpProbe(_Shape):
@@ -76,7 +76,7 @@ class HttpProbe(_Shape):
     source: str | None = None
     url: str
     status: int | None = Field(default=200, description="Expected HTTP status; None accepts any.")
-    timeout_s: float = Field(default=10.0, gt=0)
+    timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
 class ProviderObjectProbe(_Shape):
@@ -86,7 +86,7 @@ class ProviderObjectProbe(_Shape):
     source: str
     path: str = Field(description="Path under the source's base, e.g. /v1/objects/{id}.")
     object_id: str
-    timeout_s: float = Field(default=10.0, gt=0)
+    timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
 class PaymentProbe(_Shape):
@@ -99,7 +99,7 @@ class PaymentProbe(_Shape):
     amount: int | float | None = None
     currency: str | None = None
     status: str | None = None
-    timeout_s: float = Field(default=10.0, gt=0)
+    timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
 class DeploymentProbe(_Shape):
@@ -110,7 +110,7 @@ class DeploymentProbe(_Shape):
     path: str = "/"
     version: str | None = None
     sha256: str | None = None
-    timeout_s: float = Field(default=10.0, gt=0)
+    timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
 class SentLogProbe(_Shape):
@@ -121,7 +121,7 @@ class SentLogProbe(_Shape):
     message_id: str
     path: str = Field(default="/messages/{id}", description="Path under the source's base.")
     status_field: str = "status"
-    timeout_s: float = Field(default=10.0, gt=0)
+    timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
 class CallLogProbe(_Shape):
@@ -132,7 +132,7 @@ class CallLogProbe(_Shape):
     call_id: str
     path: str = Field(default="/calls/{id}", description="Path under the source's base.")
     status_field: str = "status"
-    timeout_s: float = Field(default=10.0, gt=0)
+    timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
 class FileProbe(_Shape):
@@ -146,7 +146,7 @@ class FileProbe(_Shape):
     max_bytes: int | None = Field(
         default=None, gt=0, description="Read at most this much content for matching."
     )
-    timeout_s: float = Field(default=30.0, gt=0)
+    timeout_s: float = Field(default=30.0, gt=0, le=3600)
 
 
 class CommandProbe(_Shape):
@@ -156,7 +156,7 @@ class CommandProbe(_Shape):
     source: str | None = None
     argv: list[str] = Field(min_length=1)
     shell: bool = False
-    timeout_s: float = Field(default=30.0, gt=0)
+    timeout_s: float = Field(default=30.0, gt=0, le=3600)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
     ok_exit_codes: list[int] = Field(
@@ -180,7 +180,7 @@ class GitProbe(_Shape):
     source: str | None = None
     ref: str | None = None
     pull_request_url: str | None = None
-    timeout_s: float = Field(default=30.0, gt=0)
+    timeout_s: float = Field(default=30.0, gt=0, le=3600)
 
     @model_validator(mode="after")
     def _one_target(self) -> GitProbe:

@@ -134,6 +134,13 @@ async def observe(
             f"the before reading is of {before.kind} under {before.expectation}, not of "
             f"{probe.kind} under {expectation}: pass the before reading of this same probe"
         )
+    if before is not None and before.probe_sha256 and before.probe_sha256 != probe_digest(probe):
+        # Same kind and label, another probe (another table, another URL): its "before" says
+        # nothing about what this probe reads, and a change against it proves nothing.
+        raise ValueError(
+            "the before reading is of another probe (its probe_sha256 differs): pass the "
+            "before reading of this same probe"
+        )
     observed_at = datetime.now(UTC)
     started = time.perf_counter()
     limits = Limits(getattr(probe, "timeout_s", 30.0), read_cap, read_limit)

@@ -71,10 +71,29 @@ def _rows(columns: list[str], raw: list[tuple[Any, ...]]) -> list[dict[str, Any]
     return [{n: jsonable(v) for n, v in zip(names, row, strict=True)} for row in raw]
 
 
+def _count_like(cell: Any) -> bool:
+    """A true/false, or text that reads as a number or a yes/no ("45", "false")."""
+    if isinstance(cell, bool):
+        return True
+    if not isinstance(cell, str):
+        return False
+    text = cell.strip().lower()
+    if text in ("true", "false", "t", "f", "yes", "no"):
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _reading(probe: RecordProbe, rows: list[dict[str, Any]]) -> Reading:
     one_cell = len(rows) == 1 and len(rows[0]) == 1
     cell = next(iter(rows[0].values())) if one_cell else None
     numeric = isinstance(cell, (int, float)) and not isinstance(cell, bool)
+    # A count cast to text ("0"), or "exists" as true/false, is the query's answer, not a row
+    # to count: counted as one row, a false (or a "0") would read as 1. Judged as the value.
+    numeric = numeric or _count_like(cell)
     reading = Reading.of_json(rows)
     if probe.measure != "rows" and one_cell and cell is None:
         reading.number = None  # select max(x) over no rows: a NULL is nothing, never a count
