@@ -209,6 +209,39 @@ def test_scorecard_figures(tmp_path: Path) -> None:
     assert card["verified_revenue_usd"] == 1200.0  # the unproven claim's revenue does not count
 
 
+def test_scorecard_follows_the_seeds_definitions(tmp_path: Path) -> None:
+    """Proof rate is done at P3 or above over done claimed (a reconciled claim read back at P3
+    counts, though it misses its own P4 bar); held counts the verifier's held verdict; revenue
+    counts only on a task that is done."""
+    at_p3 = receipt("rec-p3", claimed_status="reconciled", cost={"usd": 2.0})
+    held = receipt(
+        "held-by-runner",
+        claimed_status="scheduled",
+        proof=[],
+        verdict="held",
+        verdict_by="runner",
+        cost=None,
+    )
+    not_done = receipt(
+        "paid-but-says-not",
+        claimed_status="executed",
+        report="Charge attempt failed, refund pending; customer has not paid.",
+        business_outcome={"class": "payment", "verified": True},
+        landed={"revenue_usd": 1200.0},
+        cost=None,
+    )
+    code, data = check_json(jsonl(tmp_path / "seed.jsonl", at_p3, held, not_done))
+    card = data["scorecard"]
+    tasks = {t["task_id"]: t for t in data["tasks"]}
+    assert tasks["rec-p3"]["proof_level"] == "P3" and not tasks["rec-p3"]["meets_bar"]
+    assert (card["done_claimed"], card["done_proven"], card["proof_rate"]) == (1, 1, 1.0)
+    assert card["cost_per_verified_task"] == 2.0
+    assert tasks["held-by-runner"]["proven_status"] == "held"
+    assert card["held"] == 1
+    assert card["verified_revenue_usd"] == 0.0
+    assert code == 1  # the reconciled claim still misses its bar
+
+
 def test_division_by_zero_is_null_in_json_and_na_in_text(tmp_path: Path) -> None:
     path = jsonl(tmp_path / "none.jsonl", receipt("x", claimed_status="executed", cost=None))
     code, data = check_json(path)

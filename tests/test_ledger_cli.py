@@ -147,6 +147,9 @@ def _tampered(key: KeyPair) -> list[dict[str, Any]]:
         mode="json", by_alias=True, exclude_none=True
     )
 
+    # The runner's verdict said not done (DOD-2 keeps it): a forger changes it too.
+    half["verdict"] = "verified"
+
     flipped = json.loads(json.dumps(half))  # the verifier saw 22 rows; the result says pass
     flipped["task_id"] = "result-flipped"
     flipped["proof"][0]["result"] = "pass"

@@ -80,6 +80,9 @@ class RawGrade(NamedTuple):
     meets_bar: bool
     proven_status: Status
     findings: tuple[tuple[str, str], ...]
+    #: A done claim proven at P3 or above with nothing saying it is not done: what the proof
+    #: rate counts ("done at P3 or above"), a reconciled claim read back at P3 included.
+    done_at_p3: bool = False
 
     def to_grade(self) -> Grade:
         return Grade(
@@ -333,6 +336,7 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
     verdict = view.verdict
     # An independent verifier's verdict that the task is not done: done is its word (DOD-2).
     overruled: str | None = None
+    verdict_side: Status | None = None
     if verdict:
         by = view.verdict_by
         by = by.strip().lower() if by else ""
@@ -342,11 +346,14 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
             findings.append(("DOD-2", f"verdict '{_clip(verdict)}' {why}"))
         elif by in _ACTOR_NAMES or by == owner:
             findings.append(("DOD-2", _self_verdict(verdict, view.verdict_by, by == owner)))
-        elif verdict_bar < 0 <= bar:
-            overruled = (
-                f"the verdict '{_clip(verdict)}' by '{_clip(view.verdict_by or '')}' says the "
-                "task is not done; the verdict is the verifier's, not the agent's claim"
-            )
+        else:
+            # held, blocked, failed, superseded as the verifier's word: the task's state.
+            verdict_side = _status_facts(verdict).side
+            if verdict_bar < 0 <= bar:
+                overruled = (
+                    f"the verdict '{_clip(verdict)}' by '{_clip(view.verdict_by or '')}' says "
+                    "the task is not done; the verdict is the verifier's, not the agent's claim"
+                )
         if verdict_bar > bar:
             bar, claim_source, claim_word = verdict_bar, "verdict", verdict
     claims_done = bar >= 0
@@ -493,6 +500,8 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
 
     proven = status.side  # the agent's own side-state word is never upgraded
     if proven is None:
+        proven = verdict_side
+    if proven is None:
         proven = _RUNG_OF_LEVEL[level]
         if not_done is not None and _RANKS[proven] > _EXECUTED_RANK:
             proven = Status.EXECUTED
@@ -545,6 +554,7 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
             meets_bar,
             proven,
             tuple(findings) if findings else _NO_FINDINGS,
+            claims_done and level >= 3 and not_done is None and overruled is None,
         ),
     )
 

@@ -89,7 +89,7 @@ class ScoreTally:
         self.settled += 1
         if graded.claims_done:
             self.done_claimed += 1
-            if graded.meets_bar:
+            if graded.done_at_p3:  # "done at P3 or above", a reconciled claim at P3 too
                 self.done_proven += 1
         if graded.proven_status is _HELD:
             self.held += 1
@@ -103,8 +103,9 @@ class ScoreTally:
                     self.cost += int(scaled)
                 else:
                     self.cost_rest += Fraction(usd)
-        # Revenue counts only where landed's own grade reached P4, never the agent's word for it.
-        if graded.proof_level is _P4 and graded.meets_bar:
+        # Revenue counts only where landed's own grade reached P4, never the agent's word for it,
+        # and only on a task that is done: a receipt that makes no done claim meets no bar.
+        if graded.proof_level is _P4 and graded.claims_done and graded.meets_bar:
             extension = view.landed
             revenue = extension.revenue_usd if extension is not None else None
             if revenue is not None and math.isfinite(revenue):

@@ -82,7 +82,7 @@ _LABELS: Final = tuple(level.label for level in ProofLevel)
 
 def _grade_json(graded: RawGrade) -> dict[str, Any]:
     """The fields of a task's JSON object that depend only on its grade."""
-    level, required, claims_done, meets_bar, proven, findings = graded
+    level, required, claims_done, meets_bar, proven, findings, _ = graded
     return {
         "proof_level": _LABELS[level],
         "meets_bar": meets_bar,
