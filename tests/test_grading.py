@@ -705,3 +705,17 @@ def test_a_read_back_with_no_result_is_unchecked_not_a_disagreement() -> None:
     # No result means nobody read it: it proves nothing, but it does not cancel a passing read.
     graded = grade(receipt(proof=[proof(result=None), READ_BACK]))
     assert graded.proof_level is ProofLevel.P3 and graded.meets_bar
+
+
+def test_a_cited_artifact_that_did_not_resolve_downgrades_the_claim() -> None:
+    """DOD-5: "A missing one downgrades the claim": a pull request checked and not found takes
+    the claim down a rung, though a read-back passed."""
+    graded = grade(receipt(proof=[{**ARTIFACT, "result": "fail"}, READ_BACK]))
+    assert graded.proof_level is ProofLevel.P2 and not graded.meets_bar
+    assert any(f.rule == "DOD-5" and "downgrades" in f.message for f in graded.findings)
+
+
+def test_a_not_done_word_in_the_status_is_said_to_come_from_the_status() -> None:
+    graded = grade(receipt(claimed_status="blocked", report=None, proof=[]))
+    (dod7,) = [f for f in graded.findings if f.rule == "DOD-7"]
+    assert dod7.message.startswith("the status itself says 'blocked'")

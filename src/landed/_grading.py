@@ -327,6 +327,8 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
     owner = owner.strip().lower() if owner else ""
     # Read-backs that were made and did not pass: one passing read cannot outvote them.
     disagreed: list[int] = []
+    # Artifacts that were checked and did not resolve (DOD-5: a missing one downgrades).
+    unresolved: list[int] = []
     claimed = view.claimed_status
     status = _status_facts(claimed)
 
@@ -383,6 +385,8 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
                 findings.append(("DOD-5", f"read-back #{number} ({kind}) {why}"))
                 if result is not None or landed:
                     # A read of the system of record that disagrees (or no longer holds live).
+                    # One with no result was never made: unchecked, it proves nothing, and it
+                    # is not known to be missing either.
                     disagreed.append(number)
             elif not ref or ref.isspace():
                 why = "cites no ref; cited proof must resolve, so it counts as an assertion"
@@ -431,6 +435,8 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
             if not passed:
                 why = f"did not pass (result={_clip(str(result))!r}); it proves nothing"
                 findings.append(("DOD-5", f"artifact #{number} ({kind}) {why}"))
+                if result is not None:  # checked, and it did not resolve
+                    unresolved.append(number)
             elif not ref or ref.isspace():
                 why = "cites no ref; cited proof must resolve, so it counts as an assertion"
                 findings.append(("DOD-5", f"artifact #{number} ({kind}) {why}"))
@@ -452,6 +458,17 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
             )
         )
         level = 2
+
+    if unresolved and level >= 2:
+        numbers = ", ".join(f"#{n}" for n in unresolved)
+        level -= 1
+        findings.append(
+            (
+                "DOD-5",
+                f"cited proof {numbers} did not resolve, and a missing one downgrades the claim: "
+                f"the proof counts as {_NAMES[level]}",
+            )
+        )
 
     business = view.business_outcome
     if level == 3 and business is not None and business.verified is True:
@@ -495,8 +512,10 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
             level = capped
 
     # DOD-7: the report's (and the status's own) words beat the status.
+    said_by = "the report says"
     if not_done is None:
         not_done = status.not_done
+        said_by = "the status itself says"
 
     proven = status.side  # the agent's own side-state word is never upgraded
     if proven is None:
@@ -507,7 +526,7 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
             proven = Status.EXECUTED
     if not_done is not None and (claims_done or _RUNG_OF_LEVEL[level] is not proven):
         why = "the agent's own words beat its status, so the task is not done"
-        findings.append(("DOD-7", f"the report says '{not_done}': {why}"))
+        findings.append(("DOD-7", f"{said_by} '{not_done}': {why}"))
 
     meets_bar = True
     if claims_done:
