@@ -345,3 +345,25 @@ async def test_a_before_reading_of_another_probe_is_refused(
     probe = RecordProbe(source="orders-db", query="select count(*) from orders where batch = 123")
     with pytest.raises(ValueError, match="another probe"):
         await observe(probe, Count(value=45), registry=sqlite_registry, observer="v", before=other)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        '{"amount": 5, "amount": 100}',  # two keys: json keeps the last, jsonb the last too
+        '{"amount": 99.99999999999999999}',  # a float would read 100.0
+    ],
+)
+async def test_a_postgres_json_cell_is_parsed_as_strictly_as_any_json(
+    pg_registry: SourceRegistry, document: str
+) -> None:
+    q = f"select '{document}'::json as doc"
+    obs = await read(pg_registry, q, JsonPath(path="$[0].doc.amount", op=">=", value=100))
+    assert obs.outcome is not Outcome.PASS, obs.message
+    assert "cannot be judged exactly" in obs.message
+    fine = await read(
+        pg_registry,
+        "select '{\"amount\": 100}'::jsonb as doc",
+        JsonPath(path="$[0].doc.amount", value=100),
+    )
+    assert fine.outcome is Outcome.PASS, fine.message

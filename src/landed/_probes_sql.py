@@ -16,7 +16,7 @@ from uuid import UUID
 
 from landed._contract import RecordProbe
 from landed._paths import user_path
-from landed._reading import Limits, ProbeError, Reading, exact_float
+from landed._reading import Limits, ProbeError, RawJson, Reading, exact_float, strict_json
 from landed._sources import SourceConfig, SourceRegistry
 
 __all__ = ["MAX_ROWS", "jsonable", "read_record"]
@@ -35,6 +35,14 @@ _NOT_EXACT = (
 
 def jsonable(value: Any) -> Any:
     """A database value as plain JSON: Decimal 45 is 45, timestamps are ISO text."""
+    if isinstance(value, RawJson):
+        try:
+            return strict_json(value)
+        except (ValueError, RecursionError) as exc:
+            raise ProbeError(
+                f"a json column holds a document that cannot be judged exactly ({exc}); "
+                "select the field as text, or fix the stored document"
+            ) from None
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):

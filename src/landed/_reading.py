@@ -19,6 +19,7 @@ __all__ = [
     "Capture",
     "Limits",
     "ProbeError",
+    "RawJson",
     "Reading",
     "exact_float",
     "make_evidence",
@@ -225,3 +226,12 @@ def strict_json(data: bytes | str) -> Any:
     """JSON as a proof can rest on it: ValueError for duplicate keys, NaN or Infinity, and a
     number a float would round; RecursionError for nesting too deep to parse."""
     return json.loads(data, object_pairs_hook=_object, parse_constant=_constant, parse_float=_float)
+
+
+class RawJson(str):
+    """A JSON document as a database sent it, unparsed: parsed with strict_json where it is
+    judged, not with a lenient parser that keeps the last of two keys or rounds a number."""
+
+    @classmethod
+    def load(cls, data: bytes | str) -> RawJson:
+        return cls(bytes(data).decode() if not isinstance(data, str) else data)

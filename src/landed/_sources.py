@@ -26,7 +26,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from landed._paths import expand_home
-from landed._reading import ProbeError
+from landed._reading import ProbeError, RawJson
 from landed._redact import Redactor
 
 if TYPE_CHECKING:
@@ -396,6 +396,7 @@ class SourceRegistry:
         self, name: str, key: str, cfg: SourceConfig, timeout: float
     ) -> AsyncConnectionPool[Any]:
         import psycopg
+        from psycopg.types.json import set_json_loads
         from psycopg_pool import AsyncConnectionPool
 
         assert cfg.url is not None
@@ -409,6 +410,8 @@ class SourceRegistry:
             )
             await conn.commit()
             await conn.set_read_only(True)
+            # json and jsonb cells arrive as text, parsed strictly where they are judged.
+            set_json_loads(RawJson.load, conn)
 
         # Connect once directly first: a pool hides why it could not connect.
         try:
