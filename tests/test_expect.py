@@ -559,3 +559,24 @@ def test_an_expectation_every_output_meets_is_labelled_weak(expect: object, weak
 def test_a_probe_timeout_past_an_hour_is_refused(timeout: float) -> None:
     with pytest.raises(ValueError, match="timeout_s"):
         CommandProbe(argv=["sleep", "100"], timeout_s=timeout)
+
+
+@pytest.mark.parametrize(
+    ("doc", "op", "value"),
+    [
+        ({"amount": "9"}, ">=", "10"),  # as text "9" >= "10"
+        ({"amount": "100"}, "<", "20"),
+    ],
+)
+def test_numbers_sent_as_text_are_not_ordered_as_text(doc: object, op: str, value: str) -> None:
+    got = judge(
+        JsonPath(path="$.amount", op=op, value=value), text(json.dumps(doc)), probe_kind="http"
+    )
+    assert got.outcome is Outcome.MISMATCH and "not comparable" in got.message
+    dates = JsonPath(path="$.at", op=">=", value="2026-01-01")
+    assert judge(dates, text('{"at": "2026-11-30"}'), probe_kind="http").outcome is Outcome.PASS
+
+
+def test_json_path_contains_a_list_in_an_object_is_a_mismatch_not_a_probe_error() -> None:
+    got = judge(JsonPath(path="$", op="contains", value=[1]), text('{"a": 1}'), probe_kind="http")
+    assert got.outcome is Outcome.MISMATCH

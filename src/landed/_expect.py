@@ -398,6 +398,9 @@ def _judge_json_path(expect: JsonPath, reading: Reading) -> Judgement:
     return Judgement(Outcome.PASS if ok else Outcome.MISMATCH, said, found)
 
 
+_NUMERIC_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
 def _compare(actual: Any, op: str, wanted: Any) -> bool | None:
     if op == "==":
         return strict_equal(actual, wanted)
@@ -409,10 +412,16 @@ def _compare(actual: Any, op: str, wanted: Any) -> bool | None:
         if isinstance(actual, list):
             return any(strict_equal(item, wanted) for item in actual)
         if isinstance(actual, dict):
-            return wanted in actual
+            # A key is text: a list or an object as the value names no key (and cannot be
+            # hashed), a contract error, not something a re-read could change.
+            return wanted in actual if isinstance(wanted, str) else None
         return None
+    # Text orders as text (ISO dates, versions of one width); text that reads as a number
+    # would order "9" above "10", so it is not compared: send the number as a number.
     comparable = (_is_number(actual) and _is_number(wanted)) or (
-        isinstance(actual, str) and isinstance(wanted, str)
+        isinstance(actual, str)
+        and isinstance(wanted, str)
+        and not (_NUMERIC_TEXT.fullmatch(actual.strip()) or _NUMERIC_TEXT.fullmatch(wanted.strip()))
     )
     if not comparable:
         return None
