@@ -531,3 +531,9 @@ def test_each_json_task_is_byte_for_byte_the_reference_encoding(
         assert _task_bytes(line, record, graded, tails) == orjson.dumps(
             _task_json(line, record, graded)
         )
+
+
+def test_emoji_codes_and_markup_in_a_task_id_print_as_written(tmp_path: Path) -> None:
+    path = jsonl(tmp_path / "emo.jsonl", receipt("deploy:rocket:prod", proof=[]))
+    out = runner.invoke(app, ["check", str(path)]).stdout
+    assert "deploy:rocket:prod" in out and "\U0001f680" not in out

@@ -59,3 +59,17 @@ def test_the_installed_command_answers_in_json_too() -> None:
     assert done.returncode == 2, done.stderr
     assert json.loads(done.stdout)["error"] == "usage"
     assert "Traceback" not in done.stderr
+
+
+def test_landed_demo_that_cannot_use_its_dir_says_so_in_json_with_exit_3(tmp_path: Path) -> None:
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    done = subprocess.run(
+        [LANDED, "demo", "--dir", str(taken), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3, done.stderr
+    assert json.loads(done.stdout)["error"] == "start"
+    assert "Traceback" not in done.stderr and str(taken) in done.stderr

@@ -232,3 +232,31 @@ def test_a_contracts_file_with_a_utf8_bom_is_read_and_the_summary_says_what_was_
     # Honest wording: the probes passed; `echo 45` shows no work landed anywhere.
     assert "all 1 completion contract(s) passed their probes" in done.stdout
     assert "contract(s) landed" not in done.stdout
+
+
+def test_a_contracts_action_is_shown_as_text_never_as_terminal_codes_or_new_lines(
+    tmp_path: Path,
+) -> None:
+    """An action can't colour the agent's screen or forge reason lines of its own."""
+    hostile = contract(
+        "ok\x1b[31m red\nline 9 (fake): pass", ["echo", "0"], {"type": "count", "value": 45}
+    )
+    done = run(["--contracts", str(write(tmp_path, "c.jsonl", hostile))])
+    assert done.returncode == 2
+    assert "\x1b" not in done.stdout + done.stderr
+    assert "\\x1b[31m red\\nline 9 (fake)" in done.stdout + done.stderr
+
+
+def test_a_line_separator_inside_a_json_string_does_not_split_the_contract(tmp_path: Path) -> None:
+    line = json.dumps(
+        {
+            "action": "insert 45 rows\u2028with a separator\u0085in its text",
+            "probe": {"kind": "command", "argv": ["echo", "45"]},
+            "expect": {"type": "count", "value": 45},
+        },
+        ensure_ascii=False,
+    )
+    path = tmp_path / "c.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+    done = run(["--contracts", str(path)])
+    assert done.returncode == 0, done.stdout + done.stderr

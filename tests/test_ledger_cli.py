@@ -273,3 +273,10 @@ async def test_export_latest_writes_only_the_attempt_the_board_shows(tmp_path: P
     assert every.returncode == 0 and latest.returncode == 0, (every.stderr, latest.stderr)
     assert [json.loads(x)["verdict"] for x in every.stdout.splitlines()] == ["failed", "verified"]
     assert [json.loads(x)["verdict"] for x in latest.stdout.splitlines()] == ["verified"]
+
+
+def test_keys_new_prints_a_path_with_brackets_and_colons_as_written(tmp_path: Path) -> None:
+    out_dir = tmp_path / "k[/bold]:rocket:"
+    made = landed("keys", "new", "--out", out_dir, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "Traceback" not in made.stderr and str(out_dir) in " ".join(made.stderr.split())

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from landed._coerce import describe_error
 from landed._contract import Contract, Outcome
 from landed._observe import observe
+from landed._redact import escape_for_humans
 from landed._sources import ConfigError, SourceRegistry, load_registry
 from landed._verdict import WEAK_NOTE, Verdict
 
@@ -109,7 +110,9 @@ def load_contracts(path: Path) -> tuple[list[tuple[int, Contract]], list[_Item]]
         raise ContractsUnreadable(f"cannot read {path}: {exc.strerror or exc}") from None
     contracts: list[tuple[int, Contract]] = []
     problems: list[_Item] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # JSON Lines: lines end at "\n" only. splitlines() also breaks at U+2028 and other
+    # separators that valid JSON text may hold inside a string.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -152,14 +155,20 @@ def _evidence_line(verdict: Verdict) -> str:
     return f"the probe returned {evidence.total_bytes} bytes: {text}{more}"
 
 
+def _shown(text: str) -> str:
+    """Contract text as the agent and a terminal see it: control characters escaped, so an
+    action cannot colour the screen or forge reason lines of its own."""
+    return escape_for_humans(text).replace("\n", "\\n")
+
+
 def _reason(item: _Item) -> str:
     if item.problem:
-        return f"line {item.line} ({item.action}): {item.problem}"
+        return f"line {item.line} ({_shown(item.action)}): {item.problem}"
     assert item.verdict is not None
     v = item.verdict
     return (
-        f"line {item.line} ({item.action}): {v.outcome.value} under {v.expectation}: "
-        f"{v.message} [{_evidence_line(v)}]"
+        f"line {item.line} ({_shown(item.action)}): {v.outcome.value} under "
+        f"{_shown(v.expectation)}: {v.message} [{_evidence_line(v)}]"
     )
 
 
@@ -170,7 +179,7 @@ def _decide(items: list[_Item], *, stop_hook_active: bool) -> GuardResult:
         if not item.landed:
             result.reasons.append(_reason(item))
         elif item.verdict is not None and item.verdict.weak:
-            result.notes.append(f"line {item.line} ({item.action}): passed on {WEAK_NOTE}")
+            result.notes.append(f"line {item.line} ({_shown(item.action)}): passed on {WEAK_NOTE}")
     if not items:
         result.notes.append(
             "no contracts declared: nothing to check (guard only checks declared contracts)"

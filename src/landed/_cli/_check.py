@@ -455,7 +455,7 @@ def run_check(
     offline check of a file of at least ``split_min_bytes`` grades its second half in a second
     process, with the same results."""
     stdout = out if out is not None else sys.stdout
-    err = Console(stderr=True)
+    err = Console(stderr=True, emoji=False)
     try:
         signature_ok = _load_trust(trust)
     except TrustUnavailable as exc:
@@ -492,7 +492,7 @@ def run_check(
                 highlight=False,
             )
     else:
-        render_text(sink, card, Console(file=stdout, width=_width(stdout)))
+        render_text(sink, card, Console(file=stdout, width=_width(stdout), emoji=False))
     return sink.exit_code
 
 

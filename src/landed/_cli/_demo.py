@@ -20,10 +20,12 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from landed._acts import ActContext, act
 from landed._cli import app
+from landed._cli._out import fail
 from landed._cli._signals import stop_requested
 from landed._receipt import Cost, Receipt
 from landed._task import ActReport
@@ -354,8 +356,13 @@ def demo(
     try:
         rows = asyncio.run(_run_demo(home, show, keep))
     except DevError as exc:
-        print(f"landed demo: {exc}", file=sys.stderr)
-        raise typer.Exit(3) from None
+        raise fail(f"landed demo: {exc}", 3, json_error="start" if as_json else None) from None
+    except OSError as exc:  # --dir cannot hold what the demo writes (a file there, no access)
+        raise fail(
+            f"landed demo: could not start: {exc}; check --dir {home}",
+            3,
+            json_error="start" if as_json else None,
+        ) from None
     raise typer.Exit(1 if any(not r["ok"] for r in rows) else 0)
 
 
@@ -363,7 +370,8 @@ def _print_table(
     rows: list[dict[str, Any]], info: dict[str, Any], elapsed: float, keep: bool
 ) -> None:
     failed = [r for r in rows if not r["ok"]]
-    console = Console()
+    # Paths and addresses are text: "[x]" in one is not markup, ":rocket:" not an emoji.
+    console = Console(emoji=False)
     table = Table(title="landed demo: six agent tasks, each read back by the verifier")
     for column in ("scenario", "agent claimed", "read-back", "verdict", "expected", ""):
         table.add_column(column)
@@ -383,11 +391,11 @@ def _print_table(
     console.print(f"copies of the post after the HTTP 500: {info['copies_of_post']} (DOD-10)")
     stored = sum(1 for r in rows if r["in_ledger"])
     console.print(
-        f"ledger   {info['ledger']}  ({stored}/{len(rows)} receipts read back from it; "
-        f"landed board --ledger {info['ledger']})",
+        f"ledger   {escape(info['ledger'])}  ({stored}/{len(rows)} receipts read back from "
+        f"it; landed board --ledger {escape(info['ledger'])})",
         highlight=False,
     )
     state = "Ctrl-C stops it" if keep else "stopped with the demo; --keep keeps it up"
-    console.print(f"web UI   {info['web_ui']} ({state})", highlight=False)
-    console.print(f"temporal {info['temporal']}, db {info['db']}", highlight=False)
+    console.print(f"web UI   {escape(str(info['web_ui']))} ({state})", highlight=False)
+    console.print(f"temporal {info['temporal']}, db {escape(str(info['db']))}", highlight=False)
     console.print(f"{len(rows) - len(failed)}/{len(rows)} as expected in {elapsed:.1f}s")

@@ -70,10 +70,12 @@ def keys_new(
         typer.echo(json.dumps(info))
         return
     typer.echo(key.key_id)
-    Console(stderr=True, soft_wrap=True).print(
+    # Paths are text: "[x]" in one is not markup, ":rocket:" not an emoji.
+    Console(stderr=True, soft_wrap=True, emoji=False).print(
         f"private key {private} (mode 0600, verifier only)\npublic key  {public} "
         f"(pass to landed check --trust)",
         highlight=False,
+        markup=False,
     )
 
 

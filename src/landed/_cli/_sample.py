@@ -99,7 +99,7 @@ def sample(
         sys.stdout.buffer.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
         sys.stdout.flush()
     else:
-        console = Console()
+        console = Console(emoji=False)
         render_text(report, card, console)
         if problems:
             console.print("[bold red]sample: the checker's verdicts differ from the expected:[/]")
