@@ -237,6 +237,24 @@ def _run_role(role: str, address: str, extra: dict[str, str], tmp_path: Path) ->
     return done.returncode, done.stderr
 
 
+def _run_role_as_given(
+    role: str, address: str, extra: dict[str, str], tmp_path: Path
+) -> tuple[int, str]:
+    """A role started by hand: its environment as given, not filtered per role."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
+    env.update({"TEMPORAL_ADDRESS": address, "TEMPORAL_CONFIG_FILE": os.devnull, **extra})
+    done = subprocess.run(
+        [sys.executable, "-m", "landed", "worker", role],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return done.returncode, done.stderr
+
+
 def test_verifier_refuses_actor_identity_or_queue(temporal_dev: str, tmp_path: Path) -> None:
     from landed._signing import KeyPair
 
@@ -285,6 +303,58 @@ def test_roles_refuse_each_others_queues_and_name_bad_settings_without_values(
     bad_credential = {"LANDED_ACTOR_CREDENTIALS": '{"db": {"url": "postgresql://u:ActorPW@h/db"}}'}
     code, err = _run_role("actor", temporal_dev, bad_credential, tmp_path)
     assert code == 3 and "credentials" in err and "ActorPW" not in err, err
+
+
+def test_bad_connection_settings_and_misplaced_secrets_exit_3_naming_the_fix(
+    temporal_dev: str, tmp_path: Path
+) -> None:
+    """Each refusal comes before "ready", with exit 3 (a setting to fix), never 1 ("is Temporal
+    running?") and never a secret's value."""
+    from landed._signing import KeyPair
+
+    private, _public = KeyPair.generate().save(tmp_path / "keys")
+    key = {"LANDED_VERIFIER_SIGNING_KEY": str(private)}
+    cases: list[tuple[str, dict[str, str], str]] = [
+        ("actor", {"TEMPORAL_NAMESPACE": "no-such-ns"}, "namespace 'no-such-ns' does not exist"),
+        ("actor", {"TEMPORAL_PROFILE": "nope"}, "connection settings cannot be loaded"),
+        ("actor", {"TEMPORAL_TLS_CLIENT_CERT_PATH": "/no/such.pem"}, "cannot be loaded"),
+        # The verifier meets the actor's own settings where one environment holds both.
+        (
+            "verifier",
+            {**key, "LANDED_ACTOR_TASK_QUEUE": "acts", "LANDED_VERIFIER_TASK_QUEUE": "acts"},
+            "is the actor's",
+        ),
+        (
+            "verifier",
+            {**key, "LANDED_ACTOR_IDENTITY": "agent-7", "LANDED_VERIFIER_IDENTITY": "Agent-7"},
+            "is the actor's",
+        ),
+        ("actor", {"LANDED_LEDGER_URL": "postgresql://u:LedgerPW@h/db"}, "LANDED_LEDGER_URL"),
+        (
+            "actor",
+            {"LANDED_SOURCES__ORDERS__URL": "postgresql://r:SrcPW@h/db"},
+            "LANDED_SOURCES__ORDERS__URL",
+        ),
+        (
+            "actor",
+            {"LANDED_ACTOR_CREDENTIALS": '{"db": "postgres://u:s3cretpw@h/db"'},
+            "credentials",
+        ),
+        ("actor", {"LANDED_ACTOR_GRACEFUL_SHUTDOWN_S": "inf"}, "graceful_shutdown_s"),
+    ]
+    for role, env, says in cases:
+        code, err = _run_role_as_given(role, temporal_dev, env, tmp_path)
+        assert code == 3 and says in err, (env, err)
+        assert "Traceback" not in err
+        for secret in ("LedgerPW", "SrcPW", "s3cretpw"):
+            assert secret not in err
+    shared = tmp_path / "shared.key"
+    shared.write_bytes(private.read_bytes())
+    shared.chmod(0o644)
+    code, err = _run_role(
+        "verifier", temporal_dev, {"LANDED_VERIFIER_SIGNING_KEY": str(shared)}, tmp_path
+    )
+    assert code == 3 and "can be read by others" in err and "chmod 600" in err, err
 
 
 async def test_landed_dev_ignores_the_users_temporal_settings_and_holds_its_dir(

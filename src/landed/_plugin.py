@@ -47,6 +47,7 @@ _DIRECT_CONTEXT = (
 __all__ = [
     "PLUGIN_NAME",
     "SANDBOX_PASSTHROUGH",
+    "ConnectionSettingsError",
     "connect",
     "connect_options",
     "landed_plugin",
@@ -321,6 +322,10 @@ def worker_identity(role: str) -> str:
     return f"{role}@{socket.gethostname()}:{os.getpid()}"
 
 
+class ConnectionSettingsError(ValueError):
+    """Temporal's environment configuration (profile, TOML file, TLS files) cannot be used."""
+
+
 def connect_options(
     *,
     address: str | None = None,
@@ -335,8 +340,16 @@ def connect_options(
     same worker reaches a dev server, a cluster or Temporal Cloud unchanged. Explicit arguments
     win over the environment.
     """
-    prof = ClientConfigProfile.load(profile=profile, override_env_vars=env)
-    opts: dict[str, Any] = dict(prof.to_client_connect_config())
+    try:
+        prof = ClientConfigProfile.load(profile=profile, override_env_vars=env)
+        opts: dict[str, Any] = dict(prof.to_client_connect_config())
+    except Exception as exc:
+        # The first line only: a TOML parse error goes on to quote the file, secrets and all.
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConnectionSettingsError(
+            f"Temporal's connection settings cannot be loaded: {first}; check TEMPORAL_PROFILE, "
+            "TEMPORAL_CONFIG_FILE, TEMPORAL_TLS_* and TEMPORAL_API_KEY"
+        ) from None
     opts.setdefault("target_host", "localhost:7233")
     opts.setdefault("namespace", "default")
     if address:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -77,6 +78,7 @@ class ActorSettings(RoleSettings):
     graceful_shutdown_s: float = Field(
         default=30.0,
         ge=0,
+        le=3600,
         description=(
             "On SIGTERM/SIGINT, how long acts in flight may finish before they are cancelled: "
             "a deploy drains the actor instead of cutting an act's writes in half."
@@ -132,7 +134,11 @@ class VerifierSettings(RoleSettings):
     def check_separation(self) -> None:
         """Refuse to run as the actor: same queue, same identity, or an actor@ identity."""
         identity = self.resolved_identity()
-        if self.task_queue == self.actor_task_queue:
+        # The actor's own settings, where the same environment holds them (one shell, one
+        # unit file): LANDED_VERIFIER_ACTOR_* alone would leave them unchecked.
+        actor_queues = {self.actor_task_queue, os.environ.get("LANDED_ACTOR_TASK_QUEUE")}
+        actor_names = {self.actor_identity, os.environ.get("LANDED_ACTOR_IDENTITY")}
+        if self.task_queue in actor_queues:
             raise SeparationError(
                 f"the verifier's task queue {self.task_queue!r} is the actor's; a verifier on the "
                 f"actor's queue would run acts or let the actor answer reads. Set "
@@ -140,9 +146,7 @@ class VerifierSettings(RoleSettings):
                 f"(default {DEFAULT_VERIFIER_QUEUE})"
             )
         mine = identity.casefold()
-        if (self.actor_identity and mine == self.actor_identity.casefold()) or mine.startswith(
-            "actor@"
-        ):
+        if mine in {n.casefold() for n in actor_names if n} or mine.startswith("actor@"):
             raise SeparationError(
                 f"the verifier's identity {identity!r} is the actor's; the actor can't grade "
                 f"itself (DOD-2). Set LANDED_VERIFIER_IDENTITY to the verifier's own name"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from collections.abc import Awaitable, Callable, Sequence
+import os
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,9 @@ from temporalio.api.operatorservice.v1 import (
     AddSearchAttributesRequest,
     ListSearchAttributesRequest,
 )
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Interceptor, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
@@ -39,6 +43,49 @@ class RoleError(RuntimeError):
     """A role cannot start as configured; the message names the setting to fix."""
 
 
+def _private_to_owner(path: Path) -> None:
+    """The signing key is readable by its owner only: whoever else can read it can sign a
+    reading the verifier never made (as ssh refuses a private key others can read)."""
+    from landed._signing import SigningError
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # KeyPair.load names the problem
+    if os.name == "posix" and mode & 0o077:
+        raise SigningError(
+            f"the signing key {path} can be read by others (mode {mode & 0o777:o}); "
+            f"chmod 600 {path}"
+        )
+
+
+def actor_env_problems(environ: Mapping[str, str]) -> list[str]:
+    """Other roles' secrets in the actor's environment, by name: an act could read them."""
+    return sorted(
+        name
+        for name in environ
+        if name.upper().startswith("LANDED_SOURCES__")
+        or name.upper()
+        in {"LANDED_VERIFIER_SIGNING_KEY", "LANDED_LEDGER_URL", "LANDED_RUNNER_LEDGER_URL"}
+    )
+
+
+async def _namespace_exists(client: Client) -> None:
+    """The worker's namespace is served: the SDK would find out only after "ready" was said."""
+    try:
+        await client.workflow_service.describe_namespace(
+            DescribeNamespaceRequest(namespace=client.namespace)
+        )
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        raise RoleError(
+            f"namespace {client.namespace!r} does not exist on "
+            f"{client.service_client.config.target_host}; create it (temporal operator "
+            f"namespace create --namespace {client.namespace}) or set TEMPORAL_NAMESPACE"
+        ) from None
+
+
 async def ensure_search_attributes(client: Client) -> None:
     """Register landed's Keyword search attributes on the namespace if they are missing.
 
@@ -50,6 +97,20 @@ async def ensure_search_attributes(client: Client) -> None:
         listed = await client.operator_service.list_search_attributes(
             ListSearchAttributesRequest(namespace=namespace)
         )
+    except RPCError as exc:
+        if exc.status not in (RPCStatusCode.PERMISSION_DENIED, RPCStatusCode.UNIMPLEMENTED):
+            raise
+        # Not allowed to look (a namespace-scoped principal, Temporal Cloud): that says nothing
+        # about whether they are registered. Start, and say what to do if workflows fail.
+        cmd = " ".join(f"--name {n} --type Keyword" for n in SEARCH_ATTRIBUTES)
+        print(
+            f"landed: could not list search attributes on namespace {namespace!r} ({exc}); "
+            f"if tasks fail on them, register them once: temporal operator search-attribute "
+            f"create --namespace {namespace} {cmd}",
+            file=sys.stderr,
+        )
+        return
+    try:
         missing = [n for n in SEARCH_ATTRIBUTES if n not in listed.custom_attributes]
         if missing:
             await client.operator_service.add_search_attributes(
@@ -124,6 +185,7 @@ async def build_worker(
         VerifyActivities = _load("landed.activities.verify", "VerifyActivities")
 
         assert settings.signing_key is not None  # check_settings
+        _private_to_owner(settings.signing_key)
         key = KeyPair.load(settings.signing_key)
         if registry is None:
             registry = load_registry(role="verifier", allow_unsourced=False)
@@ -238,6 +300,7 @@ async def run_role(
         # A bad source is named even where Temporal is unreachable.
         registry = load_registry(role="verifier", allow_unsourced=False)
     client = await connect(identity=identity, address=address, namespace=namespace)
+    await _namespace_exists(client)
     worker, view, cleanup = await build_worker(settings, client, identity, registry=registry)
     view["address"] = client.service_client.config.target_host
     view["namespace"] = client.namespace

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from enum import StrEnum
 from typing import Any
 
 import typer
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from landed._cli import app
 from landed._cli._signals import stop_requested
@@ -27,8 +29,14 @@ def _ready(view: dict[str, Any]) -> None:
 
 
 async def _serve(role: str, address: str | None, namespace: str | None) -> None:
-    from landed._workers import run_role
+    from landed._workers import RoleError, actor_env_problems, run_role
 
+    if role == "actor" and (names := actor_env_problems(os.environ)):
+        raise RoleError(
+            f"the actor's environment holds {', '.join(names)}: the verifier's sources and key "
+            "and the runner's ledger must not be where an act can read them (DOD-2); start the "
+            "actor without them (`landed dev` does)"
+        )
     with stop_requested() as stop:
         await run_role(role, stop=stop, on_ready=_ready, address=address, namespace=namespace)
 
@@ -59,6 +67,7 @@ def worker(
     """
     from landed._acts import ActLoadError
     from landed._ledger import LedgerError
+    from landed._plugin import ConnectionSettingsError
     from landed._settings import SeparationError
     from landed._signing import SigningError
     from landed._sources import ConfigError, settings_problems
@@ -76,6 +85,14 @@ def worker(
     ) as exc:
         print(f"landed worker {role.value}: {exc}", file=sys.stderr)
         raise typer.Exit(3) from None
+    except ConnectionSettingsError as exc:
+        print(f"landed worker {role.value}: {exc}", file=sys.stderr)
+        raise typer.Exit(3) from None
+    except SettingsError as exc:
+        # pydantic-settings names the variable; the value it could not parse is not shown.
+        first = (str(exc).splitlines() or ["invalid settings"])[0]
+        print(f"landed worker {role.value}: invalid settings: {first}", file=sys.stderr)
+        raise typer.Exit(3) from None
     except ValidationError as exc:
         # Field names and what is wrong, never the values: a source URL or credential given
         # there would otherwise land in the role's log (and `landed dev` prints its tail).
@@ -88,8 +105,8 @@ def worker(
         # Connection failures surface as RuntimeError from the SDK's core.
         where = f"--address {address}" if address else "TEMPORAL_ADDRESS (or localhost:7233)"
         print(
-            f"landed worker {role.value}: {exc}; is Temporal running at {where}? "
-            "(`landed dev` starts one)",
+            f"landed worker {role.value}: {exc}; is Temporal running at {where} (`landed dev` "
+            "starts one), and are its TLS, API key and header settings valid?",
             file=sys.stderr,
         )
         raise typer.Exit(1) from None
