@@ -225,6 +225,10 @@ async def test_actor_process_holds_no_verifier_or_runner_secret(tmp_path: Path, 
 
 def _run_role(role: str, address: str, extra: dict[str, str], tmp_path: Path) -> tuple[int, str]:
     env = role_env(role, base=dict(os.environ), temporal_address=address, extra=extra)
+    return _worker(role, env, tmp_path)
+
+
+def _worker(role: str, env: dict[str, str], tmp_path: Path) -> tuple[int, str]:
     done = subprocess.run(
         [sys.executable, "-m", "landed", "worker", role],
         env=env,
@@ -243,16 +247,7 @@ def _run_role_as_given(
     """A role started by hand: its environment as given, not filtered per role."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
     env.update({"TEMPORAL_ADDRESS": address, "TEMPORAL_CONFIG_FILE": os.devnull, **extra})
-    done = subprocess.run(
-        [sys.executable, "-m", "landed", "worker", role],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    return done.returncode, done.stderr
+    return _worker(role, env, tmp_path)
 
 
 def test_verifier_refuses_actor_identity_or_queue(temporal_dev: str, tmp_path: Path) -> None:

@@ -141,6 +141,25 @@ class ConsentGate(_Strict):
     basis: str | None = None
 
 
+def _within(value: timedelta, low: timedelta, high: timedelta, what: str, e_g: str) -> timedelta:
+    """``value`` if low <= value <= high, else an error naming the bounds and a valid form."""
+    if not low <= value <= high:
+        raise ValueError(
+            f"{what} must be between {_duration(low)} and {_duration(high)}; give seconds or "
+            f"an ISO 8601 duration such as {e_g}"
+        )
+    return value
+
+
+def _duration(value: timedelta) -> str:
+    seconds = int(value.total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("second", 1)):
+        if seconds and seconds % size == 0:
+            n = seconds // size
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return "0"
+
+
 class RetryBudget(_Strict):
     """Bounds on the only two retries the workflow makes (everything else settles)."""
 
@@ -162,12 +181,7 @@ class RetryBudget(_Strict):
     def _backoff_bounds(cls, value: timedelta) -> timedelta:
         # A negative wait fails the workflow's timer on the first re-read, and the task would
         # never settle: refused here, with the field named.
-        if not timedelta(0) <= value <= timedelta(hours=1):
-            raise ValueError(
-                "verify_backoff must be between 0 and 1 hour; give seconds or an ISO 8601 "
-                "duration such as PT2S"
-            )
-        return value
+        return _within(value, timedelta(0), timedelta(hours=1), "verify_backoff", "PT2S")
 
 
 class StepTimeouts(_Strict):
@@ -183,12 +197,7 @@ class StepTimeouts(_Strict):
     def _step_bounds(cls, value: timedelta) -> timedelta:
         # Temporal refuses a zero or negative activity timeout when the workflow schedules the
         # step, after the act may have run: the task would never settle. Refused at submit.
-        if not timedelta(seconds=1) <= value <= timedelta(days=1):
-            raise ValueError(
-                "a step timeout must be between 1 second and 1 day; give seconds or an ISO "
-                "8601 duration such as PT30S"
-            )
-        return value
+        return _within(value, timedelta(seconds=1), timedelta(days=1), "a step timeout", "PT30S")
 
 
 class TaskSpec(_Strict):
@@ -244,12 +253,8 @@ class TaskSpec(_Strict):
     @classmethod
     def _time_cap_bounds(cls, value: timedelta) -> timedelta:
         # A field validator, so the error names the field (time_cap), not the document.
-        if not timedelta(seconds=1) <= value <= timedelta(days=7):
-            raise ValueError(
-                "time_cap must be between 1 second and 7 days (GOV-4); give seconds or an "
-                "ISO 8601 duration such as PT30M"
-            )
-        return value
+        low, high = timedelta(seconds=1), timedelta(days=7)
+        return _within(value, low, high, "time_cap (GOV-4)", "PT30M")
 
     @model_validator(mode="after")
     def _bounds(self) -> TaskSpec:
