@@ -715,17 +715,22 @@ async def test_a_probe_that_keeps_erroring_is_not_read_again_past_the_time_cap(
     assert all(p.result == "probe-error" for p in _read_back(receipt))
 
 
+def _without_a_verifier(temporal_dev: str, tmp_path: Path, db: Path) -> Any:
+    """The roles, with the runner reading from a verifier queue nobody polls."""
+    return run_roles(
+        temporal_dev,
+        tmp_path,
+        credentials={"rows-db": f"sqlite:///{db}"},
+        runner={"verifier_task_queue": f"nobody-{uuid.uuid4().hex[:8]}"},
+    )
+
+
 async def test_reads_wait_for_a_verifier_one_read_past_the_cap_in_all(
     temporal_dev: str, tmp_path: Path, db: Path
 ) -> None:
     """No verifier polls: the pre-read waits until the cap plus one read's time; the read-back
     after it gets what is left of that, not another read's time of its own."""
-    async with run_roles(
-        temporal_dev,
-        tmp_path,
-        credentials={"rows-db": f"sqlite:///{db}"},
-        runner={"verifier_task_queue": f"nobody-{uuid.uuid4().hex[:8]}"},
-    ) as roles:
+    async with _without_a_verifier(temporal_dev, tmp_path, db) as roles:
         task = {
             **rows_task("no-verifier-cap", db, expect=1, batch="nvc", write=1),
             "time_cap": 2,
@@ -1135,12 +1140,7 @@ async def test_a_verifier_nobody_runs_settles_not_done_by_the_time_cap(
 ) -> None:
     """No worker polls the verifier queue: the reads wait until the time cap plus one read's
     time, then count as not observed, and the task settles not done instead of hanging."""
-    async with run_roles(
-        temporal_dev,
-        tmp_path,
-        credentials={"rows-db": f"sqlite:///{db}"},
-        runner={"verifier_task_queue": f"nobody-{uuid.uuid4().hex[:8]}"},
-    ) as roles:
+    async with _without_a_verifier(temporal_dev, tmp_path, db) as roles:
         task = {
             **rows_task("no-verifier", db, expect=2, batch="nv", write=2),
             "time_cap": 2,
