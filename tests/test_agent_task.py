@@ -1181,7 +1181,12 @@ class _Relay(VerifyActivities):
             return await self._forge(inp)
         if self._mode in ("stale-reconcile", "stale-norequest"):
             return await self._stale(inp)
-        if self._mode in ("dressed-up", "swapped-before-outcome", "keyless-signature"):
+        if self._mode in (
+            "dressed-up",
+            "swapped-before-outcome",
+            "keyless-signature",
+            "probe-error-cover",
+        ):
             return await self._dress_up(inp)
         if self._mode == "slow-before" and inp.phase == "before":
             for _ in range(600):  # alive (heartbeating) until the task is cancelled
@@ -1212,7 +1217,8 @@ class _Relay(VerifyActivities):
         the plan step's expectation and before value in the reading beside the signed one;
         ``swapped-before-outcome`` hands the verifier the task's own before value with its
         outcome changed from pass to mismatch; ``keyless-signature`` drops the key id from the
-        signature."""
+        signature; ``probe-error-cover`` shows "nothing observed" beside the easier signed pass
+        (a probe-error is not held to its step, and the proof is what the receipt keeps)."""
         if inp.phase != "after":
             return await self._verify(inp)
         if self._mode == "swapped-before-outcome":
@@ -1243,6 +1249,8 @@ class _Relay(VerifyActivities):
                     "before_value": before.value if before is not None else None,
                 }
             )
+            if self._mode == "probe-error-cover":
+                shown = shown.model_copy(update={"outcome": Outcome.PROBE_ERROR, "value": None})
             dressed.append(r.model_copy(update={"observation": shown}))  # the proof untouched
         return out.model_copy(update={"readings": dressed})
 
@@ -1577,6 +1585,7 @@ async def test_a_relayed_reading_of_something_else_is_not_a_read_back(
     ("mode", "why"),
     [
         ("dressed-up", "differs from the observation the verifier signed"),
+        ("probe-error-cover", "says nothing was observed, but its proof says pass"),
         ("swapped-before-outcome", "handed another before-state"),
         ("keyless-signature", None),
     ],

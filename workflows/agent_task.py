@@ -819,7 +819,20 @@ class AgentTask:
         reads the observation the verifier signed, never a copy beside it."""
         obs = reading.observation
         if obs.outcome == Outcome.PROBE_ERROR:
-            return reading  # nothing was observed: it cannot count either way
+            # Nothing was observed: it cannot count either way, as long as its proof says so
+            # too. A relay could set a probe-error observation beside a signed pass of something
+            # easier, and the proof, not the observation, goes into the receipt.
+            signed = (reading.proof.landed or {}).get("observation")
+            said = (reading.proof.result or "").strip().lower()
+            if said == Outcome.PROBE_ERROR.value and (
+                signed is None or signed == obs.model_dump(mode="json")
+            ):
+                return reading
+            why = (
+                f"the reading of plan step #{reading.index + 1} says nothing was observed, but its "
+                f"proof says {said or 'nothing'}"
+            )
+            return self._unobserved(reading.index, routing, why, attempt)
         contract = self._spec.proof_plan[reading.index]
         step = f"plan step #{reading.index + 1}"
         signed = (reading.proof.landed or {}).get("observation")
