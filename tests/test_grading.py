@@ -719,3 +719,20 @@ def test_a_not_done_word_in_the_status_is_said_to_come_from_the_status() -> None
     graded = grade(receipt(claimed_status="blocked", report=None, proof=[]))
     (dod7,) = [f for f in graded.findings if f.rule == "DOD-7"]
     assert dod7.message.startswith("the status itself says 'blocked'")
+
+
+def test_the_verifiers_verdict_caps_the_honest_status_as_the_workflow_set_it() -> None:
+    """The runner held the task at executed (a plan step failed, or another run may have
+    acted): the checker's honest status is that rung too, not the P3 the passing read shows."""
+    graded = grade(receipt(verdict="executed", verdict_by="runner"))
+    assert graded.proven_status is Status.EXECUTED and not graded.meets_bar
+    planned = grade(receipt(claimed_status="executed", verdict="planned", verdict_by="runner"))
+    assert planned.proven_status is Status.PLANNED
+
+
+def test_a_not_done_verdict_stands_even_when_its_issuer_shares_the_owners_name() -> None:
+    """Void as a grade, a verdict of "not done" still stands: an owner named like the runner
+    cannot make the runner's refusal disappear."""
+    graded = grade(receipt(owner="runner", verdict="failed", verdict_by="runner"))
+    assert not graded.meets_bar
+    assert any("says the task is not done" in f.message for f in graded.findings)

@@ -339,6 +339,7 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
     # An independent verifier's verdict that the task is not done: done is its word (DOD-2).
     overruled: str | None = None
     verdict_side: Status | None = None
+    verdict_rung: Status | None = None
     if verdict:
         by = view.verdict_by
         by = by.strip().lower() if by else ""
@@ -349,13 +350,17 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
         elif by in _ACTOR_NAMES or by == owner:
             findings.append(("DOD-2", _self_verdict(verdict, view.verdict_by, by == owner)))
         else:
-            # held, blocked, failed, superseded as the verifier's word: the task's state.
-            verdict_side = _status_facts(verdict).side
-            if verdict_bar < 0 <= bar:
-                overruled = (
-                    f"the verdict '{_clip(verdict)}' by '{_clip(view.verdict_by or '')}' says "
-                    "the task is not done; the verdict is the verifier's, not the agent's claim"
-                )
+            # held, blocked, failed, superseded as the verifier's word: the task's state; and
+            # a rung (planned, executed) the verifier held it to caps the honest status.
+            facts = _status_facts(verdict)
+            verdict_side, verdict_rung = facts.side, facts.rung
+        if verdict_bar < 0 <= bar:
+            # Void as a grade (it can raise nothing), a verdict of "not done" still stands:
+            # whoever issued it, nothing is proven done against it.
+            overruled = (
+                f"the verdict '{_clip(verdict)}' by '{_clip(view.verdict_by or '')}' says "
+                "the task is not done; done is a verdict, not the agent's claim"
+            )
         if verdict_bar > bar:
             bar, claim_source, claim_word = verdict_bar, "verdict", verdict
     claims_done = bar >= 0
@@ -524,6 +529,8 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
         proven = _RUNG_OF_LEVEL[level]
         if not_done is not None and _RANKS[proven] > _EXECUTED_RANK:
             proven = Status.EXECUTED
+        if verdict_rung is not None and _RANKS[verdict_rung] < _RANKS[proven]:
+            proven = verdict_rung
     if not_done is not None and (claims_done or _RUNG_OF_LEVEL[level] is not proven):
         why = "the agent's own words beat its status, so the task is not done"
         findings.append(("DOD-7", f"{said_by} '{not_done}': {why}"))
