@@ -32,7 +32,9 @@ if mode == "check":
     from landed._cli._check import run_check
     with open(os.devnull, "w") as out:
         start = time.perf_counter()
-        code = run_check(path, live=True, as_json=True, out=out, concurrency=concurrency)
+        code = run_check(
+            path, live=True, live_private=True, as_json=True, out=out, concurrency=concurrency
+        )
         elapsed = time.perf_counter() - start
 elif mode == "aiohttp":
     import aiohttp

@@ -316,7 +316,17 @@ def test_live_downgrades_proofs_that_no_longer_hold(tmp_path: Path, site: str) -
     assert offline_code == 1  # only failed-then misses offline
     assert [t["meets_bar"] for t in offline["tasks"]] == [True] * 5 + [False]
 
-    proc = run("check", str(path), "--json", "--live", "--timeout", "1", "--concurrency", "4")
+    proc = run(
+        "check",
+        str(path),
+        "--json",
+        "--live",
+        "--live-private",
+        "--timeout",
+        "1",
+        "--concurrency",
+        "4",
+    )
     data = orjson.loads(proc.stdout)
     by_id = {t["task_id"]: t for t in data["tasks"]}
     assert proc.returncode == 1
@@ -343,7 +353,7 @@ def test_live_shows_a_progress_bar_on_a_terminal_and_keeps_stdout_clean(
     for name in ("NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
         env.pop(name, None)
     proc = subprocess.Popen(
-        [*LANDED, "check", str(path), "--json", "--live", "--timeout", "1"],
+        [*LANDED, "check", str(path), "--json", "--live", "--live-private", "--timeout", "1"],
         stdout=subprocess.PIPE,
         stderr=follower,
         env=env,
@@ -489,7 +499,7 @@ def test_live_leaves_a_ref_it_cannot_reread_as_it_is_with_a_note(tmp_path: Path,
     assert not by_id["weak-label"]["meets_bar"]
     assert by_id["weak-label"]["findings"][0]["rule"] == "DOD-4"
 
-    proc = run("check", str(path), "--json", "--live", "--timeout", "2")
+    proc = run("check", str(path), "--json", "--live", "--live-private", "--timeout", "2")
     data = orjson.loads(proc.stdout)
     live = {t["task_id"]: t for t in data["tasks"]}
     assert live["source-ref"]["proof_level"] == "P3" and live["source-ref"]["meets_bar"]
@@ -537,3 +547,24 @@ def test_emoji_codes_and_markup_in_a_task_id_print_as_written(tmp_path: Path) ->
     path = jsonl(tmp_path / "emo.jsonl", receipt("deploy:rocket:prod", proof=[]))
     out = runner.invoke(app, ["check", str(path)]).stdout
     assert "deploy:rocket:prod" in out and "\U0001f680" not in out
+
+
+def test_live_reads_public_pages_only_unless_told(tmp_path: Path, site: str) -> None:
+    """Receipts come from agents: a ref on loopback (by address or by a name that resolves
+    there) is not fetched by default, so the checker cannot be made to read, and report on,
+    the network it runs in."""
+    port = site.rsplit(":", 1)[1]
+    path = jsonl(
+        tmp_path / "inward.jsonl",
+        live_receipt("by-address", f"{site}/ok"),
+        live_receipt("by-name", f"http://localhost:{port}/ok"),
+        live_receipt("metadata", "http://169.254.169.254/latest/meta-data/"),
+    )
+    proc = run("check", str(path), "--json", "--live", "--timeout", "2")
+    data = orjson.loads(proc.stdout)
+    for task in data["tasks"]:
+        assert not task["meets_bar"], task
+        assert any("not a public address" in f["message"] for f in task["findings"]), task
+    allowed = run("check", str(path), "--json", "--live", "--live-private", "--timeout", "2")
+    by_address = orjson.loads(allowed.stdout)["tasks"][0]
+    assert by_address["meets_bar"], by_address

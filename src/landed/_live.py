@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import aiohttp
+import aiohttp.abc
+import yarl
 
 from landed._grading import is_weak_label
 from landed._intake import FastProof, FastReceipt
@@ -18,6 +22,7 @@ __all__ = ["LiveOptions", "LiveReader", "live_targets"]
 _MAX_BODY: Final = 4 << 20
 _USER_AGENT: Final = "landed-check (re-reading a cited http_contains proof)"
 _MAX_REDIRECTS: Final = 20
+_REDIRECTS: Final = frozenset((301, 302, 303, 307, 308))
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +32,40 @@ class LiveOptions:
     concurrency: int = 32
     timeout_s: float = 10.0
     max_body_bytes: int = _MAX_BODY
+    #: Re-read pages on loopback, private and link-local addresses too. Off by default: the
+    #: receipts come from agents, and a ref (or a redirect) pointing inward would have the
+    #: checker read, and report on, pages of the network it runs in.
+    allow_private: bool = False
+
+
+class _PublicOnly(aiohttp.abc.AbstractResolver):
+    """Resolves as usual, and refuses a name that leads to a non-public address."""
+
+    def __init__(self) -> None:
+        self._inner = aiohttp.ThreadedResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[Any]:
+        found = await self._inner.resolve(host, port, family)
+        for entry in found:
+            _refuse_private(str(entry["host"]), host)
+        return found
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def _refuse_private(address: str, name: str) -> None:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return  # a name, checked when it is resolved
+    if not ip.is_global:
+        raise aiohttp.ClientConnectionError(
+            f"{name} is at {address}, not a public address; landed check --live reads public "
+            "pages only (--live-private allows the rest)"
+        )
 
 
 Item = FastProof | ProofItem
@@ -58,8 +97,11 @@ class LiveReader:
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
+            resolver = None if self._options.allow_private else _PublicOnly()
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=max(1, self._options.concurrency)),
+                connector=aiohttp.TCPConnector(
+                    limit=max(1, self._options.concurrency), resolver=resolver
+                ),
                 # Every request runs under its own asyncio.timeout, so no session timers.
                 timeout=aiohttp.ClientTimeout(
                     total=None, connect=None, sock_connect=None, sock_read=None
@@ -119,14 +161,33 @@ class LiveReader:
         limit = self._options.max_body_bytes
         try:
             async with asyncio.timeout(self._options.timeout_s):
-                async with session.get(url, max_redirects=_MAX_REDIRECTS) as response:
-                    body = bytearray()
-                    async for chunk in response.content.iter_any():
-                        body += chunk
-                        if len(body) >= limit:
-                            break
-                    status = response.status
-                    encoding = response.charset or "utf-8"
+                target = url
+                for _ in range(_MAX_REDIRECTS + 1):
+                    if not self._options.allow_private:
+                        # An address in the URL itself is not resolved: checked here, at
+                        # every hop (a public page can redirect inward).
+                        host = yarl.URL(target).host or ""
+                        _refuse_private(host.strip("[]"), host)
+                    async with session.get(target, allow_redirects=False) as response:
+                        location = response.headers.get("location")
+                        if response.status in _REDIRECTS and location:
+                            target = str(response.url.join(yarl.URL(location)))
+                            continue
+                        body = bytearray()
+                        async for chunk in response.content.iter_any():
+                            body += chunk
+                            if len(body) >= limit:
+                                break
+                        status = response.status
+                        encoding = response.charset or "utf-8"
+                        break
+                else:
+                    return (
+                        False,
+                        "DOD-5",
+                        f"{url} redirected more than {_MAX_REDIRECTS} times",
+                        None,
+                    )
         except TimeoutError:
             why = f"{url} did not answer within {self._options.timeout_s:g}s"
             return False, "DOD-5", why, None

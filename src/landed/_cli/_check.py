@@ -447,6 +447,7 @@ def run_check(
     trust: str | Sequence[str] | None = None,
     concurrency: int = 32,
     timeout: float = 10.0,
+    live_private: bool = False,
     max_rows: int = 200,
     out: TextIO | None = None,
     split_min_bytes: int = SPLIT_MIN_BYTES,
@@ -466,7 +467,11 @@ def run_check(
             stdout.write(line.decode() + "\n")
             stdout.flush()
         return EXIT_INVALID
-    options = LiveOptions(concurrency=concurrency, timeout_s=timeout) if live else None
+    options = (
+        LiveOptions(concurrency=concurrency, timeout_s=timeout, allow_private=live_private)
+        if live
+        else None
+    )
     with _open_source(source) as (stream, name, problem):
         sink: _JsonSink | CheckReport
         sink = _JsonSink(stdout.buffer, name) if as_json else CheckReport(name, max_rows)
@@ -606,6 +611,15 @@ def check(
     timeout: Annotated[
         float, typer.Option(min=0.1, max=600.0, help="--live: seconds allowed per request.")
     ] = 10.0,
+    live_private: Annotated[
+        bool,
+        typer.Option(
+            "--live-private",
+            help="--live: also re-read pages on loopback, private and link-local addresses "
+            "(off: receipts come from agents, and a ref or a redirect pointing into your network "
+            "would have the checker read it).",
+        ),
+    ] = False,
     max_rows: Annotated[
         int, typer.Option(min=0, help="Text report: tasks shown in the table (--json lists all).")
     ] = 200,
@@ -620,6 +634,7 @@ def check(
             trust=trust,
             concurrency=concurrency,
             timeout=timeout,
+            live_private=live_private,
             max_rows=max_rows,
         )
     except BrokenPipeError:
