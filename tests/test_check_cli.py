@@ -568,3 +568,12 @@ def test_live_reads_public_pages_only_unless_told(tmp_path: Path, site: str) -> 
     allowed = run("check", str(path), "--json", "--live", "--live-private", "--timeout", "2")
     by_address = orjson.loads(allowed.stdout)["tasks"][0]
     assert by_address["meets_bar"], by_address
+
+
+def test_a_proof_live_found_gone_is_not_also_said_to_have_failed(tmp_path: Path, site: str) -> None:
+    path = jsonl(tmp_path / "gone.jsonl", live_receipt("gone", f"{site}/missing"))
+    proc = run("check", str(path), "--json", "--live", "--live-private", "--timeout", "2")
+    (task,) = orjson.loads(proc.stdout)["tasks"]
+    messages = [f["message"] for f in task["findings"]]
+    assert not any("did not pass (result='pass')" in m for m in messages), messages
+    assert any("404" in m for m in messages), messages

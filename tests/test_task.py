@@ -565,3 +565,14 @@ async def test_submit_to_a_namespace_without_landeds_search_attributes_says_so(
     answer = json.loads(done.stdout)
     assert answer["error"] == "namespace not ready", answer
     assert "search attribute" in answer["message"]
+
+
+def test_submit_json_names_an_invalid_spec_with_a_message_and_each_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(spec(task_id="")))
+    done = _submit_cli(str(bad), "--json")
+    assert done.returncode == 3
+    answer = json.loads(done.stdout)
+    assert answer["error"] == "invalid task spec" and "task_id" in answer["message"]
+    assert answer["problems"][0]["field"] == "task_id"
+    assert "task_id" in done.stderr

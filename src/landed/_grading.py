@@ -378,7 +378,9 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
         result = item.result
         passed = result == "pass" or (result is not None and result.strip().lower() == "pass")
         landed = item.landed
-        if landed and _live_failed(landed, number, kind, findings):
+        # Its own finding says why (gone, changed): "did not pass" would contradict its result.
+        live_failed = landed is not None and _live_failed(landed, number, kind, findings)
+        if live_failed:
             passed = False
         if kind in READ_BACK_KINDS:
             ref = item.ref
@@ -386,8 +388,9 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
             checker = checker.strip().lower() if checker else ""
             expect = item.expect
             if not passed:
-                why = f"did not pass (result={_clip(str(result))!r}); it proves nothing"
-                findings.append(("DOD-5", f"read-back #{number} ({kind}) {why}"))
+                if not live_failed:
+                    why = f"did not pass (result={_clip(str(result))!r}); it proves nothing"
+                    findings.append(("DOD-5", f"read-back #{number} ({kind}) {why}"))
                 if result is not None or landed:
                     # A read of the system of record that disagrees (or no longer holds live).
                     # One with no result was never made: unchecked, it proves nothing, and it

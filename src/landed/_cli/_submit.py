@@ -74,11 +74,12 @@ def submit(
     try:
         check = check_spec(data)
     except TaskSpecError as exc:
+        # Every --json error is {"error", "message"}; this one also lists each field's problem.
+        print(f"landed submit: {exc}", file=sys.stderr)
         if as_json:
             problems = [{"field": f, "reason": r} for f, r in exc.problems]
-            print(json.dumps({"error": "invalid task spec", "problems": problems}))
-        else:
-            print(f"landed submit: {exc}", file=sys.stderr)
+            answer = {"error": "invalid task spec", "message": str(exc), "problems": problems}
+            print(json.dumps(answer))
         raise typer.Exit(3) from None
     if not as_json:
         for warning in check.warnings:
