@@ -45,7 +45,11 @@ class RunnerActivities:
         # transaction as the receipt check (one local activity fewer per task). Otherwise
         # (a pre-read first, or a run that will not act) only look: a run cancelled before its
         # own claim must still learn that another run may have acted (DOD-10).
-        record = bool(inp.run_id) and not pre_reads(self._routing, inp.pre_read, inp.steps)
+        record = (
+            inp.will_act
+            and bool(inp.run_id)
+            and not pre_reads(self._routing, inp.pre_read, inp.steps)
+        )
         earlier, other = await self._ledger.claim(
             inp.task_id, inp.run_id, 1, inp.spec_sha256, record=record
         )
@@ -121,14 +125,29 @@ class RunnerActivities:
             appended = await self._ledger.append(inp.receipt)
         except LedgerConflict as exc:
             stored = await self._earlier_try(inp.receipt)
+            if stored is None:
+                stored = await self._settled_by_another_run(inp.receipt)
             if stored is not None:
-                # An earlier try of this step appended it, then the runner stopped before the
-                # workflow recorded that; this try graded the task again, later.
+                # An earlier try of this step appended it (the runner stopped before the
+                # workflow recorded that), or another run of this task settled this attempt
+                # first (a lost run whose settle committed late): the ledger's is the record.
                 return SettleOutput(appended=False, ledger=self._ledger.url, stored=stored)
-            # Another run's receipt under this task and attempt (a run reset after settling
-            # records the run id it started as, and is found above): retrying cannot change it.
+            # Another task's receipt under this id and attempt: retrying cannot change it.
             raise ApplicationError(str(exc), type="LedgerConflict", non_retryable=True) from exc
         return SettleOutput(appended=appended, ledger=self._ledger.url)
+
+    async def _settled_by_another_run(self, receipt: Receipt) -> Receipt | None:
+        """The stored receipt of this (task_id, attempt) if it is of the same task (its spec
+        digest), settled by another run of it."""
+        digest = _digest_of(receipt)
+        for stored in await self._ledger.get(receipt.task_id):
+            if (
+                attempt_of(stored) == attempt_of(receipt)
+                and digest
+                and _digest_of(stored) == digest
+            ):
+                return stored
+        return None
 
     async def _earlier_try(self, receipt: Receipt) -> Receipt | None:
         """The stored receipt of this (task_id, attempt) if an earlier try of this settle step

@@ -28,6 +28,8 @@ from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import (
+    ActivityInboundInterceptor,
+    ExecuteActivityInput,
     Interceptor,
     Replayer,
     StartLocalActivityInput,
@@ -39,7 +41,7 @@ from temporalio.worker import (
 from temporalio.workflow import ActivityHandle
 
 import landed
-from landed._assemble import proof_item
+from landed._assemble import assemble_receipt, proof_item
 from landed._contract import Contract, NonEmpty, Observation, Outcome, RecordProbe
 from landed._expect import label_for
 from landed._ledger import canonical_json, open_ledger
@@ -52,6 +54,7 @@ from landed._task import (
     PLAN_ACTIVITY,
     SETTLE_ACTIVITY,
     VERIFY_ACTIVITY,
+    ActReport,
     Progress,
     SettleInput,
     VerifyInput,
@@ -1834,3 +1837,80 @@ async def test_a_claim_the_ledger_keeps_refusing_ends_the_attempts_and_settles_n
     assert receipt.landed is not None
     assert "claim could not be recorded" in (receipt.landed.act_error or ""), receipt.landed
     assert [r.verdict for r in stored] == [receipt.verdict]
+
+
+async def test_a_lost_runs_receipt_settled_late_is_the_record_not_a_conflict(
+    temporal_dev: str, tmp_path: Path, db: Path
+) -> None:
+    """Run A was about to act when it was lost; run B of the task does not act and reads
+    back. A's settle commits late, before B's: B ends with the ledger's receipt instead of
+    failing on a conflict."""
+    make_rows_db(db)
+    gate = tmp_path / "go"
+    task = rows_task("late-lost", db, expect=1, batch="ll", write=1)
+    spec = landed.TaskSpec.model_validate(task)
+    digest = spec_digest(spec)
+    async with _relayed(temporal_dev, tmp_path, db, "held-after", gate) as roles:
+        async with await open_ledger(roles.ledger_url) as ledger:
+            await ledger.claim("late-lost", "lost-run", 1, digest)
+        handle = await roles.client.start(task)
+        await _at_step(handle, "verify")
+        late = assemble_receipt(
+            spec,
+            ActReport(claimed_status="done", report="A's act"),
+            [],
+            attempt=1,
+            settled_at=datetime.now(UTC),
+            extra={"spec_sha256": digest, "run_id": "lost-run"},
+        ).model_copy(update={"verdict": "planned", "verdict_by": "runner-a"})
+        async with await open_ledger(roles.ledger_url) as ledger:
+            assert await ledger.append(late)
+        gate.touch()
+        receipt = await asyncio.wait_for(handle.result(), 60)
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get("late-lost")
+    assert [canonical_json(r) for r in stored] == [canonical_json(late)]
+    assert canonical_json(receipt) == canonical_json(late)
+    assert act_runs(db, "late-lost") == []
+
+
+class _PlanReportedLate(Interceptor):
+    """The runner reports its plan 20 s after the plan's ledger transaction committed."""
+
+    def __init__(self) -> None:
+        self.committed = asyncio.Event()
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        outer = self
+
+        class _Late(ActivityInboundInterceptor):
+            async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+                result = await super().execute_activity(input)
+                if activity.info().activity_type == PLAN_ACTIVITY and not outer.committed.is_set():
+                    outer.committed.set()
+                    await asyncio.sleep(20)
+                return result
+
+        return _Late(next)
+
+
+async def test_a_run_cancelled_while_its_plan_claims_does_not_take_its_claim_for_anothers(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """The plan recorded this run's claim; the cancel arrives while the plan is still in
+    flight. The cancel's read-only plan must not report this run's own claim as a lost run's."""
+    make_rows_db(db)
+    late = _PlanReportedLate()
+    task = rows_task("cancel-plan", db, expect=1, batch="cp", write=1)
+    task["pre_read"] = False
+    async with _roles(
+        temporal_dev, tmp_path, db, site, interceptors=(late,), task_may_skip_pre_read=True
+    ) as roles:
+        handle = await roles.client.start(task)
+        await asyncio.wait_for(late.committed.wait(), 20)
+        await asyncio.sleep(9)  # past the workflow task's heartbeat: the plan is still in flight
+        await roles.temporal.get_workflow_handle("cancel-plan").cancel()
+        receipt = await asyncio.wait_for(handle.result(), 60)
+    assert act_runs(db, "cancel-plan") == []
+    assert receipt.landed is not None
+    assert not any("closed without settling" in f for f in receipt.landed.findings), receipt.landed

@@ -306,8 +306,10 @@ class AgentTask:
             PlanInput(
                 task_id=spec.task_id,
                 spec_sha256=self._digest(spec),
-                # A run that will not act (cancelled before its plan) claims nothing.
-                run_id=workflow.info().run_id if to_act else "",
+                # A run that will not act (cancelled before its plan) claims nothing; its id
+                # still tells its own claim (an earlier try of the plan) from another run's.
+                run_id=workflow.info().run_id,
+                will_act=to_act,
                 pre_read=spec.pre_read,
                 steps=len(spec.proof_plan),
             ),
@@ -383,8 +385,9 @@ class AgentTask:
             retry_policy=_SETTLE_RETRY,
         )
         if settled.stored is not None:
-            # The ledger already holds this run's receipt for this attempt, graded by an earlier
-            # try of this step (a runner cut off after appending): that one is the record.
+            # The ledger already holds a receipt of this task for this attempt: graded by an
+            # earlier try of this step (a runner cut off after appending), or settled first by
+            # another run of the task (a lost run whose settle committed late). It is the record.
             final = settled.stored
         elif settled.settled_at is not None and settled.settled_at != final.settled_at:
             # A runner from before `stored` existed: the same receipt, stored at another time.

@@ -516,6 +516,11 @@ class PlanInput(BaseModel):
     )
     pre_read: bool = Field(default=True, description="The task's own pre_read setting.")
     steps: int = Field(default=0, ge=0, description="How many steps the proof plan declares.")
+    will_act: bool = Field(
+        default=True,
+        description="False for a run that will not act (cancelled before its plan): it claims "
+        "nothing, and its own claim, if an earlier try made one, is not another run's.",
+    )
 
 
 def pre_read_on(routing: Routing, task_pre_read: bool) -> bool:
