@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from landed import Receipt, grade
 from landed._check import Record
 from landed._cli import app
 from landed._cli._check import _task_bytes, _task_json
@@ -577,3 +578,27 @@ def test_a_proof_live_found_gone_is_not_also_said_to_have_failed(tmp_path: Path,
     messages = [f["message"] for f in task["findings"]]
     assert not any("did not pass (result='pass')" in m for m in messages), messages
     assert any("404" in m for m in messages), messages
+
+
+def test_an_escaped_class_key_reads_the_same_on_both_paths(tmp_path: Path) -> None:
+    """ "class\\u005f" is the key class_: an unknown field to the fast reader, and (no longer
+    populating the field by its name) to the model too; both grade the line the same."""
+    line = (
+        b'{"task_id":"t","claimed_status":"done","proof":[{"kind":"record","ref":"x",'
+        b'"result":"pass","checked_by":"r"}],"business_outcome":{"class\\u005f":5}}'
+    )
+    _, data = check_json(jsonl(tmp_path / "c.jsonl", line))
+    model = grade(Receipt.model_validate(orjson.loads(line)))
+    (task,) = data["tasks"]
+    assert data["invalid"] == [] and task["proof_level"] == model.proof_level.label
+    assert task["meets_bar"] == model.meets_bar
+
+
+def test_costs_past_a_floats_range_do_not_crash_the_report(tmp_path: Path) -> None:
+    path = jsonl(
+        tmp_path / "huge.jsonl",
+        receipt("a", claimed_status="x", proof=[], cost={"usd": 1e308}),
+        receipt("b", claimed_status="x", proof=[], cost={"usd": 1e308}),
+    )
+    code, data = check_json(path)
+    assert code == 0 and data["scorecard"]["cost_logged"] == 2

@@ -60,6 +60,10 @@ class Approval(_Open):
 
 
 class BusinessOutcome(_Open):
+    # Read from "class" only: a "class_" key is an unknown field kept as it is, as the
+    # checker's fast reader reads it, however its JSON spells the key ("class\u005f").
+    model_config = ConfigDict(extra="allow", populate_by_name=False)
+
     class_: str | None = Field(default=None, alias="class")
     ref: str | None = None
     verified: bool = False

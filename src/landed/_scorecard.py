@@ -121,8 +121,8 @@ class ScoreTally:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def scorecard(self) -> Scorecard:
-        total = float(Fraction(self.cost, _SCALE_INT) + self.cost_rest)
-        revenue = float(Fraction(self.revenue, _SCALE_INT) + self.revenue_rest)
+        total = _float(Fraction(self.cost, _SCALE_INT) + self.cost_rest)
+        revenue = _float(Fraction(self.revenue, _SCALE_INT) + self.revenue_rest)
         cost = round(total, 6) if self.cost_logged else None
         return Scorecard(
             done_claimed=self.done_claimed,
@@ -157,3 +157,12 @@ def format_rate(value: float | None) -> str:
 
 def format_money(value: float | None) -> str:
     return "n/a" if value is None else f"${value:,.2f}"
+
+
+def _float(exact: Fraction) -> float:
+    """The exact sum as a float; one past a float's range (two costs of 1e308) is infinite,
+    not a crash of the whole report."""
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
