@@ -142,23 +142,22 @@ def check_range(
                 )
                 continue
             record: Record | None = None
-            if b'"class_"' not in data:
-                try:
-                    fast: FastReceipt = fast_decode(data)
-                except _FAST_ERRORS:
-                    pass
-                else:
-                    # A plain receipt names both fields and no loose alias (a blank status
-                    # beside "status": "done" must not hide it); anything else gets settle_fast.
-                    if (
-                        fast.claimed_status is not _ABSENT
-                        and fast.task_id is not _ABSENT
-                        and fast.status is _ABSENT
-                        and fast.state is _ABSENT
-                        and fast.claimed_status != _ABSENT
-                        and fast.task_id != _ABSENT
-                    ) or settle_fast(fast, number):
-                        record = fast
+            try:
+                fast: FastReceipt = fast_decode(data)
+            except _FAST_ERRORS:
+                pass
+            else:
+                # A plain receipt names both fields and no loose alias (a blank status beside
+                # "status": "done" must not hide it); anything else gets settle_fast.
+                if (
+                    fast.claimed_status is not _ABSENT
+                    and fast.task_id is not _ABSENT
+                    and fast.status is _ABSENT
+                    and fast.state is _ABSENT
+                    and fast.claimed_status != _ABSENT
+                    and fast.task_id != _ABSENT
+                ) or settle_fast(fast, number):
+                    record = fast
             if record is None:
                 full = decode_receipt(number, data)
                 if full is None:

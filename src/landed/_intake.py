@@ -317,15 +317,13 @@ _FAST_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionEr
 def decode_line(line: int, data: bytes) -> FastReceipt | Receipt | InvalidLine | None:
     """Decode one line for the checker: the fast struct when the line is a plain, well-typed
     receipt or loose log, else exactly what ``decode_receipt`` says."""
-    # "class_" would reach pydantic's populate_by_name alias; let the model judge it.
-    if b'"class_"' not in data:
-        try:
-            fast = _FAST.decode(data)
-        except _FAST_ERRORS:
-            pass
-        else:
-            if settle_fast(fast, line):
-                return fast
+    try:
+        fast = _FAST.decode(data)
+    except _FAST_ERRORS:
+        pass
+    else:
+        if settle_fast(fast, line):
+            return fast
     return decode_receipt(line, data)
 
 
