@@ -419,10 +419,20 @@ async def test_settle_again_after_a_stalled_runner_matches_a_workflow_graded_rec
         regraded = later.model_copy(update={"verdict": "failed"})
         kept = await settle(as_the_activity_gets_it(regraded))
         assert kept.stored is not None and canonical_json(kept.stored) == canonical_json(first)
-        # Another run's receipt under the same task and attempt is a conflict, never retried
-        # (a run reset after settling records the run id it started as, so it is no other run).
+        # Another run of the same task (its spec digest) found this attempt settled first (a
+        # lost run's settle committed late): the stored receipt is the record it ends with.
         other = graded(datetime(2026, 11, 30, 10, tzinfo=UTC), run_id="another-run")
-        alien = other.model_copy(update={"verdict": "failed"})
+        late = await settle(as_the_activity_gets_it(other.model_copy(update={"verdict": "failed"})))
+        assert late.stored is not None and canonical_json(late.stored) == canonical_json(first)
+        # Another task's receipt under the same id and attempt is a conflict, never retried.
+        alien = other.model_copy(
+            update={
+                "verdict": "failed",
+                "landed": other.landed.model_copy(update={"spec_sha256": "v1:other"})
+                if other.landed
+                else None,
+            }
+        )
         with pytest.raises(ApplicationError) as err:
             await settle(as_the_activity_gets_it(alien))
         assert err.value.type == "LedgerConflict" and err.value.non_retryable
