@@ -121,6 +121,13 @@ class RunnerActivities:
     @activity.defn(name=SETTLE_ACTIVITY)
     async def settle(self, inp: SettleInput) -> SettleOutput:
         """Append the receipt; a retry of the same (task_id, attempt) appends nothing."""
+        if inp.after_unknown_write:
+            later = await self._later_attempt(inp.receipt)
+            if later is not None:
+                # A reset to before an attempt that had failed: the run it was reset from went
+                # on to a later attempt and settled it. That receipt is the task's record; this
+                # run's reading of the same outcome must not settle the task a second time.
+                return SettleOutput(appended=False, ledger=self._ledger.url, stored=later)
         try:
             appended = await self._ledger.append(inp.receipt)
         except LedgerConflict as exc:
@@ -135,6 +142,15 @@ class RunnerActivities:
             # Another task's receipt under this id and attempt: retrying cannot change it.
             raise ApplicationError(str(exc), type="LedgerConflict", non_retryable=True) from exc
         return SettleOutput(appended=appended, ledger=self._ledger.url)
+
+    async def _later_attempt(self, receipt: Receipt) -> Receipt | None:
+        """The task's settled receipt of a later attempt than ``receipt``'s, if it is of the
+        same task (its spec digest)."""
+        latest = await self._ledger.latest(receipt.task_id)
+        if latest is None or attempt_of(latest) <= attempt_of(receipt):
+            return None
+        digest = _digest_of(receipt)
+        return latest if digest and _digest_of(latest) == digest else None
 
     async def _settled_by_another_run(self, receipt: Receipt) -> Receipt | None:
         """The stored receipt of this (task_id, attempt) if it is of the same task (its spec

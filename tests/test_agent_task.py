@@ -1914,3 +1914,46 @@ async def test_a_run_cancelled_while_its_plan_claims_does_not_take_its_claim_for
     assert act_runs(db, "cancel-plan") == []
     assert receipt.landed is not None
     assert not any("closed without settling" in f for f in receipt.landed.findings), receipt.landed
+
+
+async def test_a_reset_to_before_a_failed_attempt_does_not_settle_the_task_twice(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """Attempt 1 failed before writing, attempt 2 wrote and settled. An operator resets to the
+    workflow task that saw attempt 1 fail: the new run's read-back finds the row attempt 2
+    wrote, and ends with attempt 2's receipt instead of settling attempt 1 beside it."""
+    make_rows_db(db)
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        task = rows_task("reset-rec", db, expect=1, batch="rr2", write=1)
+        task["act"]["input"].update({"fail_attempts": 1, "fail": "before"})
+        task["retry"] = {"act_attempts": 2, "verify_backoff": 0.2}
+        first = await roles.client.run(task)
+        handle = roles.temporal.get_workflow_handle("reset-rec")
+        events = (await handle.fetch_history()).events
+        failed = next(
+            i
+            for i, e in enumerate(events)
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+        )
+        after_failure = next(
+            e.event_id
+            for e in events[failed:]
+            if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+        )
+        desc = await handle.describe()
+        reset = await roles.temporal.workflow_service.reset_workflow_execution(
+            ResetWorkflowExecutionRequest(
+                namespace=roles.temporal.namespace,
+                workflow_execution=WorkflowExecution(workflow_id="reset-rec", run_id=desc.run_id),
+                reason="an operator reset to the task that saw attempt 1 fail",
+                workflow_task_finish_event_id=after_failure,
+                request_id=str(uuid.uuid4()),
+            )
+        )
+        again = await _result_of_run(roles, "reset-rec", reset.run_id)
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get("reset-rec")
+    assert first.verdict == "verified" and first.landed is not None and first.landed.attempt == 2
+    assert [canonical_json(r) for r in stored] == [canonical_json(first)]
+    assert canonical_json(again) == canonical_json(first)
+    assert act_runs(db, "reset-rec") == [(1, "reset-rec"), (2, "reset-rec")]

@@ -379,7 +379,9 @@ class AgentTask:
         self._step = Step.SETTLE
         settled = await workflow.execute_local_activity(
             SETTLE_ACTIVITY,
-            SettleInput(receipt=final),
+            # The ledger read this asks for happens only after an act error: not on the way of
+            # every task.
+            SettleInput(receipt=final, after_unknown_write=self._act_error is not None),
             result_type=SettleOutput,
             start_to_close_timeout=spec.timeouts.settle,
             retry_policy=_SETTLE_RETRY,

@@ -578,6 +578,11 @@ class VerifyOutput(BaseModel):
 
 class SettleInput(BaseModel):
     receipt: Receipt
+    after_unknown_write: bool = Field(
+        default=False,
+        description="An act attempt ended in an error: a later attempt of this task may be "
+        "settled already (by the run this one was reset from), and is then the record.",
+    )
 
 
 class ClaimInput(BaseModel):
