@@ -132,8 +132,6 @@ class RunnerActivities:
             appended = await self._ledger.append(inp.receipt)
         except LedgerConflict as exc:
             stored = await self._earlier_try(inp.receipt)
-            if stored is None:
-                stored = await self._settled_by_another_run(inp.receipt)
             if stored is not None:
                 # An earlier try of this step appended it (the runner stopped before the
                 # workflow recorded that), or another run of this task settled this attempt
@@ -152,28 +150,17 @@ class RunnerActivities:
         digest = _digest_of(receipt)
         return latest if digest and _digest_of(latest) == digest else None
 
-    async def _settled_by_another_run(self, receipt: Receipt) -> Receipt | None:
-        """The stored receipt of this (task_id, attempt) if it is of the same task (its spec
-        digest), settled by another run of it."""
-        digest = _digest_of(receipt)
-        for stored in await self._ledger.get(receipt.task_id):
-            if (
-                attempt_of(stored) == attempt_of(receipt)
-                and digest
-                and _digest_of(stored) == digest
-            ):
-                return stored
-        return None
-
     async def _earlier_try(self, receipt: Receipt) -> Receipt | None:
-        """The stored receipt of this (task_id, attempt) if an earlier try of this settle step
-        wrote it: the same workflow run, or (a receipt that names no run) the same content but
-        its settled_at.
+        """The stored receipt of this (task_id, attempt) when it is this task's record: an
+        earlier try of this settle step wrote it (the same workflow run, or, for a receipt that
+        names no run, the same content but its settled_at), or another run of the same task (its
+        spec digest) settled this attempt first. None for another task's receipt.
 
         Content is compared as the ledger stores it (canonical JSON): the stored copy has been
         through that form, which drops null fields, and the receipt at hand has not.
         """
         run_id = run_id_of(receipt)
+        digest = _digest_of(receipt)
         bare = canonical_json(receipt.model_copy(update={"settled_at": None}))
         for stored in await self._ledger.get(receipt.task_id):
             if attempt_of(stored) != attempt_of(receipt):
@@ -181,5 +168,7 @@ class RunnerActivities:
             if run_id and run_id_of(stored) == run_id:
                 return stored
             if canonical_json(stored.model_copy(update={"settled_at": None})) == bare:
+                return stored
+            if digest and _digest_of(stored) == digest:
                 return stored
         return None

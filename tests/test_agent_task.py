@@ -1772,6 +1772,18 @@ def _refuse_claims(ledger_url: str) -> None:
         )
 
 
+async def _unsettled_by_a_5s_cap(roles: Roles, db: Path, task_id: str, batch: str) -> float:
+    """Run a one-row task without a pre-read and a 5 s cap that must end unsettled; the
+    seconds it took."""
+    task = rows_task(task_id, db, expect=1, batch=batch, write=1)
+    task["pre_read"] = False
+    task["time_cap"] = 5
+    started = time.monotonic()
+    with pytest.raises(landed.TaskNotSettled):
+        await asyncio.wait_for(roles.client.run(task), 60)
+    return time.monotonic() - started
+
+
 async def test_a_ledger_that_keeps_refusing_the_plan_fails_the_task_by_its_time_cap(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:
@@ -1779,13 +1791,7 @@ async def test_a_ledger_that_keeps_refusing_the_plan_fails_the_task_by_its_time_
     its plan for good: by its time cap the task closes unsettled, with nothing acted."""
     async with _roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
         _refuse_claims(roles.ledger_url)
-        task = rows_task("plan-refused", db, expect=1, batch="pr", write=1)
-        task["pre_read"] = False
-        task["time_cap"] = 5
-        started = time.monotonic()
-        with pytest.raises(landed.TaskNotSettled):
-            await asyncio.wait_for(roles.client.run(task), 60)
-        took = time.monotonic() - started
+        took = await _unsettled_by_a_5s_cap(roles, db, "plan-refused", "pr")
         async with await roles.ledger() as ledger:
             stored = await ledger.get("plan-refused")
     assert act_runs(db, "plan-refused") == []
@@ -1805,13 +1811,7 @@ async def test_a_ledger_that_hangs_fails_the_task_by_its_time_cap_not_after_it(
         holder = sqlite3.connect(roles.ledger_url.removeprefix("sqlite:///"), isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")
         try:
-            task = rows_task("plan-hangs", db, expect=1, batch="ph", write=1)
-            task["pre_read"] = False
-            task["time_cap"] = 5
-            started = time.monotonic()
-            with pytest.raises(landed.TaskNotSettled):
-                await asyncio.wait_for(roles.client.run(task), 60)
-            took = time.monotonic() - started
+            took = await _unsettled_by_a_5s_cap(roles, db, "plan-hangs", "ph")
         finally:
             holder.execute("ROLLBACK")
             holder.close()

@@ -343,7 +343,8 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
     if verdict:
         by = view.verdict_by
         by = by.strip().lower() if by else ""
-        verdict_bar = bar if verdict == claimed else _status_facts(verdict).bar
+        facts = status if verdict == claimed else _status_facts(verdict)
+        verdict_bar = facts.bar
         if not by:
             why = "names no verdict_by; a verdict nobody can be shown to have issued is void"
             findings.append(("DOD-2", f"verdict '{_clip(verdict)}' {why}"))
@@ -352,7 +353,6 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
         else:
             # held, blocked, failed, superseded as the verifier's word: the task's state; and
             # a rung (planned, executed) the verifier held it to caps the honest status.
-            facts = _status_facts(verdict)
             verdict_side, verdict_rung = facts.side, facts.rung
         if verdict_bar < 0 <= bar:
             # Void as a grade (it can raise nothing), a verdict of "not done" still stands:
