@@ -12,10 +12,12 @@ Target (issue 3): >= 1,000 probes/s through a pool.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
 import uuid
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
@@ -26,6 +28,17 @@ from landed._observe import observe
 from landed._sources import SourceRegistry
 
 DSN = os.environ.get("LANDED_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+# landed refuses a source role that is a superuser (a probe's SQL could run programs on the
+# server): both sides read as this role, made through DSN and granted SELECT on the table.
+READER = "landed_bench_reader"
+
+
+def _reader_dsn() -> str:
+    parts = urlsplit(DSN)
+    netloc = f"{READER}@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 N = int(os.environ.get("LANDED_BENCH_RECORD_N", "5000"))
 CONCURRENCY = int(os.environ.get("LANDED_BENCH_RECORD_CONCURRENCY", "16"))
 POOL = int(os.environ.get("LANDED_BENCH_RECORD_POOL", "8"))
@@ -38,7 +51,8 @@ async def _landed(table: str) -> tuple[float, float]:
     )
     expect = Count(value=45)
     failures = 0
-    async with SourceRegistry({"orders-db": {"url": DSN, "pool_size": POOL}}) as registry:
+    source = {"url": _reader_dsn(), "pool_size": POOL}
+    async with SourceRegistry({"orders-db": source}) as registry:
 
         async def one(_i: int) -> None:
             nonlocal failures
@@ -57,7 +71,7 @@ async def _landed(table: str) -> tuple[float, float]:
 
 async def _baseline(table: str) -> tuple[float, float]:
     query = f"select count(*) from {table} where batch = %s"
-    async with AsyncConnectionPool(DSN, min_size=POOL, max_size=POOL, open=False) as pool:
+    async with AsyncConnectionPool(_reader_dsn(), min_size=POOL, max_size=POOL, open=False) as pool:
         await pool.wait()
 
         async def one(_i: int) -> None:
@@ -82,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"insert into {table} (batch) select case when g <= 45 then 123 else 1 end "
                 "from generate_series(1, 1000) g"
             )
+            with contextlib.suppress(psycopg.errors.DuplicateObject):
+                conn.execute(f"create role {READER} login")
+            conn.execute(f"grant select on {table} to {READER}")
     except psycopg.Error as exc:
         print(f"record probes: PostgreSQL at {DSN} is not available ({exc}); SKIP")
         return 1

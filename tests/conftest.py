@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from hypothesis import settings
@@ -35,6 +37,34 @@ def postgres_dsn() -> str:
             pytest.fail(reason)
         pytest.skip(reason)
     return POSTGRES_DSN
+
+
+# The role a verifier's PostgreSQL source connects as: it may read, and nothing on the server
+# beyond that (landed refuses a superuser source). Tables created by the test's admin role are
+# readable by it (default privileges), so a test creates its tables as usual.
+PG_READER = "landed_test_reader"
+
+
+@pytest.fixture
+def pg_reader_dsn(postgres_dsn: str) -> str:
+    """A DSN for the machine's PostgreSQL as a role that may only read."""
+    return pg_reader(postgres_dsn)
+
+
+def pg_reader(admin_dsn: str) -> str:
+    """Make (once) the reader role through ``admin_dsn``; its DSN, the same server as it."""
+    import psycopg
+
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        with contextlib.suppress(psycopg.errors.DuplicateObject):
+            conn.execute(f"create role {PG_READER} login")
+        conn.execute(f"grant select on all tables in schema public to {PG_READER}")
+        conn.execute(
+            f"alter default privileges in schema public grant select on tables to {PG_READER}"
+        )
+    parts = urlsplit(admin_dsn)
+    netloc = f"{PG_READER}@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 # The machine's own settings must not steer a test: a developer's LANDED_RUNNER_PRE_READ=false

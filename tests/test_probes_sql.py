@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -124,6 +125,50 @@ async def test_sqlite_is_opened_read_only(sqlite_registry: SourceRegistry, sqlit
         assert conn.execute("select count(*) from orders").fetchone()[0] == 48
 
 
+async def test_sqlite_probes_cannot_open_or_create_other_files(
+    sqlite_registry: SourceRegistry, tmp_path: Path
+) -> None:
+    # A read-only connection still lets ATTACH (and VACUUM INTO, which attaches) create files
+    # wherever the verifier may write, and read any other SQLite file under this source's name.
+    other = tmp_path / "other-source.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("create table secrets (v text)")
+        conn.execute("insert into secrets values ('other source')")
+    made = tmp_path / "made-by-a-probe.db"
+    for query in (
+        f"attach database '{other}' as o",
+        f"attach database '{made}' as m",
+        f"vacuum into '{made}'",
+        "detach database main",
+    ):
+        obs = await read(sqlite_registry, query, NonEmpty())
+        assert obs.outcome is Outcome.PROBE_ERROR, query
+        assert "ATTACH" in obs.message and "one SELECT" in obs.message, obs.message
+    assert not made.exists()
+
+
+async def test_sqlite_pragmas_only_describe(sqlite_registry: SourceRegistry) -> None:
+    # A schema check is a fair read-back of a migration.
+    cols = await read(
+        sqlite_registry,
+        "select count(*) from pragma_table_info('orders') where name = 'total'",
+        Count(value=1),
+    )
+    assert cols.outcome is Outcome.PASS, cols
+    version = await read(sqlite_registry, "pragma user_version", Count(value=0))
+    assert version.outcome is not Outcome.PROBE_ERROR, version
+    # Pragmas that set anything (some for the whole verifier process) are refused.
+    for query in (
+        "pragma soft_heap_limit = 1",
+        "pragma user_version = 5",
+        "pragma temp_store_directory = '/tmp'",
+        "select * from pragma_soft_heap_limit",
+    ):
+        obs = await read(sqlite_registry, query, NonEmpty())
+        assert obs.outcome is Outcome.PROBE_ERROR, query
+        assert "PRAGMA" in obs.message, obs.message
+
+
 async def test_sqlite_runs_one_statement_only(sqlite_registry: SourceRegistry) -> None:
     obs = await read(sqlite_registry, "select 1; delete from orders", NonEmpty())
     assert obs.outcome is Outcome.PROBE_ERROR
@@ -154,21 +199,25 @@ async def test_sqlite_missing_file_is_a_probe_error(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def pg_table(postgres_dsn: str) -> Iterator[str]:
+def pg_table(postgres_dsn: str, pg_reader_dsn: str) -> Iterator[str]:
     name = f"landed_probe_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
         conn.execute(f"create table {name} (id serial primary key, batch int, status text)")
         conn.execute(
             f"insert into {name} (batch, status) select 123, 'paid' from generate_series(1, 45)"
         )
+        # The source's role could write here: only the read-only transaction stops a probe.
+        reader = urlsplit(pg_reader_dsn).username
+        conn.execute(f"grant insert, update, delete on {name} to {reader}")
+        conn.execute(f"grant usage on sequence {name}_id_seq to {reader}")
     yield name
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
         conn.execute(f"drop table if exists {name}")
 
 
 @pytest.fixture
-async def pg_registry(postgres_dsn: str) -> AsyncIterator[SourceRegistry]:
-    async with SourceRegistry({"orders-db": {"url": postgres_dsn, "pool_size": 2}}) as registry:
+async def pg_registry(pg_reader_dsn: str) -> AsyncIterator[SourceRegistry]:
+    async with SourceRegistry({"orders-db": {"url": pg_reader_dsn, "pool_size": 2}}) as registry:
         yield registry
 
 
@@ -228,6 +277,60 @@ async def test_postgres_session_changes_do_not_outlive_the_probe(
     for _ in range(3):
         obs = await read(pg_registry, f"delete from {pg_table}", NonEmpty())
         assert obs.outcome is Outcome.PROBE_ERROR
+
+
+async def test_an_advisory_lock_a_probe_takes_does_not_outlive_it(
+    pg_registry: SourceRegistry, postgres_dsn: str
+) -> None:
+    # Session advisory locks survive the probe's rollback; held on a pooled connection, they
+    # would block whatever application uses that key, for as long as the verifier runs.
+    for query, outcome in (
+        ("select pg_advisory_lock({key}) is null as held", Outcome.MISMATCH),
+        # Taken, then the statement fails: the transaction is left aborted.
+        ("select pg_advisory_lock({key}) is null as held, 1 / 0 as boom", Outcome.PROBE_ERROR),
+        ("select pg_advisory_lock_shared({key}) is null as held", Outcome.MISMATCH),
+    ):
+        key = uuid.uuid4().int % 2**62
+        obs = await read(pg_registry, query.format(key=key), NonEmpty())
+        assert obs.outcome is outcome, (query, obs.message)
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            got = conn.execute("select pg_try_advisory_lock(%s)", [key]).fetchone()
+            assert got == (True,), query
+            conn.execute("select pg_advisory_unlock(%s)", [key])
+        assert (await read(pg_registry, "select 1", Count(value=1))).outcome is Outcome.PASS
+
+
+async def test_a_source_role_with_powers_on_the_server_is_refused(
+    postgres_dsn: str, tmp_path: Path
+) -> None:
+    # A read-only transaction does not stop COPY ... TO PROGRAM or pg_read_file(): a role
+    # that may do either would run the agent's SQL as commands on the database server.
+    marker = tmp_path / "ran-on-the-server"
+    files = f"landed_test_files_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"create role {files} login in role pg_read_server_files")
+    try:
+        parts = urlsplit(postgres_dsn)
+        port = f":{parts.port}" if parts.port else ""
+        for dsn, power in (
+            (postgres_dsn, "is a superuser"),
+            (
+                urlunsplit(parts._replace(netloc=f"{files}@{parts.hostname}{port}")),
+                "pg_read_server_files",
+            ),
+        ):
+            async with SourceRegistry({"orders-db": {"url": dsn}}) as reg:
+                obs = await read(
+                    reg, f"copy (select 1) to program 'touch {marker}'", NonEmpty(), timeout_s=5
+                )
+                again = await read(reg, "select pg_read_file('/etc/hostname')", NonEmpty())
+            for o in (obs, again):
+                assert o.outcome is Outcome.PROBE_ERROR, o.message
+                assert power in o.message and "CREATE ROLE landed_reader" in o.message, o.message
+        assert not marker.exists()
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(f"drop role {files}")
 
 
 async def test_postgres_slow_query_is_a_probe_error_within_the_timeout(

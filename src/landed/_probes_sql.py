@@ -131,6 +131,81 @@ def _sqlite_path(cfg: SourceConfig) -> Path:
     return Path(cfg.path)  # ~/ already expanded by SourceConfig
 
 
+# A probe's transaction still open (or failed) after its statement: rolled back by text.
+_IN_TRANSACTION = frozenset({"INTRANS", "INERROR"})
+
+# Pragmas that only describe the database. Any other pragma is refused: some set state for the
+# whole verifier process (soft_heap_limit, temp_store_directory), not just this connection.
+_READ_PRAGMAS = frozenset(
+    {
+        "application_id",
+        "collation_list",
+        "compile_options",
+        "data_version",
+        "database_list",
+        "encoding",
+        "foreign_key_check",
+        "foreign_key_list",
+        "freelist_count",
+        "function_list",
+        "index_info",
+        "index_list",
+        "index_xinfo",
+        "integrity_check",
+        "module_list",
+        "page_count",
+        "page_size",
+        "pragma_list",
+        "quick_check",
+        "schema_version",
+        "table_info",
+        "table_list",
+        "table_xinfo",
+        "user_version",
+    }
+)
+# Pragmas above that take an argument which names what to describe, not a value to set.
+_PRAGMAS_WITH_SUBJECT = frozenset(
+    {
+        "foreign_key_check",
+        "foreign_key_list",
+        "index_info",
+        "index_list",
+        "index_xinfo",
+        "integrity_check",
+        "quick_check",
+        "table_info",
+        "table_list",
+        "table_xinfo",
+    }
+)
+
+
+class _ReadOnlyAuthorizer:
+    """Refuses, while the statement is prepared, what a read-only connection still allows:
+    ATTACH (which VACUUM INTO also uses) creates files wherever the verifier may write and reads
+    any other SQLite file it can open, signed as this source's reading; and pragmas that set
+    state. The refusal is remembered so the probe error can say what was refused."""
+
+    def __init__(self) -> None:
+        self.refused: str | None = None
+
+    def __call__(
+        self, action: int, arg1: str | None, arg2: str | None, _db: str | None, _by: str | None
+    ) -> int:
+        if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+            self.refused = "ATTACH, DETACH and VACUUM INTO (they open or create other files)"
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_PRAGMA:
+            name = (arg1 or "").lower()
+            if name not in _READ_PRAGMAS or (
+                arg2 is not None and name not in _PRAGMAS_WITH_SUBJECT
+            ):
+                self.refused = f"PRAGMA {name} (only pragmas that describe the database are read)"
+                return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+
 class _Budget:
     """Bytes of result a probe may hold: rows are counted as they arrive, so a huge cell or a
     wide result is refused before it is copied into hex, JSON and evidence (several times)."""
@@ -161,12 +236,14 @@ def _sqlite_read(
     if not path.is_file():
         raise ProbeError(f"the SQLite file {path} does not exist")
     uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    authorizer = _ReadOnlyAuthorizer()
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=max(0.0, deadline - time.monotonic()))
     except sqlite3.Error as exc:
         raise ProbeError(f"could not open {path} read-only: {exc}") from None
     try:
         conn.execute("PRAGMA query_only = ON")
+        conn.set_authorizer(authorizer)
         # Checked every few thousand VM steps: a runaway query is interrupted at the deadline.
         conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 5_000)
         cur = conn.execute(query, params)
@@ -181,6 +258,11 @@ def _sqlite_read(
         if time.monotonic() > deadline:
             raise ProbeError(
                 "the query did not finish before the timeout; it was interrupted"
+            ) from None
+        if authorizer.refused is not None:
+            raise ProbeError(
+                f"the query was refused: a record probe on SQLite may not use "
+                f"{authorizer.refused}; read the source's own tables with one SELECT"
             ) from None
         raise ProbeError(f"the query failed: {exc}") from None
     finally:
@@ -225,7 +307,18 @@ async def _postgres_rows(
         except psycopg.Error as exc:
             raise ProbeError(f"the query failed: {exc}".strip()) from None
         finally:
-            await conn.rollback()
+            # Session advisory locks outlive the rollback: a probe's pg_advisory_lock() would
+            # stay held on the pooled connection, blocking the application that uses that key.
+            if conn.info.transaction_status.name in _IN_TRANSACTION:
+                # One round trip: with no parameters the statements go as one simple query.
+                await conn.execute("rollback; select pg_advisory_unlock_all()")
+            else:
+                await conn.rollback()
+                await conn.set_autocommit(True)
+                try:
+                    await conn.execute("select pg_advisory_unlock_all()")
+                finally:
+                    await conn.set_autocommit(False)
     if len(raw) > MAX_ROWS:
         raise ProbeError(f"the query returned more than {MAX_ROWS} rows; count them in SQL instead")
     return _rows(columns, raw)

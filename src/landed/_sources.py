@@ -297,6 +297,53 @@ def _http_session(connections: int, cfg: SourceConfig | None) -> aiohttp.ClientS
     )
 
 
+# What the role a source connects as may do on the database server beyond reading rows. A
+# read-only transaction does not stop it: COPY ... TO PROGRAM runs a shell command there and
+# pg_read_file() puts a server file into signed evidence, from a probe the agent wrote.
+_SERVER_POWERS = """
+select r.rolname, r.rolsuper,
+    coalesce(pg_has_role(current_user, to_regrole('pg_execute_server_program'), 'MEMBER'), false),
+    coalesce(pg_has_role(current_user, to_regrole('pg_read_server_files'), 'MEMBER'), false),
+    coalesce(pg_has_role(current_user, to_regrole('pg_write_server_files'), 'MEMBER'), false)
+from pg_roles r where r.rolname = current_user
+"""
+
+
+async def _refuse_server_powers(name: str, conn: Any) -> None:
+    """Refuse a source whose role can run programs or touch files on the database server."""
+    import psycopg
+
+    try:
+        cur = await conn.execute(_SERVER_POWERS)
+        row = await cur.fetchone()
+        await conn.rollback()
+    except psycopg.Error as exc:
+        raise ProbeError(
+            f"could not check what source {name!r}'s role may do on the server: {exc}"
+        ) from None
+    if row is None:
+        raise ProbeError(f"source {name!r}: the connection's role is not in pg_roles")
+    role, superuser, program, read_files, write_files = row
+    powers = [
+        what
+        for what, has in (
+            ("is a superuser", superuser),
+            ("may run programs (pg_execute_server_program)", program),
+            ("may read server files (pg_read_server_files)", read_files),
+            ("may write server files (pg_write_server_files)", write_files),
+        )
+        if has
+    ]
+    if powers:
+        raise ProbeError(
+            f"source {name!r} connects as role {role!r}, which {' and '.join(powers)}: a "
+            "probe's SQL could then run commands or read files on the database server, and a "
+            "read-only transaction does not stop it. Connect as a role that may only read the "
+            f"tables the probes check, e.g. CREATE ROLE landed_reader LOGIN; GRANT SELECT ON "
+            "<tables> TO landed_reader"
+        )
+
+
 class SourceRegistry:
     """Resolves source names to configuration and holds one pool or client per source.
 
@@ -403,6 +450,8 @@ class SourceRegistry:
         statement_ms = int(cfg.max_timeout_s * 1000)
 
         async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
+            # Every connection, not only the first: a role granted more since is refused too.
+            await _refuse_server_powers(name, conn)
             # A server-side ceiling as well as the client's timeout: a cancelled client
             # must not leave a query running on the system of record.
             await conn.execute(
@@ -420,7 +469,10 @@ class SourceRegistry:
             )
         except psycopg.Error as exc:
             raise ProbeError(f"could not connect to source {name!r}: {exc}") from None
-        await probe_conn.close()
+        try:
+            await _refuse_server_powers(name, probe_conn)
+        finally:
+            await probe_conn.close()
         pool = AsyncConnectionPool(
             cfg.url,
             min_size=1,
