@@ -210,6 +210,19 @@ def test_scorecard_figures(tmp_path: Path) -> None:
     assert card["verified_revenue_usd"] == 1200.0  # the unproven claim's revenue does not count
 
 
+def test_a_negative_cost_or_revenue_is_not_counted(tmp_path: Path) -> None:
+    # A cost below zero would lower the cost per verified task of every other receipt.
+    path = jsonl(
+        tmp_path / "neg.jsonl",
+        receipt("a"),
+        receipt("b", cost={"usd": -1000.0}),
+    )
+    _, data = check_json(path)
+    card = data["scorecard"]
+    assert card["cost_logged"] == 1, card
+    assert card["cost_usd"] >= 0 and card["cost_per_verified_task"] >= 0, card
+
+
 def test_scorecard_follows_the_seeds_definitions(tmp_path: Path) -> None:
     """Proof rate is done at P3 or above over done claimed (a reconciled claim read back at P3
     counts, though it misses its own P4 bar); held counts the verifier's held verdict; revenue

@@ -10,8 +10,10 @@ import subprocess
 import textwrap
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
@@ -25,7 +27,7 @@ from landed._plugin import (
     strict_workflow_runner,
 )
 from landed._settings import SeparationError, VerifierSettings
-from landed._task import DEFAULT_TIME_CAP, TaskSpec, TaskSpecError, check_spec
+from landed._task import DEFAULT_TIME_CAP, ActReport, TaskSpec, TaskSpecError, check_spec
 
 RECORD = {
     "action": "insert 3 rows",
@@ -576,3 +578,13 @@ def test_submit_json_names_an_invalid_spec_with_a_message_and_each_field(tmp_pat
     assert answer["error"] == "invalid task spec" and "task_id" in answer["message"]
     assert answer["problems"][0]["field"] == "task_id"
     assert "task_id" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "cost",
+    [{"usd": -0.01}, {"input_tokens": -5}, {"output_tokens": -1}, {"usd": float("nan")}],
+)
+def test_an_act_report_of_a_negative_or_unreal_cost_is_refused(cost: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError, match="report what the act spent"):
+        ActReport(claimed_status="done", cost=cost)  # type: ignore[arg-type]
+    assert ActReport(claimed_status="done", cost={"usd": 0, "input_tokens": 10**30}).cost.usd == 0  # type: ignore[arg-type]

@@ -96,7 +96,8 @@ class ScoreTally:
         cost = view.cost
         if cost is not None:
             usd = cost.usd
-            if usd is not None and math.isfinite(usd):
+            # A negative or infinite figure is not a cost anything spent: not logged.
+            if usd is not None and math.isfinite(usd) and usd >= 0:
                 self.cost_logged += 1
                 scaled = usd * _SCALE
                 if scaled.is_integer():
@@ -108,7 +109,7 @@ class ScoreTally:
         if graded.proof_level is _P4 and graded.claims_done and graded.meets_bar:
             extension = view.landed
             revenue = extension.revenue_usd if extension is not None else None
-            if revenue is not None and math.isfinite(revenue):
+            if revenue is not None and math.isfinite(revenue) and revenue >= 0:
                 scaled = revenue * _SCALE
                 if scaled.is_integer():
                     self.revenue += int(scaled)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -437,6 +438,21 @@ class ActReport(BaseModel):
     exit_code: int | None = None
     cost: Cost = Field(default_factory=Cost)
     actor: str | None = Field(default=None, description="Worker identity that ran the act.")
+
+    @field_validator("cost")
+    @classmethod
+    def _cost_is_spent(cls, cost: Cost) -> Cost:
+        # A negative figure would lower the cost per verified task of every other task.
+        for name in ("input_tokens", "output_tokens", "usd"):
+            value = getattr(cost, name)
+            if value is not None and (
+                value < 0 or (isinstance(value, float) and not math.isfinite(value))
+            ):
+                raise ValueError(
+                    f"cost.{name} is {value}; report what the act spent: a finite number, zero "
+                    "or more, or leave it out"
+                )
+        return cost
 
 
 # --- step inputs and outputs (one model each) ---------------------------------------------------
