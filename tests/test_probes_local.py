@@ -366,6 +366,71 @@ async def test_git_not_a_repository_is_a_probe_error(tmp_path: Path) -> None:
     assert obs.outcome is Outcome.PROBE_ERROR
 
 
+async def test_git_runs_nothing_the_repositorys_config_names(repo: Path, tmp_path: Path) -> None:
+    # The repository is the agent's: a partial-clone remote would make git fetch a missing
+    # commit through core.sshCommand, as the verifier; an index read would run core.fsmonitor.
+    marker = tmp_path / "ran"
+    for key, value in (
+        ("core.repositoryformatversion", "1"),
+        ("extensions.partialclone", "origin"),
+        ("remote.origin.url", "ssh://example.invalid/x"),
+        ("remote.origin.promisor", "true"),
+        ("protocol.ssh.allow", "always"),
+        ("core.sshCommand", f"touch {marker} #"),
+        ("core.fsmonitor", f"touch {marker}; false #"),
+    ):
+        git(repo, "config", key, value)
+    sources = {"site-repo": {"kind": "git", "path": str(repo)}}
+    for ref in ("1" * 40, "HEAD", ":/first"):
+        await see(GitProbe(source="site-repo", ref=ref), NonEmpty(), sources)
+    assert not marker.exists()
+    with pytest.raises(ValueError, match="names a file in the index"):
+        GitProbe(source="site-repo", ref=":a.txt")
+
+
+async def test_a_partial_clone_is_not_fetched_into(tmp_path: Path) -> None:
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    git(origin, "init", "-q", "-b", "main")
+    git(origin, "config", "uploadpack.allowFilter", "true")
+    git(origin, "config", "uploadpack.allowAnySHA1InWant", "true")
+    git(origin, "commit", "-q", "--allow-empty", "-m", "one")
+    git(origin, "checkout", "-q", "-b", "other")
+    git(origin, "commit", "-q", "--allow-empty", "-m", "two")
+    remote_only = git(origin, "rev-parse", "HEAD")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", "--single-branch", "-b", "main",
+        f"file://{origin}", str(clone))  # fmt: skip
+
+    def objects() -> list[Path]:
+        return sorted(p for p in (clone / ".git" / "objects").rglob("*") if p.is_file())
+
+    before = objects()
+    sources = {"site-repo": {"kind": "git", "path": str(clone)}}
+    obs = await see(GitProbe(source="site-repo", ref=remote_only), NonEmpty(), sources)
+    assert objects() == before  # nothing written into the repository
+    assert obs.outcome is not Outcome.PASS, obs.message
+
+
+async def test_git_reads_only_the_sources_own_repository(repo: Path) -> None:
+    # A source path that is not a repository is not read as the repository around it.
+    inside = repo / "services" / "site"
+    inside.mkdir(parents=True)
+    sources = {"site": {"kind": "git", "path": str(inside)}}
+    obs = await see(GitProbe(source="site", ref="main"), NonEmpty(), sources)
+    assert obs.outcome is Outcome.PROBE_ERROR, obs.message
+
+
+async def test_a_replace_ref_does_not_make_a_commit_exist(repo: Path) -> None:
+    # refs/replace/<blob> -> a commit would let the blob's sha pass as a commit that was made.
+    head = git(repo, "rev-parse", "HEAD")
+    blob = git(repo, "rev-parse", "HEAD:a.txt")
+    git(repo, "update-ref", f"refs/replace/{blob}", head)
+    sources = {"site-repo": {"kind": "git", "path": str(repo)}}
+    obs = await see(GitProbe(source="site-repo", ref=blob), NonEmpty(), sources)
+    assert obs.outcome is not Outcome.PASS, obs.message
+
+
 async def test_git_regex_on_the_resolved_sha(repo: Path) -> None:
     sources = {"site-repo": {"kind": "git", "path": str(repo)}}
     obs = await see(GitProbe(source="site-repo", ref="v1"), Regex(value=r"^[0-9a-f]{40}$"), sources)

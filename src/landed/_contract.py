@@ -186,6 +186,11 @@ class GitProbe(_Shape):
     def _one_target(self) -> GitProbe:
         if (self.ref is None) == (self.pull_request_url is None):
             raise ValueError("a git probe names exactly one of ref or pull_request_url")
+        if self.ref is not None and self.ref.startswith(":") and not self.ref.startswith(":/"):
+            raise ValueError(
+                f"git ref {self.ref!r} names a file in the index, not a commit; name a commit "
+                "sha, a branch, a tag or a ref expression"
+            )
         return self
 
 

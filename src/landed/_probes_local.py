@@ -219,9 +219,29 @@ async def read_git(
     if cfg is not None and cfg.kind != "git":
         raise ProbeError(f"source {probe.source!r} is not a git repository source")
     repo = cfg.path if cfg is not None and cfg.path else os.getcwd()
-    env = scrubbed_env({"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"}, cfg)
+    env = scrubbed_env(
+        {
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            # The repository is the agent's: its own config must not run anything here, and
+            # the probe must not write to it. A partial clone would fetch a missing commit
+            # (through core.sshCommand, a remote helper) into .git and then find it; no
+            # protocol is allowed, whatever the repository's config allows.
+            "GIT_ALLOW_PROTOCOL": "none",
+            "GIT_NO_LAZY_FETCH": "1",
+            "GIT_OPTIONAL_LOCKS": "0",
+            # refs/replace/<sha> would make a commit that was never made resolve.
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            # A path that is not a repository is an error, not the repository around it.
+            "GIT_CEILING_DIRECTORIES": os.path.dirname(os.path.abspath(repo)),
+        },
+        cfg,
+    )
     argv = [
         "git",
+        # Reading the index (a ":path" ref) would run the repository's fsmonitor command.
+        "-c",
+        "core.fsmonitor=false",
         "-C",
         repo,
         "rev-parse",
