@@ -102,6 +102,43 @@ async def test_command_nonzero_exit_is_a_probe_error_with_its_output_as_evidence
     assert obs.evidence is not None and obs.evidence.text == "partial\n"
 
 
+async def test_a_failing_commands_message_quotes_the_end_of_its_stderr() -> None:
+    line = "head -c 10000 /dev/zero | tr '\\0' . >&2; echo 'FATAL: disk full' >&2; exit 2"
+    obs = await see(CommandProbe(argv=[line], shell=True), NonEmpty())
+    assert obs.outcome is Outcome.PROBE_ERROR
+    assert obs.message.endswith("FATAL: disk full"), obs.message[-80:]
+
+
+async def test_a_secret_cut_by_the_quoted_stderr_is_not_shown_in_part() -> None:
+    secret = "sk_live_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+    sources = {"ops": {"kind": "command", "env": {"API_TOKEN": secret}, "allow_any_command": True}}
+    for pad in (470, 480, 490):  # the cut falls inside the secret
+        line = f'echo "$API_TOKEN$(printf "%{pad}s" "")x" >&2; exit 1'
+        obs = await see(CommandProbe(source="ops", shell=True, argv=[line]), NonEmpty(), sources)
+        assert obs.outcome is Outcome.PROBE_ERROR
+        assert secret[-12:] not in obs.message, obs.message[:120]
+
+
+async def test_a_missing_working_directory_is_named_not_the_program(tmp_path: Path) -> None:
+    sources = {"ops": {"kind": "command", "path": str(tmp_path / "gone"), "commands": ["echo hi"]}}
+    obs = await see(CommandProbe(source="ops", argv=["echo", "hi"]), Contains(value="hi"), sources)
+    assert obs.outcome is Outcome.PROBE_ERROR
+    assert "working directory" in obs.message and "no program" not in obs.message, obs.message
+
+
+def test_a_nul_or_a_bad_env_name_is_refused_in_the_probe_by_field() -> None:
+    for make, field in (
+        (lambda: FileProbe(path="a\x00b"), "path"),
+        (lambda: CommandProbe(argv=["echo", "a\x00"]), "argv"),
+        (lambda: CommandProbe(argv=["echo"], cwd="x\x00"), "cwd"),
+        (lambda: CommandProbe(argv=["echo"], env={"A=B": "x"}), "env name"),
+        (lambda: CommandProbe(argv=["echo"], env={"A": "x\x00"}), "env A"),
+        (lambda: GitProbe(ref="main\x00"), "git ref"),
+    ):
+        with pytest.raises(ValueError, match=field):
+            make()
+
+
 async def test_command_ok_exit_codes_for_grep_count(tmp_path: Path) -> None:
     (tmp_path / "log").write_text("nothing here\n")
     probe = CommandProbe(argv=["grep", "-c", "ERROR", str(tmp_path / "log")], ok_exit_codes=[0, 1])
@@ -252,6 +289,49 @@ async def test_a_symlink_swapped_in_after_the_check_never_reads_outside_the_root
     finally:
         stop.set()
         swapper.join(timeout=5)
+
+
+async def test_a_size_claim_is_judged_on_the_whole_file_past_the_read_limit(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "big.bin").write_bytes(b"x" * (5 << 20))
+    async with SourceRegistry({"r": {"kind": "file", "path": str(tmp_path)}}) as registry:
+        for claimed in (2 << 20, (1 << 20) + 1):  # what a read stopped at 1 MiB had counted
+            obs = await observe(
+                FileProbe(source="r", path="big.bin", size=claimed),
+                NonEmpty(),
+                registry=registry,
+                observer="v",
+                read_limit=1 << 20,
+            )
+            assert obs.outcome is not Outcome.PASS, (claimed, obs.message)
+            assert str(5 << 20) in obs.message, obs.message
+
+
+async def test_without_proc_a_file_under_a_root_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without /proc the opened file's real path cannot be checked against the root, and a
+    # symlink swapped in after the name was checked would go unseen: refused, not read.
+    import landed._probes_local as local
+
+    (tmp_path / "report.txt").write_text("inside")
+    monkeypatch.setattr(local, "_opened_path", lambda fd: None)
+    obs = await see(
+        FileProbe(source="r", path="report.txt"),
+        NonEmpty(),
+        {"r": {"kind": "file", "path": str(tmp_path)}},
+    )
+    assert obs.outcome is Outcome.PROBE_ERROR and "/proc" in obs.message, obs.message
+
+
+async def test_a_symlink_loop_is_named(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    obs = await see(
+        FileProbe(source="r", path="a"), NonEmpty(), {"r": {"kind": "file", "path": str(tmp_path)}}
+    )
+    assert obs.outcome is Outcome.PROBE_ERROR and "symlink loop" in obs.message, obs.message
 
 
 async def test_missing_file_is_empty_and_empty_file_is_empty(tmp_path: Path) -> None:

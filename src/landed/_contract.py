@@ -51,6 +51,14 @@ class _Shape(BaseModel):
 # --- probes ------------------------------------------------------------------------------------
 
 
+def _no_nul(value: str, what: str) -> str:
+    # The OS cannot take a NUL in a path, an argument or the environment: refused here, by name,
+    # rather than failing inside the reader.
+    if "\x00" in value:
+        raise ValueError(f"{what} holds a NUL character; remove it")
+    return value
+
+
 class RecordProbe(_Shape):
     """A SQL query on a named database source, run in a read-only transaction."""
 
@@ -148,6 +156,11 @@ class FileProbe(_Shape):
     )
     timeout_s: float = Field(default=30.0, gt=0, le=3600)
 
+    @field_validator("path")
+    @classmethod
+    def _path_has_no_nul(cls, path: str) -> str:
+        return _no_nul(path, "the file probe's path")
+
 
 class CommandProbe(_Shape):
     """Run argv (no shell unless ``shell`` is true) with a timeout and a scrubbed environment."""
@@ -170,6 +183,17 @@ class CommandProbe(_Shape):
             raise ValueError(
                 "with shell: true, argv must hold exactly one string (the shell command line)"
             )
+        for arg in self.argv:
+            _no_nul(arg, "an argv item")
+        if self.cwd is not None:
+            _no_nul(self.cwd, "the command probe's cwd")
+        for name, value in self.env.items():
+            if not name or "=" in name:
+                raise ValueError(
+                    f"env name {name!r} is not a variable name: it must be non-empty, without '='"
+                )
+            _no_nul(name, "an env name")
+            _no_nul(value, f"env {name}")
         return self
 
 
@@ -186,6 +210,8 @@ class GitProbe(_Shape):
     def _one_target(self) -> GitProbe:
         if (self.ref is None) == (self.pull_request_url is None):
             raise ValueError("a git probe names exactly one of ref or pull_request_url")
+        if self.ref is not None:
+            _no_nul(self.ref, "the git ref")
         if self.ref is not None and self.ref.startswith(":") and not self.ref.startswith(":/"):
             raise ValueError(
                 f"git ref {self.ref!r} names a file in the index, not a commit; name a commit "

@@ -105,7 +105,7 @@ def open_below(root: str, relative: str) -> int:
 
 def _read_file_sync(
     path: Path, keep: int, limits: Limits, deadline: float, root: Path | None = None
-) -> Reading | str:
+) -> tuple[Reading, int] | str:
     try:
         # Not blocking: a FIFO put where the file was expected must not hold the read.
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -114,13 +114,22 @@ def _read_file_sync(
     except OSError as exc:
         raise ProbeError(f"could not open {path}: {exc.strerror or exc}") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise ProbeError(f"{path} is not a regular file")
         # Checked on what was opened, not on the name before it: a symlink swapped in between
         # the check and the open would otherwise read a file outside the root.
-        opened = _opened_path(fd)
-        if root is not None and opened is not None and not opened.is_relative_to(root):
-            raise ProbeError(f"{path} leads outside the source's root")
+        if root is not None:
+            opened = _opened_path(fd)
+            if opened is None:
+                # Without /proc the open file's path cannot be known: not read, rather than
+                # read from wherever a swapped symlink led.
+                raise ProbeError(
+                    f"cannot confirm that {path} lies under the source's root: /proc is not "
+                    "mounted in the verifier's environment; mount it"
+                )
+            if not opened.is_relative_to(root):
+                raise ProbeError(f"{path} leads outside the source's root")
     except BaseException:
         os.close(fd)
         raise
@@ -136,7 +145,9 @@ def _read_file_sync(
                     )
     except OSError as exc:
         raise ProbeError(f"could not read {path}: {exc.strerror or exc}") from None
-    return Reading(capture=capture)
+    # The file's size as read, or as the file system has it where the read stopped at the limit
+    # (the count stops there too).
+    return Reading(capture=capture), (info.st_size if capture.over_limit else capture.total)
 
 
 def _opened_path(fd: int) -> Path | None:
@@ -157,7 +168,12 @@ async def read_file(
         relative = Path(probe.path)
         if relative.is_absolute():
             raise ProbeError(f"{probe.path!r} is absolute; give a path under the source's root")
-        path = (root / relative).resolve()
+        try:
+            path = (root / relative).resolve()
+        except RuntimeError:  # Python 3.11 raises it for a symlink loop
+            raise ProbeError(
+                f"{probe.path!r} leads into a symlink loop under the source's root"
+            ) from None
         if not path.is_relative_to(root):
             raise ProbeError(f"{probe.path!r} leads outside the source's root")
     else:
@@ -168,8 +184,7 @@ async def read_file(
     got = await asyncio.to_thread(_read_file_sync, path, keep, limits, deadline, root_dir)
     if isinstance(got, str):
         return Reading(capture=Capture(), missing=True, note=got)
-    reading = got
-    size = reading.capture.total
+    reading, size = got
     if probe.size is not None:
         if size == probe.size:
             reading.checked_claims.append(f"size {size}")

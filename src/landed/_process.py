@@ -19,6 +19,8 @@ __all__ = ["ProcessResult", "run_process"]
 # After the process exits, how long a child that kept its pipe open may take to let go.
 _DRAIN_GRACE_S = 0.5
 _STDERR_KEEP = 8 * 1024
+# How much of the end of stderr a failure message quotes.
+_TAIL_CHARS = 500
 _CHUNK = 256 * 1024
 # Without pidfd (not Linux >= 5.3) the exit is polled this often.
 _POLL_S = 0.002
@@ -31,8 +33,35 @@ class ProcessResult:
     stderr: Capture
 
     def stderr_tail(self) -> str:
+        """The end of stderr, where a failing command says why; "..." marks a cut, so that a
+        secret cut there is still redacted by its remaining end."""
         text = self.stderr.data.decode("utf-8", errors="replace").strip()
-        return text[-500:]
+        if len(text) > _TAIL_CHARS or not self.stderr.complete:
+            return "..." + text[-_TAIL_CHARS:].lstrip()
+        return text
+
+
+class _Tail(Capture):
+    """Counts and hashes every byte like Capture, and keeps the last ``keep`` bytes."""
+
+    def __init__(self, keep: int, limit: int) -> None:
+        super().__init__(keep=0, limit=limit)
+        self._tail_keep = keep
+        self._tail = bytearray()
+
+    def feed(self, chunk: bytes) -> bool:
+        self._tail += chunk
+        if len(self._tail) > self._tail_keep:
+            del self._tail[: len(self._tail) - self._tail_keep]
+        return super().feed(chunk)
+
+    @property
+    def data(self) -> bytes:
+        return bytes(self._tail)
+
+    @property
+    def complete(self) -> bool:
+        return self.total <= self._tail_keep
 
 
 class _OverLimit(Exception):
@@ -133,12 +162,17 @@ async def run_process(
             start_new_session=True,
         )
     except FileNotFoundError:
+        if cwd is not None and not os.path.isdir(cwd):
+            raise ProbeError(
+                f"the working directory {cwd!r} does not exist; create it, or correct the "
+                "source's path or the probe's cwd"
+            ) from None
         raise ProbeError(f"no program {argv[0]!r} found on the probe's PATH") from None
     except OSError as exc:
         raise ProbeError(f"could not start {argv[0]!r}: {exc.strerror or exc}") from None
     assert proc.stdout is not None and proc.stderr is not None
     out = Capture(keep=limits.read_cap, limit=limits.read_limit)
-    err = Capture(keep=_STDERR_KEEP, limit=limits.read_limit)
+    err = _Tail(keep=_STDERR_KEEP, limit=limits.read_limit)
     readers = [_reader(loop, proc.stdout, out), _reader(loop, proc.stderr, err)]
     exited, stop_watch = _exit_watch(loop, proc)
     pending: set[asyncio.Future[Any]] = {*readers, exited}
