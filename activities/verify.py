@@ -10,6 +10,7 @@ from landed._assemble import proof_item
 from landed._contract import Contract, Observation, Outcome
 from landed._expect import label_for
 from landed._observe import observe
+from landed._receipt import ProofItem
 from landed._signing import KeyPair, sign_proof
 from landed._sources import SourceRegistry
 from landed._task import VERIFY_ACTIVITY, VerifyInput, VerifyOutput, VerifyReading
@@ -66,6 +67,19 @@ class VerifyActivities:
                 message=f"not observed: {type(exc).__name__}: {exc}",
             )
 
+    def _sign(self, inp: VerifyInput, item: ProofItem, observation: Observation) -> ProofItem:
+        assert self._key is not None
+        return sign_proof(
+            self._key,
+            task_id=inp.task_id,
+            attempt=inp.attempt,
+            proof=item,
+            observation=observation,
+            phase=inp.phase,
+            run_id=inp.run_id,
+            request=inp.request,
+        )
+
     @activity.defn(name=VERIFY_ACTIVITY)
     async def verify(self, inp: VerifyInput) -> VerifyOutput:
         """Observe every requested plan step; a probe that fails observes ``probe-error``."""
@@ -92,16 +106,18 @@ class VerifyActivities:
                 observation = await self._observe(contract, prior)
             item = proof_item(contract, observation, checked_by=self._identity, before=prior)
             if self._key is not None:
-                item = sign_proof(
-                    self._key,
-                    task_id=inp.task_id,
-                    attempt=inp.attempt,
-                    proof=item,
-                    observation=observation,
-                    phase=inp.phase,
-                    run_id=inp.run_id,
-                    request=inp.request,
-                )
+                try:
+                    item = self._sign(inp, item, observation)
+                except TypeError as exc:
+                    # orjson's canonical form holds integers of 64 bits at most: a reading of a
+                    # longer one cannot be signed, so it proves nothing. Said so, and signed.
+                    observation = self._refused(
+                        contract,
+                        f"not observed: the reading holds a value that cannot be signed ({exc}); "
+                        "select it as text in the probe",
+                    )
+                    item = proof_item(contract, observation, checked_by=self._identity)
+                    item = self._sign(inp, item, observation)
             readings.append(
                 VerifyReading(
                     index=index, observation=observation, proof=item, refused=why is not None

@@ -416,3 +416,56 @@ def test_trust_p4_and_revenue_need_a_signed_payment_that_observed_the_amount(
     assert sink.grades["inflated"].proof_level is ProofLevel.P4  # the payment itself is signed
     assert sink.grades["wrong-class"].proof_level is ProofLevel.P3
     assert card.verified_revenue_usd == 1200.0  # only the amount a signed payment observed
+
+
+def test_a_malformed_signature_or_observation_is_a_reason_never_an_exception(
+    key: KeyPair,
+) -> None:
+    # The workflow holds pre-reads to check_reading: an exception there would fail its workflow
+    # task on every retry instead of refusing the reading.
+    good = orjson.loads(signed_receipt(key, attempt=1, run_id="run-1").model_dump_json())
+    trusted = TrustStore([key.public_key])
+    cases = {
+        "a non-ASCII signature": ("signature", "signature", "é"),
+        "a value past 64 bits": ("observation", "value", 2**64),
+    }
+    for label, (part, field, value) in cases.items():
+        data = orjson.loads(orjson.dumps(good))
+        data["proof"][0]["landed"][part][field] = value
+        receipt = Receipt.model_validate(data)
+        why = check_proof(receipt, receipt.proof[0], trusted)
+        assert why is not None, label
+        assert "malformed" in why or "signed form" in why, (label, why)
+        assert not verify_proof(receipt, receipt.proof[0], trusted), label
+
+
+def test_a_key_file_of_an_unknown_algorithm_or_many_keys_is_refused(
+    key: KeyPair, tmp_path: Path
+) -> None:
+    der = key.public_key.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    unknown = der.replace(bytes.fromhex("06032b6570"), bytes.fromhex("06032b6563"))
+    pem = (
+        b"-----BEGIN PUBLIC KEY-----\n"
+        + base64.encodebytes(unknown)
+        + b"-----END PUBLIC KEY-----\n"
+    )
+    (tmp_path / "unknown.pub").write_bytes(pem)
+    with pytest.raises(SigningError, match="not a PEM public key"):
+        load_public_key(tmp_path / "unknown.pub")
+    private = key.private_key.private_bytes(
+        serialization.Encoding.DER,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    odd = private.replace(bytes.fromhex("06032b6570"), bytes.fromhex("06032b6563"))
+    (tmp_path / "unknown.key").write_bytes(
+        b"-----BEGIN PRIVATE KEY-----\n" + base64.encodebytes(odd) + b"-----END PRIVATE KEY-----\n"
+    )
+    with pytest.raises(SigningError, match="not an unencrypted PEM private key"):
+        KeyPair.load(tmp_path / "unknown.key")
+    other = KeyPair.generate()
+    (tmp_path / "both.pub").write_bytes(key.public_pem() + other.public_pem())
+    with pytest.raises(SigningError, match="2 PEM blocks"):
+        TrustStore.load([tmp_path / "both.pub"])

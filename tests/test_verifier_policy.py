@@ -311,3 +311,24 @@ def test_settings_read_only_configured_sources_by_default(monkeypatch: pytest.Mo
     assert LandedSettings().allow_unsourced is False
     assert SourceRegistry.from_settings().allow_unsourced is False
     assert SourceRegistry.from_settings(allow_unsourced=True).allow_unsourced is True
+
+
+async def test_a_reading_that_cannot_be_signed_is_a_signed_probe_error(
+    verifier: tuple[VerifyActivities, SourceRegistry], tmp_path: Path
+) -> None:
+    # A value of more than 64 bits has no signed form: the read proves nothing, and the verify
+    # step says so instead of failing on every retry.
+    activities, _ = verifier
+    big = 123456789012345678901234567890
+    (tmp_path / "root" / "order.json").write_text(f'{{"order_id": {big}}}')
+    out = await _read(
+        activities,
+        {
+            "probe": {"kind": "file", "source": "reports", "path": "order.json"},
+            "expect": {"type": "json_path", "path": "$.order_id", "value": big},
+        },
+    )
+    reading = out.readings[0]
+    assert reading.observation.outcome is Outcome.PROBE_ERROR
+    assert "cannot be signed" in (reading.observation.message or "")
+    assert (reading.proof.landed or {}).get("signature")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -156,7 +157,7 @@ def trust_from_pems(pems: list[str]) -> TrustStore:
     for pem in pems:
         try:
             key = serialization.load_pem_public_key(pem.encode())
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, UnsupportedAlgorithm):
             continue
         if isinstance(key, Ed25519PublicKey):
             keys.append(key)

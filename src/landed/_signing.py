@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import os
 from collections.abc import Iterable, Iterator, Mapping
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import ValidationError
@@ -112,7 +111,7 @@ class KeyPair:
         data = _read(path, "private key")
         try:
             key = serialization.load_pem_private_key(data, password=None)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
             raise SigningError(
                 f"{path} is not an unencrypted PEM private key ({exc}); "
                 "make one with `landed keys new`"
@@ -136,9 +135,17 @@ def load_public_key(path: Path | str) -> Ed25519PublicKey:
             f"{path} is a private key; trust the public half (the .pub file) and keep the "
             "private key on the verifier only"
         )
+    blocks = data.count(b"-----BEGIN")
+    if blocks > 1:
+        # The parser reads the first block and ignores the rest: a second key would be left
+        # untrusted without a word.
+        raise SigningError(
+            f"{path} holds {blocks} PEM blocks; put one public key in each .pub file (--trust "
+            "takes several files, or a directory of them)"
+        )
     try:
         key = serialization.load_pem_public_key(data)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         raise SigningError(
             f"{path} is not a PEM public key ({exc}); pass the .pub file `landed keys new` wrote"
         ) from exc
@@ -301,7 +308,8 @@ def check_reading(
         signed = SignedObservation.model_validate(landed["signature"])
         observation = Observation.model_validate(landed.get("observation"))
         signature = base64.b64decode(signed.signature, validate=True)
-    except (ValidationError, binascii.Error) as exc:
+    # binascii.Error is a ValueError; so is a signature with non-ASCII characters.
+    except (ValidationError, ValueError) as exc:
         return f"the signature or observation is malformed: {str(exc).splitlines()[0]}"
     if signed.algorithm != ALGORITHM:
         return f"signature algorithm {signed.algorithm!r} is not supported (only {ALGORITHM})"
@@ -313,15 +321,18 @@ def check_reading(
     signed_request = landed.get("request", "")
     if not all(isinstance(v, str) for v in (signed_phase, signed_run, signed_request)):
         return "the signed phase, run id or request is malformed (landed.phase, .run_id, .request)"
-    payload = observation_payload(
-        task_id=task_id,
-        attempt=attempt,
-        proof=proof,
-        observation=observation,
-        phase=signed_phase,
-        run_id=signed_run,
-        request=signed_request,
-    )
+    try:
+        payload = observation_payload(
+            task_id=task_id,
+            attempt=attempt,
+            proof=proof,
+            observation=observation,
+            phase=signed_phase,
+            run_id=signed_run,
+            request=signed_request,
+        )
+    except TypeError as exc:  # orjson: an integer past 64 bits, which nothing signed holds
+        return f"the signed observation cannot be put in its signed form: {exc}"
     if hashlib.sha256(payload).hexdigest() != signed.payload_sha256:
         return "the signed claim differs from this receipt: it was changed after signing"
     try:
