@@ -389,3 +389,105 @@ def test_route_helper_records_requests(server: LocalHTTP) -> None:
         assert resp.read() == b"x"
     assert seen and seen[0].path == "/echo"
     _ = Count
+
+
+# --- answers that observe nothing, or too much ----------------------------------------------
+
+
+async def test_a_compressed_body_cut_short_is_not_read_as_a_shorter_page(
+    server: LocalHTTP, registry: SourceRegistry
+) -> None:
+    import zlib
+
+    page = b"<html>" + bytes(range(256)) * 64 + b"<p>Order 123: shipped</p></html>"
+    pack = zlib.compressobj(9, zlib.DEFLATED, 31)
+    gz = pack.compress(page) + pack.flush()
+    server.route("/whole", body=gz, **{"Content-Encoding": "gzip"})
+    server.route("/half", body=iter([gz[: len(gz) // 2]]), **{"Content-Encoding": "gzip"})
+    server.route("/brotli", body=b"\x8b\x02\x80", **{"Content-Encoding": "br"})
+    whole = await see(registry, HttpProbe(source="site", url="/whole"), Contains(value="shipped"))
+    assert whole.outcome is Outcome.PASS, whole.message
+    # An empty or mismatched reading would let a retry after an act error act again.
+    half = await see(registry, HttpProbe(source="site", url="/half"), Contains(value="shipped"))
+    assert half.outcome is Outcome.PROBE_ERROR and "cut short" in half.message, half.message
+    other = await see(registry, HttpProbe(source="site", url="/brotli"), NonEmpty())
+    assert other.outcome is Outcome.PROBE_ERROR and "'br'" in other.message, other.message
+    assert server.requests[0].headers.get("accept-encoding") == "gzip, deflate"
+
+
+async def test_any_status_still_reads_no_error_page_as_the_answer(
+    server: LocalHTTP, registry: SourceRegistry
+) -> None:
+    for path, status in (("/down", 503), ("/denied", 401), ("/busy", 429)):
+        server.route(path, status=status, body=b"order 123 shipped? try again later")
+        obs = await see(
+            registry, HttpProbe(source="site", url=path, status=None), Contains(value="shipped")
+        )
+        assert obs.outcome is Outcome.PROBE_ERROR, (status, obs.message)
+    # A status the probe names is its answer, and any other page is still read.
+    named = await see(
+        registry, HttpProbe(source="site", url="/down", status=503), Contains(value="shipped")
+    )
+    assert named.outcome is Outcome.PASS, named.message
+    server.route("/gone", status=404, body=b"no order 123 here")
+    gone = await see(
+        registry, HttpProbe(source="site", url="/gone", status=None), Contains(value="order 123")
+    )
+    assert gone.outcome is Outcome.PASS, gone.message
+
+
+async def test_server_text_cannot_swell_the_signed_observation(
+    server: LocalHTTP, registry: SourceRegistry
+) -> None:
+    big = "A" * 3_000_000
+    server.json("/api/payments/p1", json.dumps({"amount": 1, "currency": "usd", "status": big}))
+    server.json("/api/objects/o1", f'{{"{big}": 1, "{big}": 2}}')
+    server.json("/version", json.dumps({"version": big}))
+    for probe in (
+        PaymentProbe(source="psp", payment_id="p1", status="succeeded"),
+        ProviderObjectProbe(source="psp", path="/objects/{id}", object_id="o1"),
+        DeploymentProbe(source="site", path="/version", version="1.2.3"),
+        HttpProbe(source="psp", url="/objects/o1"),
+    ):
+        expect = JsonPath(path="$.x", op="exists") if probe.kind == "http" else NonEmpty()
+        obs = await see(registry, probe, expect)
+        assert obs.outcome is not Outcome.PASS
+        assert len(obs.model_dump_json()) < 200_000, (probe.kind, len(obs.message or ""))
+
+
+async def test_a_key_given_as_the_urls_user_name_is_never_shown() -> None:
+    key = "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
+    async with SourceRegistry({"stripe": {"url": f"http://{key}:@127.0.0.1:1/v1"}}) as reg:
+        obs = await see(reg, HttpProbe(source="stripe", url="/charges/ch_1"), NonEmpty())
+    assert obs.outcome is Outcome.PROBE_ERROR
+    assert key not in obs.message and key[:12] not in obs.message, obs.message
+
+
+def test_a_probe_by_id_reads_the_object_it_names() -> None:
+    for make in (
+        lambda path: PaymentProbe(source="psp", payment_id="pay_NEW", path=path),
+        lambda path: SentLogProbe(source="psp", message_id="m", path=path),
+        lambda path: CallLogProbe(source="psp", call_id="c", path=path),
+        lambda path: ProviderObjectProbe(source="psp", object_id="o", path=path),
+    ):
+        for path in ("/payments/pay_OLD", "/messages/msg_OLD?ref={id}"):
+            with pytest.raises(ValueError, match=r"must hold \{id\}"):
+                make(path)
+
+
+async def test_a_deployment_version_is_the_text_served(
+    server: LocalHTTP, registry: SourceRegistry
+) -> None:
+    cases = [
+        ('{"version": 1.10}', "1.1", False),  # a float would re-spell it
+        ('{"version": true}', "True", False),
+        ('{"version": "1.10"}', "1.10", True),
+        ("1.2", "1.2", True),
+        ("42", "42", True),
+        ('"1.2.3"', "1.2.3", True),
+    ]
+    for i, (body, claim, passes) in enumerate(cases):
+        server.route(f"/v{i}", body=body.encode())
+        probe = DeploymentProbe(source="site", path=f"/v{i}", version=claim)
+        obs = await see(registry, probe, NonEmpty())
+        assert (obs.outcome is Outcome.PASS) is passes, (body, claim, obs.message)

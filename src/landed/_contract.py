@@ -59,6 +59,22 @@ def _no_nul(value: str, what: str) -> str:
     return value
 
 
+class _ById(_Shape):
+    """A probe that reads one object by id through a path template."""
+
+    @field_validator("path", check_fields=False)
+    @classmethod
+    def _path_names_the_id(cls, path: str) -> str:
+        # The object read must be the one named: a path with no {id} (or with it only in the
+        # query, which a server may ignore) reads some other object under the id's name.
+        if "{id}" not in path.split("?", 1)[0]:
+            raise ValueError(
+                f"path {path!r} must hold {{id}} in its path part (e.g. /payments/{{id}}): the "
+                "object read is then the one the probe names"
+            )
+        return path
+
+
 class RecordProbe(_Shape):
     """A SQL query on a named database source, run in a read-only transaction."""
 
@@ -87,7 +103,7 @@ class HttpProbe(_Shape):
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
-class ProviderObjectProbe(_Shape):
+class ProviderObjectProbe(_ById):
     """GET one JSON object by id from a provider API source."""
 
     kind: Literal["provider_object"] = "provider_object"
@@ -97,7 +113,7 @@ class ProviderObjectProbe(_Shape):
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
-class PaymentProbe(_Shape):
+class PaymentProbe(_ById):
     """A payment object at a provider, with typed fields to compare."""
 
     kind: Literal["payment"] = "payment"
@@ -121,7 +137,7 @@ class DeploymentProbe(_Shape):
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
-class SentLogProbe(_Shape):
+class SentLogProbe(_ById):
     """Find a message by id in a provider's sent log; its status sits on the message ladder."""
 
     kind: Literal["sent_log"] = "sent_log"
@@ -132,7 +148,7 @@ class SentLogProbe(_Shape):
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
-class CallLogProbe(_Shape):
+class CallLogProbe(_ById):
     """Find a call by id in a carrier's call log; its status sits on the call ladder."""
 
     kind: Literal["call_log"] = "call_log"

@@ -103,6 +103,16 @@ async def _read(
         return None, f"the {probe.kind} reader failed: {type(exc).__name__}: {exc}", None
 
 
+# A message quotes server or command text; the evidence keeps the rest (capped, hashed whole).
+# Uncapped, a server's 3 MB field would make the signed observation too large to return.
+_MESSAGE_CAP = 4096
+
+
+def _capped(message: str) -> str:
+    """The message cut after the secrets in it were redacted, with a mark."""
+    return message if len(message) <= _MESSAGE_CAP else message[:_MESSAGE_CAP] + "..."
+
+
 async def observe(
     probe: Any,
     expect: Any,
@@ -161,7 +171,7 @@ async def observe(
     duration_ms = round((time.perf_counter() - started) * 1000, 3)
     # A failed command's stderr or a server's error text can hold terminal escapes; the message
     # is shown by landed verify, the board's readers and the Web UI, so they are shown escaped.
-    message = escape_for_humans(redactor(judgement.message))
+    message = escape_for_humans(_capped(redactor(judgement.message)))
     observation = Observation(
         outcome=judgement.outcome,
         expectation=expectation,

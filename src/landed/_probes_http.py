@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import zlib
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote, unquote, urlsplit
@@ -143,13 +144,10 @@ async def _fetch(
                         name, cfg, target, str(resp.url.join(yarl.URL(location)))
                     )
                     continue
+                decode = _Decoder(resp.headers.get("content-encoding", ""), capture)
                 async for chunk in resp.content.iter_any():
-                    if not capture.feed(chunk):
-                        raise ProbeError(
-                            f"the response passed the read limit of {capture.limit} bytes; "
-                            "nothing whole was read",
-                            capture,
-                        )
+                    decode.feed(chunk)
+                decode.end()
                 return Fetched(resp.status, str(resp.url), capture)
         except (aiohttp.ClientError, ValueError) as exc:
             # ValueError: a URL yarl cannot parse or a redirect to one.
@@ -159,6 +157,61 @@ async def _fetch(
 
 
 _REDIRECTS: Final = frozenset((301, 302, 303, 307, 308))
+# Decompressed at most this much per step, so a small compressed chunk that expands hugely is
+# fed to the capture (and stopped at its read limit) a step at a time.
+_INFLATE_STEP = 1 << 20
+
+
+class _Decoder:
+    """Feeds a response body to ``capture``, inflating a gzip or deflate one, and refuses a
+    compressed body that ends before its compressed stream does (a cut connection)."""
+
+    def __init__(self, encoding: str, capture: Capture) -> None:
+        self._capture = capture
+        self._compressed = False
+        name = encoding.strip().lower()
+        if name in ("", "identity"):
+            self._inflate: Any = None
+        elif name in ("gzip", "x-gzip", "deflate"):
+            # 32 + 15: a gzip or a zlib header, whichever the body has.
+            self._inflate = zlib.decompressobj(wbits=47)
+        else:
+            raise ProbeError(
+                f"the response is encoded as {encoding!r}, which the verifier does not read "
+                "(it asks for gzip or deflate); nothing was observed"
+            )
+
+    def _take(self, data: bytes) -> None:
+        if data and not self._capture.feed(data):
+            raise ProbeError(
+                f"the response passed the read limit of {self._capture.limit} bytes; "
+                "nothing whole was read",
+                self._capture,
+            )
+
+    def feed(self, chunk: bytes) -> None:
+        if self._inflate is None:
+            self._take(chunk)
+            return
+        self._compressed = self._compressed or bool(chunk)
+        try:
+            while chunk and not self._inflate.eof:
+                self._take(self._inflate.decompress(chunk, _INFLATE_STEP))
+                chunk = self._inflate.unconsumed_tail
+        except zlib.error as exc:
+            raise ProbeError(
+                f"the response's compressed body cannot be read ({exc}); nothing was observed",
+                self._capture,
+            ) from None
+
+    def end(self) -> None:
+        # An empty body (a 204, a HEAD-like answer) under a gzip header holds nothing to cut.
+        if self._inflate is not None and self._compressed and not self._inflate.eof:
+            raise ProbeError(
+                "the response's compressed body ended before its end (the connection was cut "
+                "short); nothing whole was read",
+                self._capture,
+            )
 
 
 def _redirect_target(name: str | None, cfg: SourceConfig | None, at: str, to: str) -> str:
@@ -182,8 +235,13 @@ def _parsed(url: str) -> yarl.URL:
 
 
 def _display(url: str) -> str:
+    """The URL as a message shows it: no query (it may sign or authorise the request) and no
+    user name or password."""
     parts = urlsplit(url)
-    return parts._replace(query="", fragment="").geturl() if parts.query else url
+    if "@" not in parts.netloc and not parts.query:
+        return url
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return parts._replace(netloc=host, query="", fragment="").geturl()
 
 
 def _unavailable(status: int) -> str | None:
@@ -203,10 +261,13 @@ async def read_http(
 ) -> Reading:
     got = await fetch(registry, probe.source, cfg, probe.url, limits)
     reading = Reading(capture=got.capture)
-    if probe.status is not None and got.status != probe.status:
+    if got.status != probe.status:
+        # Accepting any status (None) still does not read an error page as the answer: a 503
+        # or a refused credential observed nothing, unless that status is what was claimed.
         problem = _unavailable(got.status)
         if problem is not None:
             raise ProbeError(f"GET {_display(got.url)}: {problem}", got.capture)
+    if probe.status is not None and got.status != probe.status:
         reading.failed_claims.append(
             f"the probe returned HTTP {got.status} from {_display(got.url)}; "
             f"expected {probe.status}"
@@ -282,13 +343,14 @@ async def read_payment(
             ok = strict_equal(actual, claimed)
         else:  # currency and status codes compare case-insensitively ("USD" is "usd")
             ok = isinstance(actual, str) and actual.lower() == str(claimed).lower()
-        said = f"{name} {json.dumps(actual)}"
+        said = f"{name} {_shown(actual)}"
         if ok:
             reading.checked_claims.append(said)
         else:
-            reading.failed_claims.append(f"the payment shows {said}; claimed {json.dumps(claimed)}")
+            reading.failed_claims.append(f"the payment shows {said}; claimed {_shown(claimed)}")
     status = _field(doc, "status")
-    reading.value = status if isinstance(status, str) else NO_VALUE
+    # A status is a word: a longer text is not one to keep as the reading's value.
+    reading.value = status if isinstance(status, str) and len(status) <= _SHOWN else NO_VALUE
     return reading
 
 
@@ -312,11 +374,11 @@ async def read_deployment(
     if probe.version is not None:
         served = _served_version(got.capture)
         if served == probe.version:
-            reading.checked_claims.append(f"version {json.dumps(served)}")
+            reading.checked_claims.append(f"version {_shown(served)}")
         else:
-            shown = "no version" if served is None else f"version {json.dumps(served)}"
+            shown = "no version" if served is None else f"version {_shown(served)}"
             reading.failed_claims.append(
-                f"the deployment serves {shown}; claimed {json.dumps(probe.version)}"
+                f"the deployment serves {shown}; claimed {_shown(probe.version)}"
             )
         reading.value = served if served is not None else NO_VALUE
     if probe.sha256 is not None:
@@ -332,19 +394,39 @@ async def read_deployment(
     return reading
 
 
+# How much of a server's value a message quotes: the evidence holds the rest, capped.
+_SHOWN = 200
+
+
+def _shown(value: Any) -> str:
+    """A value as JSON for a message, cut (with a mark) so server text cannot swell it."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+
+
 def _served_version(capture: Capture) -> str | None:
-    """``{"version": ...}`` in a JSON body, else the whole body when it is one short line."""
+    """``{"version": "..."}`` in a JSON body, else the whole body when it is one short line.
+
+    Only a JSON string is a version: a number would be re-spelled (1.10 reads as 1.1) and
+    ``true`` is none. A body that is a bare JSON string is that string.
+    """
     if not capture.complete:
         return None
     text = capture.data.decode("utf-8", errors="replace").strip()
+    one_line = text if text and "\n" not in text and len(text) <= 200 else None
     try:
         doc = strict_json(text)
     except json.JSONDecodeError:
-        return text if text and "\n" not in text and len(text) <= 200 else None
+        return one_line
     except (ValueError, RecursionError):
         return None  # two "version" keys, NaN...: no version a claim can rest on
-    version = doc.get("version") if isinstance(doc, dict) else None
-    return str(version) if isinstance(version, (str, int, float)) else None
+    if isinstance(doc, dict):
+        version = doc.get("version")
+        return version if isinstance(version, str) else None
+    if isinstance(doc, str):
+        return doc
+    # A bare number or literal: its own text, as served.
+    return one_line
 
 
 async def read_outbound(
@@ -358,6 +440,11 @@ async def read_outbound(
     if not isinstance(status, str):
         what = "message" if isinstance(probe, SentLogProbe) else "call"
         reading.failed_claims.append(f"the {what} has no {probe.status_field!r} text field")
+        return reading
+    if len(status) > _SHOWN:
+        reading.failed_claims.append(
+            f"the {probe.status_field!r} field holds {len(status)} characters, not a status"
+        )
         return reading
     reading.value = status.strip().lower()
     return reading

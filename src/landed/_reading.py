@@ -203,7 +203,8 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     for key, value in pairs:
         if key in out:
             # Parsers disagree on which copy wins; the source meant one of them, unknown which.
-            raise ValueError(f"the key {key!r} appears twice in one object")
+            shown = key if len(key) <= 80 else key[:80] + "..."
+            raise ValueError(f"the key {shown!r} appears twice in one object")
         out[key] = value
     return out
 

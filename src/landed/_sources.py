@@ -12,7 +12,7 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import (
     BaseModel,
@@ -177,6 +177,10 @@ class SourceConfig(BaseModel):
             parts = urlsplit(self.url)
             if parts.password:
                 found.append(parts.password)
+            elif parts.username and parts.scheme.lower() in ("http", "https"):
+                # An API key given as the user name, no password (Stripe's `-u sk_...:`): sent as
+                # Basic auth, so it is the credential.
+                found.append(unquote(parts.username))
             found.extend(m.group(1) for m in re.finditer(r"(?i)password=([^\s&;]+)", self.url))
         return found
 
@@ -294,6 +298,10 @@ def _http_session(connections: int, cfg: SourceConfig | None) -> aiohttp.ClientS
         cookie_jar=aiohttp.DummyCookieJar(),  # one probe's cookies never ride along on the next
         trust_env=False,  # a proxy from the environment would sit between us and the source
         raise_for_status=False,
+        # Decoded by the probe, which checks that a compressed body reached its end: a gzip
+        # body cut short would otherwise read as a whole, shorter page (aiohttp does not check).
+        auto_decompress=False,
+        headers={"Accept-Encoding": "gzip, deflate"},
     )
 
 
