@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from landed._assemble import proof_item
 from landed._contract import Contract, Observation, Outcome
@@ -83,6 +84,16 @@ class VerifyActivities:
     @activity.defn(name=VERIFY_ACTIVITY)
     async def verify(self, inp: VerifyInput) -> VerifyOutput:
         """Observe every requested plan step; a probe that fails observes ``probe-error``."""
+        asker = activity.info().workflow_id
+        if asker != inp.task_id:
+            # A task's workflow has the task's id: a reading signed for another task id would
+            # be a proof for a task the asker is not (an agent's own workflow on the queue).
+            raise ApplicationError(
+                f"workflow {asker!r} asked for readings of task {inp.task_id!r}; the verifier "
+                "signs readings only for the workflow of that task",
+                type="ForeignTask",
+                non_retryable=True,
+            )
         async with heartbeating():
             return await self._verify(inp)
 

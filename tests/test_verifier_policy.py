@@ -248,7 +248,6 @@ async def test_a_cwd_that_leaves_the_source_through_a_symlink_is_refused(
         _cmd(["echo", "x"], source="tools", cwd="out"),
         _cmd(["echo", "x"], source="tools", cwd="out/etc"),
         _cmd(["echo", "x"], source="tools", cwd="loop"),
-        _cmd(["echo", "x"], source="tools", cwd="sub\x00"),
         _cmd(["echo", "x"], source="tools", cwd="current"),
     )
     inside, *outside = out.readings
@@ -332,3 +331,33 @@ async def test_a_reading_that_cannot_be_signed_is_a_signed_probe_error(
     assert reading.observation.outcome is Outcome.PROBE_ERROR
     assert "cannot be signed" in (reading.observation.message or "")
     assert (reading.proof.landed or {}).get("signature")
+
+
+async def test_readings_are_signed_only_for_the_workflow_of_their_task(
+    verifier: tuple[VerifyActivities, SourceRegistry],
+) -> None:
+    # Anyone with a workflow on the verifier's queue could otherwise get a genuine signed pass
+    # under another task's id and run, which `landed check --trust` grades P3.
+    import dataclasses
+
+    from temporalio.exceptions import ApplicationError
+    from temporalio.testing import ActivityEnvironment
+
+    activities, _ = verifier
+    contract = Contract.model_validate(
+        {
+            "action": "a",
+            "probe": {"kind": "file", "source": "reports", "path": "report.txt"},
+            "expect": {"type": "contains", "value": "45 rows"},
+        }
+    )
+    ask = VerifyInput(
+        task_id="victim-task", attempt=1, phase="after", contracts=[contract], indexes=[0]
+    )
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, workflow_id="agents-own-workflow")
+    with pytest.raises(ApplicationError, match="signs readings only for the workflow"):
+        await env.run(activities.verify, ask)
+    env.info = dataclasses.replace(env.info, workflow_id="victim-task")
+    out = await env.run(activities.verify, ask)
+    assert out.readings[0].observation.outcome is Outcome.PASS
