@@ -68,7 +68,9 @@ class VerifyActivities:
                 message=f"not observed: {type(exc).__name__}: {exc}",
             )
 
-    def _sign(self, inp: VerifyInput, item: ProofItem, observation: Observation) -> ProofItem:
+    def _sign(
+        self, inp: VerifyInput, item: ProofItem, observation: Observation, index: int
+    ) -> ProofItem:
         assert self._key is not None
         return sign_proof(
             self._key,
@@ -79,6 +81,8 @@ class VerifyActivities:
             phase=inp.phase,
             run_id=inp.run_id,
             request=inp.request,
+            step=index if inp.steps is not None else None,
+            steps=inp.steps,
         )
 
     @activity.defn(name=VERIFY_ACTIVITY)
@@ -118,7 +122,7 @@ class VerifyActivities:
             item = proof_item(contract, observation, checked_by=self._identity, before=prior)
             if self._key is not None:
                 try:
-                    item = self._sign(inp, item, observation)
+                    item = self._sign(inp, item, observation, index)
                 except TypeError as exc:
                     # orjson's canonical form holds integers of 64 bits at most: a reading of a
                     # longer one cannot be signed, so it proves nothing. Said so, and signed.
@@ -128,7 +132,7 @@ class VerifyActivities:
                         "select it as text in the probe",
                     )
                     item = proof_item(contract, observation, checked_by=self._identity)
-                    item = self._sign(inp, item, observation)
+                    item = self._sign(inp, item, observation, index)
             readings.append(
                 VerifyReading(
                     index=index, observation=observation, proof=item, refused=why is not None

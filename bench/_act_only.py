@@ -87,6 +87,7 @@ async def _read(spec: TaskSpec) -> bool:
             before=[None] * len(every),
             run_id=workflow.info().run_id,
             request=str(workflow.uuid4()),
+            steps=len(spec.proof_plan),
         ),
         result_type=VerifyOutput,
         task_queue=queue,

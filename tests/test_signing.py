@@ -469,3 +469,29 @@ def test_a_key_file_of_an_unknown_algorithm_or_many_keys_is_refused(
     (tmp_path / "both.pub").write_bytes(key.public_pem() + other.public_pem())
     with pytest.raises(SigningError, match="2 PEM blocks"):
         TrustStore.load([tmp_path / "both.pub"])
+
+
+def test_the_plan_step_and_length_are_signed(key: KeyPair) -> None:
+    proof = ProofItem(
+        kind="record",
+        ref="orders-db:select count(*) from orders",
+        expect="count(45)",
+        checked_by="verifier-1",
+        checked_at=AT,
+        result="pass",
+    )
+    signed = sign_proof(
+        key, task_id="t", attempt=1, proof=proof, observation=observation(), run_id="r",
+        step=0, steps=2,
+    )  # fmt: skip
+    receipt = Receipt(
+        task_id="t", claimed_status="done", proof=[signed], landed=LandedExtension(run_id="r")
+    )
+    trusted = TrustStore([key.public_key])
+    assert check_proof(receipt, signed, trusted) is None
+    landed = dict(signed.landed or {})
+    for change in ({"steps": 1}, {"step": 1}, {"step": True}, {"step": None, "steps": None}):
+        edited = {**landed, **change}
+        edited = {k: v for k, v in edited.items() if v is not None}
+        item = signed.model_copy(update={"landed": edited})
+        assert check_proof(receipt.model_copy(update={"proof": [item]}), item, trusted), change

@@ -361,3 +361,70 @@ async def test_readings_are_signed_only_for_the_workflow_of_their_task(
     env.info = dataclasses.replace(env.info, workflow_id="victim-task")
     out = await env.run(activities.verify, ask)
     assert out.readings[0].observation.outcome is Outcome.PASS
+
+
+async def test_a_receipt_missing_one_steps_signed_read_back_proves_only_part(
+    tmp_path: Path,
+) -> None:
+    # Each reading signs its plan step and the plan's length: the failing step's reading taken
+    # out of the receipt (and the runner's verdict with it) leaves the passing one short of P3.
+    import sqlite3
+
+    from landed._grading import grade
+    from landed._receipt import LandedExtension, Receipt
+    from landed._signing import TrustStore
+
+    db = tmp_path / "orders.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("create table orders (batch int)")
+        conn.execute("create table audit (batch int)")
+        conn.executemany("insert into orders values (?)", [(123,)] * 45)
+    plan = [
+        Contract.model_validate(
+            {
+                "action": table,
+                "probe": {
+                    "kind": "record",
+                    "source": "orders-db",
+                    "query": f"select count(*) from {table} where batch = 123",
+                },
+                "expect": {"type": "count", "value": count},
+            }
+        )
+        for table, count in (("orders", 45), ("audit", 1))
+    ]
+    key = KeyPair.generate()
+    trust = TrustStore([key.public_key])
+    base: dict[str, Any] = {
+        "task_id": "t1",
+        "owner": "agent-a",
+        "claimed_status": "done",
+        "report": "inserted 45 rows and the audit row",
+        "landed": LandedExtension(attempt=1, run_id="run-1"),
+    }
+    ask = VerifyInput(
+        task_id="t1",
+        attempt=1,
+        phase="after",
+        contracts=plan,
+        indexes=[0, 1],
+        run_id="run-1",
+        steps=2,
+    )
+    async with SourceRegistry(
+        {"orders-db": {"url": f"sqlite:///{db}"}}, observer="verifier@t"
+    ) as registry:
+        activities = VerifyActivities(registry, "verifier@t", key)
+        proofs = [r.proof for r in (await activities._verify(ask)).readings]
+        assert [p.result for p in proofs] == ["pass", "empty"]
+        whole = grade(Receipt(**base, proof=proofs), signature_ok=trust.signature_ok)
+        cut = grade(Receipt(**base, proof=proofs[:1]), signature_ok=trust.signature_ok)
+        assert whole.proof_level.name == "P2" and not whole.meets_bar, whole.findings
+        assert cut.proof_level.name == "P2" and not cut.meets_bar, cut.findings
+        assert any("no verified signed read-back shows step 2" in f.message for f in cut.findings)
+        # Every step read back and passing: P3, as before.
+        with sqlite3.connect(db) as conn:
+            conn.execute("insert into audit values (123)")
+        again = [r.proof for r in (await activities._verify(ask)).readings]
+    done = grade(Receipt(**base, proof=again), signature_ok=trust.signature_ok)
+    assert done.proof_level.name == "P3" and done.meets_bar, done.findings

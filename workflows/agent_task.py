@@ -719,6 +719,7 @@ class AgentTask:
                         read=read,
                         run_id=_chain_run_id(),
                         request=request,
+                        steps=len(spec.proof_plan),
                     ),
                     result_type=VerifyOutput,
                     task_queue=routing.verifier_task_queue,

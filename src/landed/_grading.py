@@ -454,6 +454,12 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
             why = "is neither a read-back kind nor an artifact kind; it counts as an assertion"
             findings.append(("DOD-4", f"proof #{number} kind '{_clip(kind, 40)}' {why}"))
 
+    if counted and level >= 3:
+        missing = _missing_steps(view.proof, counted)
+        if missing:
+            findings.append(("DOD-5", missing))
+            level = 2
+
     if disagreed and level >= 3:
         # Every declared read-back has to hold: a task whose plan read 45 rows as 90 is not done
         # because its page check passed. The passing read shows part of the outcome, no more.
@@ -693,6 +699,38 @@ def _live_failed(
     reason = _clip(str(live.get("reason") or "no reason recorded"), 160)
     findings.append((rule, f"proof #{number} ({kind}) re-read live: {reason}; it no longer counts"))
     return True
+
+
+def _missing_steps(proof: Sequence[Any], counted: list[int]) -> str | None:
+    """Why the signed read-backs do not cover the task's whole plan, or None when they do (or
+    name no plan: readings signed before steps were).
+
+    Each reading signs its plan step and the plan's length; one step's reading taken out of a
+    receipt (the failing one) would otherwise leave the passing ones proving the task."""
+    declared: int | None = None
+    seen: set[int] = set()
+    for index in counted:
+        landed = proof[index].landed or {}
+        steps, step = landed.get("steps"), landed.get("step")
+        if not isinstance(steps, int) or not isinstance(step, int):
+            continue
+        if declared is not None and steps != declared:
+            return (
+                f"the signed read-backs are of plans of {declared} and {steps} steps: they are "
+                "not one task's read-backs, so they prove no more than an artifact"
+            )
+        declared = steps
+        seen.add(step)
+    if declared is None:
+        return None
+    gone = [str(step + 1) for step in range(declared) if step not in seen]
+    if not gone:
+        return None
+    return (
+        f"the plan has {declared} steps and no verified signed read-back shows step "
+        f"{', '.join(gone)}: the read-backs here prove only part of the outcome; it counts as an "
+        "artifact"
+    )
 
 
 def _signature_holds(signed: Callable[[int], bool], index: int) -> bool:

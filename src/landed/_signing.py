@@ -197,9 +197,12 @@ def observation_payload(
     phase: str = AFTER,
     run_id: str = "",
     request: str = "",
+    step: int | None = None,
+    steps: int | None = None,
 ) -> bytes:
     """The exact bytes signed: the claim (task, attempt, phase, run, the read's request id when
-    there is one, proof fields) and what was observed.
+    there is one, the plan step and the plan's length when given, proof fields) and what was
+    observed.
 
     Values pass through their models first, so a receipt that went through JSON and back
     (ledger, export) yields the same bytes; any edit to a bound field yields different ones.
@@ -224,6 +227,10 @@ def observation_payload(
         # Which read the workflow asked for: a reading made for another request (earlier, or
         # by someone else's workflow) cannot answer this one. Absent in readings without one.
         payload["request"] = request
+    if steps is not None:
+        # Step i of n: a receipt that drops one step's read-back (a failing one) shows it.
+        payload["step"] = step
+        payload["steps"] = steps
     return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
 
 
@@ -237,9 +244,12 @@ def sign_proof(
     phase: str = AFTER,
     run_id: str = "",
     request: str = "",
+    step: int | None = None,
+    steps: int | None = None,
 ) -> ProofItem:
     """A copy of ``proof`` carrying ``landed.observation``, ``landed.phase``, ``landed.run_id``,
-    ``landed.request`` (when given) and ``landed.signature``.
+    ``landed.request``, ``landed.step`` and ``landed.steps`` (when given) and
+    ``landed.signature``.
 
     Set every other proof field (result, checked_by, checked_at, ...) before signing: the
     signature covers them, and changing one afterwards makes it fail. ``phase`` is ``before``
@@ -254,6 +264,8 @@ def sign_proof(
         phase=phase,
         run_id=run_id,
         request=request,
+        step=step,
+        steps=steps,
     )
     signed = SignedObservation(
         key_id=key.key_id,
@@ -266,6 +278,7 @@ def sign_proof(
         "phase": phase,
         "run_id": run_id,
         **({"request": request} if request else {}),
+        **({"step": step, "steps": steps} if steps is not None else {}),
         "signature": signed.model_dump(),
     }
     return proof.model_copy(update={"landed": {**(proof.landed or {}), **extra}})
@@ -321,6 +334,15 @@ def check_reading(
     signed_request = landed.get("request", "")
     if not all(isinstance(v, str) for v in (signed_phase, signed_run, signed_request)):
         return "the signed phase, run id or request is malformed (landed.phase, .run_id, .request)"
+    signed_step, signed_steps = landed.get("step"), landed.get("steps")
+    if signed_steps is not None and not (
+        isinstance(signed_step, int)
+        and isinstance(signed_steps, int)
+        and not isinstance(signed_step, bool)
+        and not isinstance(signed_steps, bool)
+        and 0 <= signed_step < signed_steps
+    ):
+        return "the signed plan step is malformed (landed.step, .steps)"
     try:
         payload = observation_payload(
             task_id=task_id,
@@ -330,6 +352,8 @@ def check_reading(
             phase=signed_phase,
             run_id=signed_run,
             request=signed_request,
+            step=signed_step,
+            steps=signed_steps,
         )
     except TypeError as exc:  # orjson: an integer past 64 bits, which nothing signed holds
         return f"the signed observation cannot be put in its signed form: {exc}"

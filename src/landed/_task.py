@@ -571,6 +571,12 @@ class VerifyInput(BaseModel):
     request: str = Field(
         default="", description="A fresh id for this read (signed): answers to it answer it only."
     )
+    steps: int | None = Field(
+        default=None,
+        ge=1,
+        description="How many steps the task's plan has (signed with each reading's step), so a "
+        "receipt missing one step's read-back shows it.",
+    )
 
 
 class VerifyReading(BaseModel):
