@@ -491,3 +491,24 @@ async def test_a_deployment_version_is_the_text_served(
         probe = DeploymentProbe(source="site", path=f"/v{i}", version=claim)
         obs = await see(registry, probe, NonEmpty())
         assert (obs.outcome is Outcome.PASS) is passes, (body, claim, obs.message)
+
+
+async def test_bad_urls_and_malformed_answers_are_named(server: LocalHTTP) -> None:
+    server.route("/dup", body=b"okk", **{"Content-Length": "3"})  # and the server's own
+    server.route("/go", status=302, **{"Location": "ftp://127.0.0.1/file"})
+    sources = {
+        "psp": {"url": server.url("/api"), "token": "psp-token-123456"},
+        "open": {"url": server.base, "follow_redirects": True, "allow_absolute_urls": True},
+    }
+    async with SourceRegistry(sources) as reg:
+        port = await see(
+            reg, HttpProbe(source="psp", url="http://127.0.0.1:99999/api/x"), NonEmpty()
+        )
+        dup = await see(reg, HttpProbe(source="open", url="/dup?sig=s3cr3t"), NonEmpty())
+        ftp = await see(reg, HttpProbe(source="open", url="/go"), NonEmpty())
+    assert port.outcome is Outcome.PROBE_ERROR and "is not a valid URL" in port.message, (
+        port.message
+    )
+    assert dup.outcome is Outcome.PROBE_ERROR and "malformed response" in dup.message, dup.message
+    assert "400" not in dup.message and "s3cr3t" not in dup.message, dup.message
+    assert ftp.outcome is Outcome.PROBE_ERROR and "only http and https" in ftp.message, ftp.message

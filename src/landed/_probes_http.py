@@ -59,6 +59,15 @@ def _is_absolute(url: str) -> bool:
 
 def _target(name: str | None, cfg: SourceConfig | None, url: str) -> str:
     """The absolute URL to GET, refusing what the source does not allow."""
+    try:
+        return _target_of(name, cfg, url)
+    except ValueError as exc:  # urlsplit: a port out of range, a broken IPv6 literal
+        if isinstance(exc, ProbeError):
+            raise
+        raise ProbeError(f"{url!r} is not a valid URL ({exc}); fix the probe's url") from None
+
+
+def _target_of(name: str | None, cfg: SourceConfig | None, url: str) -> str:
     if _is_absolute(url):
         if urlsplit(url).scheme.lower() not in ("http", "https"):
             raise ProbeError(f"only http and https URLs can be read, not {url!r}")
@@ -149,6 +158,13 @@ async def _fetch(
                     decode.feed(chunk)
                 decode.end()
                 return Fetched(resp.status, str(resp.url), capture)
+        except aiohttp.ClientResponseError as exc:
+            # Raised while parsing the answer (its status is aiohttp's, not the server's): the
+            # parser's own words, without the URL it repeats (query and all).
+            detail = (exc.message or type(exc).__name__).splitlines()[0]
+            raise ProbeError(
+                f"GET {_display(target)} failed: the source sent a malformed response ({detail})"
+            ) from None
         except (aiohttp.ClientError, ValueError) as exc:
             # ValueError: a URL yarl cannot parse or a redirect to one.
             detail = str(exc) or type(exc).__name__
@@ -219,7 +235,10 @@ def _redirect_target(name: str | None, cfg: SourceConfig | None, at: str, to: st
     another host's (or another path's) page is not a reading of this source."""
     try:
         return _target(name, cfg, to)
-    except ProbeError:
+    except ProbeError as exc:
+        if cfg is not None and cfg.allow_absolute_urls:
+            # Already allowed anywhere: the reason is the URL itself (an ftp: one, say).
+            raise ProbeError(f"GET {_display(at)} redirected to {_display(to)}: {exc}") from None
         raise ProbeError(
             f"GET {_display(at)} redirected to {_display(to)}, outside source {name!r}'s base; "
             f"probe the final URL, or set {name}'s allow_absolute_urls = true in the verifier's "
