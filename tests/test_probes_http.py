@@ -27,6 +27,7 @@ from landed._contract import (
     ProviderObjectProbe,
     RungAtLeast,
     SentLogProbe,
+    probe_problem,
 )
 from landed._observe import observe
 from landed._sources import SourceRegistry
@@ -464,6 +465,8 @@ async def test_a_key_given_as_the_urls_user_name_is_never_shown() -> None:
 
 
 def test_a_probe_by_id_reads_the_object_it_names() -> None:
+    from landed._task import TaskSpecError, check_spec
+
     for make in (
         lambda path: PaymentProbe(source="psp", payment_id="pay_NEW", path=path),
         lambda path: SentLogProbe(source="psp", message_id="m", path=path),
@@ -471,8 +474,20 @@ def test_a_probe_by_id_reads_the_object_it_names() -> None:
         lambda path: ProviderObjectProbe(source="psp", object_id="o", path=path),
     ):
         for path in ("/payments/pay_OLD", "/messages/msg_OLD?ref={id}"):
-            with pytest.raises(ValueError, match=r"must hold \{id\}"):
-                make(path)
+            probe = make(path)  # a stored task holding one still loads
+            assert "must hold {id}" in (probe_problem(probe) or "")
+            spec = {
+                "task_id": "t",
+                "owner": "a",
+                "outcome": "o",
+                "target": "t",
+                "act": {"name": "x"},
+                "proof_plan": [
+                    {"action": "a", "probe": probe.model_dump(), "expect": {"type": "non_empty"}}
+                ],
+            }
+            with pytest.raises(TaskSpecError, match=r"must hold \{id\}"):
+                check_spec(spec)
 
 
 async def test_a_deployment_version_is_the_text_served(
@@ -512,3 +527,46 @@ async def test_bad_urls_and_malformed_answers_are_named(server: LocalHTTP) -> No
     assert dup.outcome is Outcome.PROBE_ERROR and "malformed response" in dup.message, dup.message
     assert "400" not in dup.message and "s3cr3t" not in dup.message, dup.message
     assert ftp.outcome is Outcome.PROBE_ERROR and "only http and https" in ftp.message, ftp.message
+
+
+async def test_every_deflate_and_gzip_body_a_server_may_send_is_read_whole(
+    server: LocalHTTP, registry: SourceRegistry
+) -> None:
+    import zlib
+
+    page = b"<p>status: all systems operational</p>" * 50
+
+    def packed(wbits: int, data: bytes) -> bytes:
+        pack = zlib.compressobj(9, zlib.DEFLATED, wbits)
+        return pack.compress(data) + pack.flush()
+
+    bodies = {
+        "/zlib": ("deflate", packed(15, page)),
+        "/raw": ("deflate", packed(-15, page)),  # deflate without the zlib header
+        "/multi": ("gzip", packed(31, page[:100]) + packed(31, page[100:])),  # two members
+    }
+    for path, (encoding, body) in bodies.items():
+        server.route(path, body=iter([body[:1], body[1:]]), **{"Content-Encoding": encoding})
+        obs = await see(registry, HttpProbe(source="site", url=path), Contains(value="operational"))
+        assert obs.outcome is Outcome.PASS, (path, obs.message)
+        assert obs.evidence is not None and obs.evidence.total_bytes == len(page), path
+    server.route("/tail", body=packed(31, page) + b"junk", **{"Content-Encoding": "gzip"})
+    tail = await see(registry, HttpProbe(source="site", url="/tail"), Contains(value="operational"))
+    assert tail.outcome is Outcome.PROBE_ERROR and "after its compressed body" in tail.message
+
+
+async def test_a_redirect_message_shows_no_query_and_a_whole_number_is_a_version(
+    server: LocalHTTP,
+) -> None:
+    server.route(
+        "/go", status=302, **{"Location": "ftp://files.example/r.csv?X-Amz-Signature=9f2c"}
+    )
+    server.route("/version", body=b'{"version": 42}')
+    sources = {"open": {"url": server.base, "follow_redirects": True, "allow_absolute_urls": True}}
+    async with SourceRegistry(sources) as reg:
+        ftp = await see(reg, HttpProbe(source="open", url="/go"), NonEmpty())
+        version = await see(
+            reg, DeploymentProbe(source="open", path="/version", version="42"), NonEmpty()
+        )
+    assert ftp.outcome is Outcome.PROBE_ERROR and "9f2c" not in ftp.message, ftp.message
+    assert version.outcome is Outcome.PASS, version.message

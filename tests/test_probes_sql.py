@@ -313,7 +313,7 @@ async def test_a_source_role_with_powers_on_the_server_is_refused(
         parts = urlsplit(postgres_dsn)
         port = f":{parts.port}" if parts.port else ""
         for dsn, power in (
-            (postgres_dsn, "is a superuser"),
+            (postgres_dsn, "a superuser"),
             (
                 urlunsplit(parts._replace(netloc=f"{files}@{parts.hostname}{port}")),
                 "pg_read_server_files",
@@ -470,3 +470,23 @@ async def test_a_postgres_json_cell_is_parsed_as_strictly_as_any_json(
         JsonPath(path="$[0].doc.amount", value=100),
     )
     assert fine.outcome is Outcome.PASS, fine.message
+
+
+async def test_a_member_of_a_superuser_role_is_refused_and_the_probe_says_why(
+    postgres_dsn: str,
+) -> None:
+    # SET ROLE to the superuser role it belongs to, within one statement, would run anything.
+    member = f"landed_test_member_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"create role {member} login noinherit in role postgres")
+    try:
+        parts = urlsplit(postgres_dsn)
+        port = f":{parts.port}" if parts.port else ""
+        dsn = urlunsplit(parts._replace(netloc=f"{member}@{parts.hostname}{port}"))
+        async with SourceRegistry({"orders-db": {"url": dsn}}) as reg:
+            obs = await read(reg, "select 1", Count(value=1), timeout_s=3)
+        assert obs.outcome is Outcome.PROBE_ERROR
+        assert "may become) a superuser" in obs.message, obs.message
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(f"drop role {member}")

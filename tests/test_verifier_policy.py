@@ -428,3 +428,64 @@ async def test_a_receipt_missing_one_steps_signed_read_back_proves_only_part(
         again = [r.proof for r in (await activities._verify(ask)).readings]
     done = grade(Receipt(**base, proof=again), signature_ok=trust.signature_ok)
     assert done.proof_level.name == "P3" and done.meets_bar, done.findings
+
+
+async def test_a_plan_with_an_artifact_step_still_proves_its_read_back(tmp_path: Path) -> None:
+    # A file step is an artifact, a command step an assertion: signed, each counts as present.
+    import sqlite3
+
+    from landed._grading import grade
+    from landed._receipt import LandedExtension, Receipt
+    from landed._signing import TrustStore
+
+    db = tmp_path / "orders.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("create table orders (batch int)")
+        conn.executemany("insert into orders values (?)", [(123,)] * 45)
+    (tmp_path / "report.txt").write_text("45 rows\n")
+    plan = [
+        Contract.model_validate(c)
+        for c in (
+            {
+                "action": "rows",
+                "probe": {
+                    "kind": "record",
+                    "source": "orders-db",
+                    "query": "select count(*) from orders where batch = 123",
+                },
+                "expect": {"type": "count", "value": 45},
+            },
+            {
+                "action": "report",
+                "probe": {"kind": "file", "source": "reports", "path": "report.txt"},
+                "expect": {"type": "contains", "value": "45 rows"},
+            },
+        )
+    ]
+    key = KeyPair.generate()
+    sources = {
+        "orders-db": {"url": f"sqlite:///{db}"},
+        "reports": {"kind": "file", "path": str(tmp_path)},
+    }
+    async with SourceRegistry(sources, observer="verifier@t") as registry:
+        out = await VerifyActivities(registry, "verifier@t", key)._verify(
+            VerifyInput(
+                task_id="t1",
+                attempt=1,
+                phase="after",
+                contracts=plan,
+                indexes=[0, 1],
+                run_id="run-1",
+                steps=2,
+            )
+        )
+    receipt = Receipt(
+        task_id="t1",
+        owner="agent-a",
+        claimed_status="done",
+        report="inserted 45 rows and wrote the report",
+        proof=[r.proof for r in out.readings],
+        landed=LandedExtension(attempt=1, run_id="run-1"),
+    )
+    graded = grade(receipt, signature_ok=TrustStore([key.public_key]).signature_ok)
+    assert graded.proof_level.name == "P3" and graded.meets_bar, graded.findings

@@ -39,6 +39,7 @@ __all__ = [
     "RungAtLeast",
     "SentLogProbe",
     "probe_digest",
+    "probe_problem",
 ]
 
 
@@ -49,30 +50,6 @@ class _Shape(BaseModel):
 
 
 # --- probes ------------------------------------------------------------------------------------
-
-
-def _no_nul(value: str, what: str) -> str:
-    # The OS cannot take a NUL in a path, an argument or the environment: refused here, by name,
-    # rather than failing inside the reader.
-    if "\x00" in value:
-        raise ValueError(f"{what} holds a NUL character; remove it")
-    return value
-
-
-class _ById(_Shape):
-    """A probe that reads one object by id through a path template."""
-
-    @field_validator("path", check_fields=False)
-    @classmethod
-    def _path_names_the_id(cls, path: str) -> str:
-        # The object read must be the one named: a path with no {id} (or with it only in the
-        # query, which a server may ignore) reads some other object under the id's name.
-        if "{id}" not in path.split("?", 1)[0]:
-            raise ValueError(
-                f"path {path!r} must hold {{id}} in its path part (e.g. /payments/{{id}}): the "
-                "object read is then the one the probe names"
-            )
-        return path
 
 
 class RecordProbe(_Shape):
@@ -103,7 +80,7 @@ class HttpProbe(_Shape):
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
-class ProviderObjectProbe(_ById):
+class ProviderObjectProbe(_Shape):
     """GET one JSON object by id from a provider API source."""
 
     kind: Literal["provider_object"] = "provider_object"
@@ -113,7 +90,7 @@ class ProviderObjectProbe(_ById):
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
-class PaymentProbe(_ById):
+class PaymentProbe(_Shape):
     """A payment object at a provider, with typed fields to compare."""
 
     kind: Literal["payment"] = "payment"
@@ -137,7 +114,7 @@ class DeploymentProbe(_Shape):
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
-class SentLogProbe(_ById):
+class SentLogProbe(_Shape):
     """Find a message by id in a provider's sent log; its status sits on the message ladder."""
 
     kind: Literal["sent_log"] = "sent_log"
@@ -148,7 +125,7 @@ class SentLogProbe(_ById):
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
-class CallLogProbe(_ById):
+class CallLogProbe(_Shape):
     """Find a call by id in a carrier's call log; its status sits on the call ladder."""
 
     kind: Literal["call_log"] = "call_log"
@@ -172,11 +149,6 @@ class FileProbe(_Shape):
     )
     timeout_s: float = Field(default=30.0, gt=0, le=3600)
 
-    @field_validator("path")
-    @classmethod
-    def _path_has_no_nul(cls, path: str) -> str:
-        return _no_nul(path, "the file probe's path")
-
 
 class CommandProbe(_Shape):
     """Run argv (no shell unless ``shell`` is true) with a timeout and a scrubbed environment."""
@@ -199,17 +171,6 @@ class CommandProbe(_Shape):
             raise ValueError(
                 "with shell: true, argv must hold exactly one string (the shell command line)"
             )
-        for arg in self.argv:
-            _no_nul(arg, "an argv item")
-        if self.cwd is not None:
-            _no_nul(self.cwd, "the command probe's cwd")
-        for name, value in self.env.items():
-            if not name or "=" in name:
-                raise ValueError(
-                    f"env name {name!r} is not a variable name: it must be non-empty, without '='"
-                )
-            _no_nul(name, "an env name")
-            _no_nul(value, f"env {name}")
         return self
 
 
@@ -226,13 +187,6 @@ class GitProbe(_Shape):
     def _one_target(self) -> GitProbe:
         if (self.ref is None) == (self.pull_request_url is None):
             raise ValueError("a git probe names exactly one of ref or pull_request_url")
-        if self.ref is not None:
-            _no_nul(self.ref, "the git ref")
-        if self.ref is not None and self.ref.startswith(":") and not self.ref.startswith(":/"):
-            raise ValueError(
-                f"git ref {self.ref!r} names a file in the index, not a commit; name a commit "
-                "sha, a branch, a tag or a ref expression"
-            )
         return self
 
 
@@ -251,6 +205,44 @@ Probe = Annotated[
 ]
 
 # --- expectations ------------------------------------------------------------------------------
+
+
+def probe_problem(probe: Any) -> str | None:
+    """Why ``probe`` cannot be read as it is given, or None. Checked at submit and before each
+    read, not when a model is built: a stored task (a workflow's input) must still load."""
+    kind = getattr(probe, "kind", None)
+    texts: list[tuple[str, str]] = []
+    if kind == "file":
+        texts.append(("path", probe.path))
+    elif kind == "command":
+        texts += [("argv", arg) for arg in probe.argv]
+        if probe.cwd is not None:
+            texts.append(("cwd", probe.cwd))
+        for name, value in probe.env.items():
+            if not name or "=" in name:
+                return f"env name {name!r} is not a variable name: give it without '='"
+            texts += [("env name", name), (f"env {name}", value)]
+    elif kind == "git" and probe.ref is not None:
+        texts.append(("ref", probe.ref))
+        if probe.ref.startswith(":") and not probe.ref.startswith(":/"):
+            return (
+                f"git ref {probe.ref!r} names a file in the index, not a commit; name a commit "
+                "sha, a branch, a tag or a ref expression"
+            )
+    elif kind in ("provider_object", "payment", "sent_log", "call_log") and (
+        "{id}" not in probe.path.split("?", 1)[0]
+    ):
+        # The object read must be the one named: a path with no {id} (or with it only in the
+        # query, which a server may ignore) reads some other object under the id's name.
+        return (
+            f"path {probe.path!r} must hold {{id}} in its path part (e.g. /payments/{{id}}): "
+            "the object read is then the one the probe names"
+        )
+    for what, text in texts:
+        if "\x00" in text:
+            # The OS cannot take a NUL in a path, an argument or the environment.
+            return f"the {kind} probe's {what} holds a NUL character; remove it"
+    return None
 
 
 def _reject_bool(value: Any) -> Any:

@@ -454,8 +454,8 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
             why = "is neither a read-back kind nor an artifact kind; it counts as an assertion"
             findings.append(("DOD-4", f"proof #{number} kind '{_clip(kind, 40)}' {why}"))
 
-    if counted and level >= 3:
-        missing = _missing_steps(view.proof, counted)
+    if counted and signed is not None and level >= 3:
+        missing = _missing_steps(view.proof, counted, signed)
         if missing:
             findings.append(("DOD-5", missing))
             level = 2
@@ -701,18 +701,24 @@ def _live_failed(
     return True
 
 
-def _missing_steps(proof: Sequence[Any], counted: list[int]) -> str | None:
-    """Why the signed read-backs do not cover the task's whole plan, or None when they do (or
+def _missing_steps(
+    proof: Sequence[Any], counted: list[int], signed: Callable[[int], bool]
+) -> str | None:
+    """Why the signed readings do not cover the task's whole plan, or None when they do (or
     name no plan: readings signed before steps were).
 
     Each reading signs its plan step and the plan's length; one step's reading taken out of a
-    receipt (the failing one) would otherwise leave the passing ones proving the task."""
+    receipt (the failing one) would otherwise leave the passing ones proving the task. Every
+    reading with a valid signature counts as present, whatever its kind (a commit or a file
+    step is an artifact, a command step an assertion), and whatever its result."""
     declared: int | None = None
     seen: set[int] = set()
-    for index in counted:
-        landed = proof[index].landed or {}
+    for index, item in enumerate(proof):
+        landed = item.landed or {}
         steps, step = landed.get("steps"), landed.get("step")
         if not isinstance(steps, int) or not isinstance(step, int):
+            continue
+        if index not in counted and not _signature_holds(signed, index):
             continue
         if declared is not None and steps != declared:
             return (

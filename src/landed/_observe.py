@@ -24,6 +24,7 @@ from landed._contract import (
     RecordProbe,
     SentLogProbe,
     probe_digest,
+    probe_problem,
 )
 from landed._expect import Judgement, is_weak, judge, judge_with_before, label_for
 from landed._probes_http import read_deployment, read_http, read_object, read_outbound, read_payment
@@ -154,7 +155,11 @@ async def observe(
     observed_at = datetime.now(UTC)
     started = time.perf_counter()
     limits = Limits(getattr(probe, "timeout_s", 30.0), read_cap, read_limit)
-    reading, problem, partial = await _read(probe, registry, limits)
+    refused = probe_problem(probe)
+    if refused is not None:
+        reading, problem, partial = None, f"the probe cannot be read as given: {refused}", None
+    else:
+        reading, problem, partial = await _read(probe, registry, limits)
     if reading is None:
         judgement = Judgement(Outcome.PROBE_ERROR, problem)
         capture = partial

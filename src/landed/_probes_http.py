@@ -64,13 +64,14 @@ def _target(name: str | None, cfg: SourceConfig | None, url: str) -> str:
     except ValueError as exc:  # urlsplit: a port out of range, a broken IPv6 literal
         if isinstance(exc, ProbeError):
             raise
-        raise ProbeError(f"{url!r} is not a valid URL ({exc}); fix the probe's url") from None
+        shown = url.split("?", 1)[0].split("#", 1)[0].rsplit("@", 1)[-1]
+        raise ProbeError(f"{shown!r} is not a valid URL ({exc}); fix the probe's url") from None
 
 
 def _target_of(name: str | None, cfg: SourceConfig | None, url: str) -> str:
     if _is_absolute(url):
         if urlsplit(url).scheme.lower() not in ("http", "https"):
-            raise ProbeError(f"only http and https URLs can be read, not {url!r}")
+            raise ProbeError(f"only http and https URLs can be read, not {_display(url)!r}")
         if cfg is None or cfg.allow_absolute_urls:
             return url
         base = cfg.url or ""
@@ -180,22 +181,25 @@ _INFLATE_STEP = 1 << 20
 
 class _Decoder:
     """Feeds a response body to ``capture``, inflating a gzip or deflate one, and refuses a
-    compressed body that ends before its compressed stream does (a cut connection)."""
+    compressed body that ends before its compressed stream does (a cut connection) or that
+    carries bytes after it. Several gzip members in a row are one body, as RFC 1952 has it;
+    deflate comes with a zlib header or, from some servers, without one."""
 
     def __init__(self, encoding: str, capture: Capture) -> None:
         self._capture = capture
         self._compressed = False
+        self._head = b""
         name = encoding.strip().lower()
         if name in ("", "identity"):
-            self._inflate: Any = None
+            self._kind: str | None = None
         elif name in ("gzip", "x-gzip", "deflate"):
-            # 32 + 15: a gzip or a zlib header, whichever the body has.
-            self._inflate = zlib.decompressobj(wbits=47)
+            self._kind = "deflate" if name == "deflate" else "gzip"
         else:
             raise ProbeError(
                 f"the response is encoded as {encoding!r}, which the verifier does not read "
                 "(it asks for gzip or deflate); nothing was observed"
             )
+        self._inflate: Any = None
 
     def _take(self, data: bytes) -> None:
         if data and not self._capture.feed(data):
@@ -205,15 +209,51 @@ class _Decoder:
                 self._capture,
             )
 
+    def _start(self, data: bytes) -> None:
+        if self._kind == "gzip":
+            self._inflate = zlib.decompressobj(wbits=31)
+        elif len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0:
+            self._inflate = zlib.decompressobj(wbits=15)  # a zlib header
+        else:
+            self._inflate = zlib.decompressobj(wbits=-15)  # raw deflate
+
     def feed(self, chunk: bytes) -> None:
-        if self._inflate is None:
+        if self._kind is None:
             self._take(chunk)
             return
-        self._compressed = self._compressed or bool(chunk)
+        if not chunk:
+            return
+        self._compressed = True
+        # Bytes held back: which deflate it is (or whether another gzip member follows) shows
+        # in two bytes, and a chunk may end after one.
+        data, self._head = self._head + chunk, b""
+        if self._inflate is None:
+            if len(data) < 2:
+                self._head = data
+                return
+            self._start(data)
+        self._inflate_all(data)
+
+    def _inflate_all(self, data: bytes) -> None:
         try:
-            while chunk and not self._inflate.eof:
-                self._take(self._inflate.decompress(chunk, _INFLATE_STEP))
-                chunk = self._inflate.unconsumed_tail
+            while data:
+                if self._inflate.eof:
+                    if self._kind == "gzip" and len(data) < 2 and data == b"\x1f":
+                        self._head = data
+                        return
+                    if self._kind == "gzip" and data[:2] == b"\x1f\x8b":
+                        self._inflate = zlib.decompressobj(wbits=31)  # the next member
+                        continue
+                    if data.strip(b"\x00\r\n\t "):
+                        raise ProbeError(
+                            "the response carries bytes after its compressed body; nothing "
+                            "whole was read",
+                            self._capture,
+                        )
+                    return
+                self._take(self._inflate.decompress(data, _INFLATE_STEP))
+                eof = self._inflate.eof
+                data = self._inflate.unused_data if eof else self._inflate.unconsumed_tail
         except zlib.error as exc:
             raise ProbeError(
                 f"the response's compressed body cannot be read ({exc}); nothing was observed",
@@ -221,8 +261,13 @@ class _Decoder:
             ) from None
 
     def end(self) -> None:
+        if self._kind is not None and self._inflate is None and self._head:
+            data, self._head = self._head, b""
+            self._start(data)
+            self._inflate_all(data)
         # An empty body (a 204, a HEAD-like answer) under a gzip header holds nothing to cut.
-        if self._inflate is not None and self._compressed and not self._inflate.eof:
+        cut = self._inflate is not None and (not self._inflate.eof or self._head)
+        if self._compressed and cut:
             raise ProbeError(
                 "the response's compressed body ended before its end (the connection was cut "
                 "short); nothing whole was read",
@@ -441,6 +486,8 @@ def _served_version(capture: Capture) -> str | None:
         return None  # two "version" keys, NaN...: no version a claim can rest on
     if isinstance(doc, dict):
         version = doc.get("version")
+        if isinstance(version, int) and not isinstance(version, bool):
+            return str(version)  # a whole number reads the same as text
         return version if isinstance(version, str) else None
     if isinstance(doc, str):
         return doc

@@ -247,8 +247,6 @@ async def read_git(
             "GIT_OPTIONAL_LOCKS": "0",
             # refs/replace/<sha> would make a commit that was never made resolve.
             "GIT_NO_REPLACE_OBJECTS": "1",
-            # A path that is not a repository is an error, not the repository around it.
-            "GIT_CEILING_DIRECTORIES": os.path.dirname(os.path.abspath(repo)),
         },
         cfg,
     )

@@ -275,10 +275,15 @@ def _sqlite_read(
 async def _postgres_read(
     name: str, cfg: SourceConfig, probe: RecordProbe, registry: SourceRegistry, limits: Limits
 ) -> list[dict[str, Any]]:
+    from psycopg_pool import PoolTimeout
+
     try:
         async with asyncio.timeout(limits.timeout_s):
             return await _postgres_rows(name, cfg, probe, registry, limits)
-    except TimeoutError:
+    except (TimeoutError, PoolTimeout):
+        refused = registry.pg_refusal(name)
+        if refused is not None:
+            raise ProbeError(refused) from None
         raise ProbeError(
             f"the query did not finish within {limits.timeout_s}s; it was cancelled"
         ) from None

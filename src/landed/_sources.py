@@ -309,7 +309,11 @@ def _http_session(connections: int, cfg: SourceConfig | None) -> aiohttp.ClientS
 # read-only transaction does not stop it: COPY ... TO PROGRAM runs a shell command there and
 # pg_read_file() puts a server file into signed evidence, from a probe the agent wrote.
 _SERVER_POWERS = """
-select r.rolname, r.rolsuper,
+select r.rolname,
+    r.rolsuper or exists (
+        -- a member of a superuser role can SET ROLE to it within one statement
+        select 1 from pg_roles s where s.rolsuper and pg_has_role(current_user, s.oid, 'MEMBER')
+    ),
     coalesce(pg_has_role(current_user, to_regrole('pg_execute_server_program'), 'MEMBER'), false),
     coalesce(pg_has_role(current_user, to_regrole('pg_read_server_files'), 'MEMBER'), false),
     coalesce(pg_has_role(current_user, to_regrole('pg_write_server_files'), 'MEMBER'), false)
@@ -335,7 +339,7 @@ async def _refuse_server_powers(name: str, conn: Any) -> None:
     powers = [
         what
         for what, has in (
-            ("is a superuser", superuser),
+            ("is (or may become) a superuser", superuser),
             ("may run programs (pg_execute_server_program)", program),
             ("may read server files (pg_read_server_files)", read_files),
             ("may write server files (pg_write_server_files)", write_files),
@@ -379,6 +383,8 @@ class SourceRegistry:
         secrets = [s for _, cfg in self._sources.values() for s in cfg.secrets()]
         self.redactor = Redactor([*secrets, *extra_secrets])
         self._pg_pools: dict[str, AsyncConnectionPool[Any]] = {}
+        # Why a source's pool refused its last new connection (its role's server powers).
+        self._pg_refusals: dict[str, str] = {}
         self._pool_lock = asyncio.Lock()
         self._http: dict[str, aiohttp.ClientSession] = {}
 
@@ -432,6 +438,10 @@ class SourceRegistry:
 
     # --- shared connections ------------------------------------------------------------------
 
+    def pg_refusal(self, name: str) -> str | None:
+        """Why the pool of source ``name`` last refused a new connection, if it did."""
+        return self._pg_refusals.get(canonical_name(name))
+
     async def pg_pool(
         self, name: str, cfg: SourceConfig, timeout: float
     ) -> AsyncConnectionPool[Any]:
@@ -458,8 +468,15 @@ class SourceRegistry:
         statement_ms = int(cfg.max_timeout_s * 1000)
 
         async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
-            # Every connection, not only the first: a role granted more since is refused too.
-            await _refuse_server_powers(name, conn)
+            # Every new connection, not only the first: a role granted more since is refused
+            # from its next connection on (the pool replaces each within max_lifetime).
+            try:
+                await _refuse_server_powers(name, conn)
+            except ProbeError as exc:
+                # The pool only retries and times out; the probe that waited says why.
+                self._pg_refusals[key] = str(exc)
+                raise
+            self._pg_refusals.pop(key, None)
             # A server-side ceiling as well as the client's timeout: a cancelled client
             # must not leave a query running on the system of record.
             await conn.execute(

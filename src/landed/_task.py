@@ -20,7 +20,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError
 
-from landed._contract import Contract, Observation
+from landed._contract import Contract, Observation, probe_problem
 from landed._ladder import READ_BACK_KINDS
 from landed._receipt import Cost, ProofItem, Receipt
 
@@ -378,6 +378,13 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
                 for err in exc.errors()
             ]
         ) from None
+    problems = [
+        (f"proof_plan.{i}.probe", why)
+        for i, contract in enumerate(spec.proof_plan)
+        if (why := probe_problem(contract.probe)) is not None
+    ]
+    if problems:
+        raise TaskSpecError(problems)
     size = len(_as_json(spec).encode())
     if size > MAX_SPEC_BYTES:
         raise TaskSpecError(
