@@ -8,7 +8,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from landed._assemble import proof_item
-from landed._contract import Contract, Observation, Outcome
+from landed._contract import Contract, Observation, Outcome, probe_problem
 from landed._expect import label_for
 from landed._observe import observe
 from landed._receipt import ProofItem
@@ -109,7 +109,12 @@ class VerifyActivities:
             # The task supplied this probe; the verifier runs only what its own configuration
             # allows (a task's command could otherwise read the signing key from this process).
             try:
-                why = refusal(contract.probe, self._registry)
+                invalid = probe_problem(contract.probe)
+                why = (
+                    f"refused: the probe cannot be read as given: {invalid}"
+                    if invalid is not None
+                    else refusal(contract.probe, self._registry)
+                )
             except Exception as exc:  # a probe the policy cannot even read is not run
                 why = (
                     f"refused: the verifier could not check this probe against its "

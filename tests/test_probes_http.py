@@ -570,3 +570,18 @@ async def test_a_redirect_message_shows_no_query_and_a_whole_number_is_a_version
         )
     assert ftp.outcome is Outcome.PROBE_ERROR and "9f2c" not in ftp.message, ftp.message
     assert version.outcome is Outcome.PASS, version.message
+
+
+async def test_a_raw_deflate_body_past_one_inflate_step_is_read_whole(
+    server: LocalHTTP, registry: SourceRegistry
+) -> None:
+    import zlib
+
+    body = b"\x00" * ((2 << 20) + 1)  # zlib keeps output back past a 1 MiB step
+    pack = zlib.compressobj(9, zlib.DEFLATED, -15)
+    server.route(
+        "/zeros", body=pack.compress(body) + pack.flush(), **{"Content-Encoding": "deflate"}
+    )
+    obs = await see(registry, HttpProbe(source="site", url="/zeros"), NonEmpty())
+    assert obs.outcome is Outcome.PASS, obs.message
+    assert obs.evidence is not None and obs.evidence.total_bytes == len(body)

@@ -490,3 +490,42 @@ async def test_a_member_of_a_superuser_role_is_refused_and_the_probe_says_why(
     finally:
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             conn.execute(f"drop role {member}")
+
+
+async def test_a_superuser_login_with_a_lesser_session_role_is_refused(
+    postgres_dsn: str, pg_reader_dsn: str
+) -> None:
+    # A probe can reset a role set for the session to the login role within one statement.
+    reader = urlsplit(pg_reader_dsn).username
+    dsn = f"{postgres_dsn}?options=-c%20role%3D{reader}"
+    async with SourceRegistry({"orders-db": {"url": dsn}}) as reg:
+        obs = await read(reg, "select 1", Count(value=1), timeout_s=3)
+    assert obs.outcome is Outcome.PROBE_ERROR and "a superuser" in obs.message, obs.message
+
+
+async def test_a_power_granted_while_the_pool_runs_refuses_its_older_connections(
+    postgres_dsn: str,
+) -> None:
+    import asyncio
+
+    plain = f"landed_test_plain_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"create role {plain} login")
+    try:
+        parts = urlsplit(postgres_dsn)
+        port = f":{parts.port}" if parts.port else ""
+        dsn = urlunsplit(parts._replace(netloc=f"{plain}@{parts.hostname}{port}"))
+        async with SourceRegistry({"orders-db": {"url": dsn, "pool_size": 2}}) as reg:
+            assert (await read(reg, "select 1", Count(value=1))).outcome is Outcome.PASS
+            with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+                conn.execute(f"grant pg_read_server_files to {plain}")
+            # Two at once: the pool opens a second connection, which is refused.
+            await asyncio.gather(
+                *(read(reg, "select pg_sleep(0.5) is null", NonEmpty(), timeout_s=3) for _ in "ab")
+            )
+            after = await read(reg, "select 1", Count(value=1), timeout_s=3)
+        assert after.outcome is Outcome.PROBE_ERROR, after.message
+        assert "pg_read_server_files" in after.message, after.message
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(f"drop role {plain}")

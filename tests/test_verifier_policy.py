@@ -489,3 +489,74 @@ async def test_a_plan_with_an_artifact_step_still_proves_its_read_back(tmp_path:
     )
     graded = grade(receipt, signature_ok=TrustStore([key.public_key]).signature_ok)
     assert graded.proof_level.name == "P3" and graded.meets_bar, graded.findings
+
+
+async def test_a_failing_command_step_keeps_the_task_from_p3_and_bad_probes_are_refused(
+    verifier: tuple[VerifyActivities, SourceRegistry],
+) -> None:
+    # A command step is neither a read-back nor an artifact: signed, and failing, it is still
+    # part of the outcome, so the passing read-back beside it proves only part (as the workflow
+    # grades it). A probe that cannot be read as given is refused (never re-read).
+    from landed._grading import grade
+    from landed._receipt import LandedExtension, Receipt
+    from landed._signing import TrustStore
+
+    activities, _ = verifier
+    plan = [
+        Contract.model_validate(c)
+        for c in (
+            {
+                "action": "report",
+                "probe": {"kind": "http", "source": "site", "url": "/x"},
+                "expect": {"type": "contains", "value": "x"},
+            },
+            {
+                "action": "check",
+                **_cmd(["echo", "no"], source="tools"),
+                "expect": {"type": "contains", "value": "yes"},
+            },
+            {
+                "action": "pay",
+                "probe": {"kind": "payment", "source": "site", "payment_id": "p", "path": "/p"},
+                "expect": {"type": "non_empty"},
+            },
+        )
+    ]
+    out = await activities._verify(
+        VerifyInput(
+            task_id="t",
+            attempt=1,
+            phase="after",
+            contracts=plan,
+            indexes=[0, 1, 2],
+            run_id="run-1",
+            steps=3,
+        )
+    )
+    assert out.readings[2].refused and "must hold {id}" in (
+        out.readings[2].observation.message or ""
+    )
+    assert out.readings[1].proof.result == "mismatch"
+    # The read-back as if it had passed, signed as the verifier would have: only the command
+    # step (and the refused one) stand between it and P3.
+    key = activities._key
+    assert key is not None
+    from landed._signing import sign_proof
+
+    passing = out.readings[0].observation.model_copy(update={"outcome": Outcome.PASS})
+    item = out.readings[0].proof.model_copy(update={"result": "pass", "landed": None})
+    item = sign_proof(
+        key, task_id="t", attempt=1, proof=item, observation=passing, run_id="run-1", step=0,
+        steps=3,
+    )  # fmt: skip
+    receipt = Receipt(
+        task_id="t",
+        owner="agent-a",
+        claimed_status="done",
+        report="done",
+        proof=[item, out.readings[1].proof],
+        landed=LandedExtension(attempt=1, run_id="run-1"),
+    )
+    graded = grade(receipt, signature_ok=TrustStore([key.public_key]).signature_ok)
+    assert graded.proof_level.name == "P2" and not graded.meets_bar, graded.findings
+    assert any("did not read back as a pass" in f.message for f in graded.findings)

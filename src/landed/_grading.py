@@ -454,12 +454,6 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
             why = "is neither a read-back kind nor an artifact kind; it counts as an assertion"
             findings.append(("DOD-4", f"proof #{number} kind '{_clip(kind, 40)}' {why}"))
 
-    if counted and signed is not None and level >= 3:
-        missing = _missing_steps(view.proof, counted, signed)
-        if missing:
-            findings.append(("DOD-5", missing))
-            level = 2
-
     if disagreed and level >= 3:
         # Every declared read-back has to hold: a task whose plan read 45 rows as 90 is not done
         # because its page check passed. The passing read shows part of the outcome, no more.
@@ -483,6 +477,13 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
                 f"the proof counts as {_NAMES[level]}",
             )
         )
+
+    if counted and signed is not None and level >= 3:
+        # Last, and only while a read-back still proves the task: it verifies signatures.
+        missing = _missing_steps(view.proof, counted, signed)
+        if missing:
+            findings.append(("DOD-5", missing))
+            level = 2
 
     business = view.business_outcome
     if level == 3 and business is not None and business.verified is True:
@@ -710,16 +711,26 @@ def _missing_steps(
     Each reading signs its plan step and the plan's length; one step's reading taken out of a
     receipt (the failing one) would otherwise leave the passing ones proving the task. Every
     reading with a valid signature counts as present, whatever its kind (a commit or a file
-    step is an artifact, a command step an assertion), and whatever its result."""
+    step is an artifact, a command step an assertion); one of a kind no other rule grades (a
+    command's output) that did not pass lowers the grade here."""
     declared: int | None = None
     seen: set[int] = set()
+    failed: list[str] = []
+    counts = set(counted)
     for index, item in enumerate(proof):
         landed = item.landed or {}
         steps, step = landed.get("steps"), landed.get("step")
         if not isinstance(steps, int) or not isinstance(step, int):
             continue
-        if index not in counted and not _signature_holds(signed, index):
-            continue
+        if index not in counts:
+            if not _signature_holds(signed, index):
+                continue
+            result = str(item.result or "").strip().lower()
+            kind = str(item.kind or "").strip().lower()
+            if result != "pass" and kind not in _KNOWN_KINDS:
+                # A read-back or artifact that failed has lowered the grade already; a step
+                # of another kind (a command's output) is part of the outcome all the same.
+                failed.append(f"{step + 1} ({_clip(kind, 40)}: {_clip(result, 40) or 'no result'})")
         if declared is not None and steps != declared:
             return (
                 f"the signed read-backs are of plans of {declared} and {steps} steps: they are "
@@ -729,6 +740,11 @@ def _missing_steps(
         seen.add(step)
     if declared is None:
         return None
+    if failed:
+        return (
+            f"plan step {', '.join(failed)} did not read back as a pass: the read-backs here "
+            "prove only part of the outcome; it counts as an artifact"
+        )
     gone = [str(step + 1) for step in range(declared) if step not in seen]
     if not gone:
         return None

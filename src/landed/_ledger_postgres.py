@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import random
 import re
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import Any
@@ -81,7 +83,7 @@ def _redact(url: str) -> str:
     return urlunsplit(parts)
 
 
-_DEADLOCK_TRIES = 3
+_DEADLOCK_TRIES = 10
 
 
 def _row_refused(exc: BaseException) -> bool:
@@ -175,6 +177,8 @@ class PostgresLedger:
             except psycopg.errors.DeadlockDetected:
                 if not left:
                     raise
+                # Both sides aborted at once would meet again at once: a random wait apart.
+                await asyncio.sleep(random.uniform(0.005, 0.05) * (_DEADLOCK_TRIES - left))
         raise AssertionError("unreachable")
 
     async def _flush_once(self, rows: Sequence[LedgerRow]) -> list[bool | str]:

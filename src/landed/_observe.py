@@ -41,6 +41,7 @@ from landed._reading import (
 )
 from landed._redact import Redactor, escape_for_humans
 from landed._sources import SourceConfig, SourceKind, SourceRegistry
+from landed._verdict import InvalidContract
 
 __all__ = ["DEFAULT_EVIDENCE_CAP", "observe", "probe_digest"]
 
@@ -134,6 +135,10 @@ async def observe(
     """
     probe = coerce_probe(probe)
     expect = coerce_expectation(expect)
+    # Checked here rather than when the model is built: a stored task must still load.
+    invalid = probe_problem(probe)
+    if invalid is not None:
+        raise InvalidContract(f"invalid probe: {invalid}")
     redactor = registry.redactor
     # The label is the plan's own text (the receipt carries the expectation itself beside it):
     # redacting it hid nothing, and made a step whose expectation holds a value the verifier
@@ -155,11 +160,7 @@ async def observe(
     observed_at = datetime.now(UTC)
     started = time.perf_counter()
     limits = Limits(getattr(probe, "timeout_s", 30.0), read_cap, read_limit)
-    refused = probe_problem(probe)
-    if refused is not None:
-        reading, problem, partial = None, f"the probe cannot be read as given: {refused}", None
-    else:
-        reading, problem, partial = await _read(probe, registry, limits)
+    reading, problem, partial = await _read(probe, registry, limits)
     if reading is None:
         judgement = Judgement(Outcome.PROBE_ERROR, problem)
         capture = partial

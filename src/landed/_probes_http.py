@@ -251,7 +251,12 @@ class _Decoder:
                             self._capture,
                         )
                     return
-                self._take(self._inflate.decompress(data, _INFLATE_STEP))
+                out = self._inflate.decompress(data, _INFLATE_STEP)
+                self._take(out)
+                # Output held back by the step limit comes out with no more input.
+                while len(out) == _INFLATE_STEP and not self._inflate.eof:
+                    out = self._inflate.decompress(self._inflate.unconsumed_tail, _INFLATE_STEP)
+                    self._take(out)
                 eof = self._inflate.eof
                 data = self._inflate.unused_data if eof else self._inflate.unconsumed_tail
         except zlib.error as exc:

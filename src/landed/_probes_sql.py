@@ -280,10 +280,15 @@ async def _postgres_read(
     try:
         async with asyncio.timeout(limits.timeout_s):
             return await _postgres_rows(name, cfg, probe, registry, limits)
-    except (TimeoutError, PoolTimeout):
+    except (TimeoutError, PoolTimeout) as exc:
         refused = registry.pg_refusal(name)
         if refused is not None:
             raise ProbeError(refused) from None
+        if isinstance(exc, PoolTimeout):
+            raise ProbeError(
+                f"no connection to source {name!r} within {limits.timeout_s}s: the pool could "
+                "not connect (the verifier's log says why), or every connection was busy"
+            ) from None
         raise ProbeError(
             f"the query did not finish within {limits.timeout_s}s; it was cancelled"
         ) from None
@@ -296,6 +301,11 @@ async def _postgres_rows(
 
     pool = await registry.pg_pool(name, cfg, limits.timeout_s)
     async with pool.connection(timeout=limits.timeout_s) as conn:
+        refused = registry.pg_refusal(name)
+        if refused is not None:
+            # A new connection was refused since this one was made (a power granted to the
+            # role meanwhile): the connections made before are refused too.
+            raise ProbeError(refused)
         try:
             # stream() sends one statement through the extended protocol: "select 1; delete
             # ..." is refused by the server, and rows arrive one by one, so a huge result

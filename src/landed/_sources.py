@@ -305,19 +305,20 @@ def _http_session(connections: int, cfg: SourceConfig | None) -> aiohttp.ClientS
     )
 
 
-# What the role a source connects as may do on the database server beyond reading rows. A
+# What the role a source logs in as may do on the database server beyond reading rows (the login
+# role: a role set for the session, `options=-c role=...`, can be reset to it by a probe). A
 # read-only transaction does not stop it: COPY ... TO PROGRAM runs a shell command there and
 # pg_read_file() puts a server file into signed evidence, from a probe the agent wrote.
 _SERVER_POWERS = """
 select r.rolname,
     r.rolsuper or exists (
         -- a member of a superuser role can SET ROLE to it within one statement
-        select 1 from pg_roles s where s.rolsuper and pg_has_role(current_user, s.oid, 'MEMBER')
+        select 1 from pg_roles s where s.rolsuper and pg_has_role(session_user, s.oid, 'MEMBER')
     ),
-    coalesce(pg_has_role(current_user, to_regrole('pg_execute_server_program'), 'MEMBER'), false),
-    coalesce(pg_has_role(current_user, to_regrole('pg_read_server_files'), 'MEMBER'), false),
-    coalesce(pg_has_role(current_user, to_regrole('pg_write_server_files'), 'MEMBER'), false)
-from pg_roles r where r.rolname = current_user
+    coalesce(pg_has_role(session_user, to_regrole('pg_execute_server_program'), 'MEMBER'), false),
+    coalesce(pg_has_role(session_user, to_regrole('pg_read_server_files'), 'MEMBER'), false),
+    coalesce(pg_has_role(session_user, to_regrole('pg_write_server_files'), 'MEMBER'), false)
+from pg_roles r where r.rolname = session_user
 """
 
 
