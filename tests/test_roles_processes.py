@@ -422,6 +422,29 @@ def test_a_port_another_process_serves_is_refused_with_the_servers_reason(
     assert server.proc is not None and server.proc.poll() is not None  # stopped, not left
 
 
+def test_a_port_picked_for_the_server_and_lost_is_picked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A free port can be taken between picking and binding it (the server picks its internal
+    services' ports the same way): a port nobody named that is lost is picked again."""
+    import landed._dev as dev
+
+    real = dev.free_port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        taken = [held.getsockname()[1]]
+        monkeypatch.setattr(
+            dev, "free_port", lambda ip="127.0.0.1": taken.pop() if taken else real(ip)
+        )
+        server = dev.DevServer(headless=True, log_file=tmp_path / "temporal.log").start()
+        try:
+            assert server.port != held.getsockname()[1] and server.proc is not None
+            assert server.proc.poll() is None
+        finally:
+            server.stop()
+
+
 def test_the_dev_server_asks_nothing_of_the_internet() -> None:
     """No version check at start (a DNS query for temporal.io) and no newsfeed in the Web UI."""
     from landed._dev import DevServer

@@ -89,6 +89,11 @@ def find_temporal() -> Path:
     )
 
 
+# A start that lost a port it did not name to another process is tried again, with new ones.
+_START_TRIES = 3
+_PORT_TAKEN = re.compile(r"listen tcp [^\s]*:(\d+): bind: address already in use")
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
@@ -244,6 +249,25 @@ class DevServer:
         return args
 
     def start(self, timeout: float = 30.0) -> DevServer:
+        # Ports the caller named are kept; the rest are picked here, and again when a start
+        # loses one to another process. The server picks its internal services' ports itself
+        # the same way (free, then bound a moment later), so it can lose one too: a new start
+        # picks again.
+        named = {p for p in (self.port, self.ui_port, self.metrics_port) if p}
+        picked = (not self.port, not self.ui_port, not self.metrics_port)
+        for attempt in range(_START_TRIES):
+            try:
+                return self._start_once(timeout)
+            except DevError as exc:
+                taken = _PORT_TAKEN.search(str(exc))
+                if attempt == _START_TRIES - 1 or taken is None or int(taken[1]) in named:
+                    raise
+                self.port = 0 if picked[0] else self.port
+                self.ui_port = 0 if picked[1] else self.ui_port
+                self.metrics_port = 0 if picked[2] else self.metrics_port
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout: float) -> DevServer:
         if not self.port:
             self.port = free_port(self.ip)
         if not self.headless and not self.ui_port:
