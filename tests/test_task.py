@@ -104,7 +104,7 @@ def test_specs_temporal_or_json_readers_would_take_differently_are_refused() -> 
     lone = json.dumps(spec(act={"name": "sql.execute", "input": {"x": "\ud800"}}))
     with pytest.raises(TaskSpecError, match="lone surrogate"):
         check_spec(lone)
-    with pytest.raises(TaskSpecError, match="over the 2000000 Temporal accepts"):
+    with pytest.raises(TaskSpecError, match="over the 262144 a task may hold"):
         check_spec(spec(outcome="x" * 2_100_000))
     # A TaskSpec changed after construction is checked again, not passed on as valid.
     built = check_spec(spec()).spec
@@ -588,3 +588,30 @@ def test_an_act_report_of_a_negative_or_unreal_cost_is_refused(cost: dict[str, A
     with pytest.raises(ValidationError, match="report what the act spent"):
         ActReport(claimed_status="done", cost=cost)  # type: ignore[arg-type]
     assert ActReport(claimed_status="done", cost={"usd": 0, "input_tokens": 10**30}).cost.usd == 0  # type: ignore[arg-type]
+
+
+def test_a_task_too_large_for_its_receipt_is_refused_at_submit() -> None:
+    # The receipt repeats the outcome and the target beside the evidence and must fit in one
+    # Temporal payload: a 1 MB target passed submit, acted, and then could never settle.
+    spec = {
+        "task_id": "big-target",
+        "owner": "a",
+        "outcome": "o",
+        "target": "orders-db: orders " + "x" * 1_050_000,
+        "act": {"name": "x"},
+    }
+    with pytest.raises(TaskSpecError, match="a task may hold"):
+        check_spec(spec)
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e400"])
+def test_a_number_json_cannot_carry_is_refused_at_submit(number: str) -> None:
+    # The data converter sends each as null: the act would run another task than submitted.
+    text = (
+        '{"task_id": "t", "owner": "a", "outcome": "o", "target": "t", '
+        f'"act": {{"name": "x", "input": {{"v": {number}}}}}}}'
+    )
+    with pytest.raises(TaskSpecError, match="NaN, Infinity or a number too large"):
+        check_spec(text)
+    with pytest.raises(TaskSpecError, match="NaN, Infinity"):
+        check_spec(json.loads(text))

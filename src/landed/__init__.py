@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from landed._acts import ActContext, act
     from landed._client import (
         Client,
+        NamespaceNotReady,
         RunnerNotAnswering,
         TaskHandle,
         TaskIdReused,
@@ -105,6 +106,7 @@ _EXPORTS: dict[str, str] = {
     "TaskIdReused": "landed._client",
     "TaskNotSettled": "landed._client",
     "TaskStatus": "landed._client",
+    "NamespaceNotReady": "landed._client",
     "AtLeast": "landed._contract",
     "CallLogProbe": "landed._contract",
     "CommandProbe": "landed._contract",
@@ -225,6 +227,7 @@ __all__ = [
     "LedgerError",
     "MessageRung",
     "Mismatch",
+    "NamespaceNotReady",
     "NonEmpty",
     "NotLanded",
     "Observation",

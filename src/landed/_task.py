@@ -297,9 +297,11 @@ class SubmitCheck(BaseModel):
         return self.spec.can_reach_verified
 
 
-# Temporal refuses a payload over 2 MB (its default blob size limit): a task that large would
-# fail at start with a message about blobs, not about the task.
-MAX_SPEC_BYTES = 2_000_000
+# Temporal refuses a payload over 2 MiB (its default blob size limit). The receipt the task
+# settles repeats its outcome and target (the target twice) beside the report and the evidence,
+# and must fit too: a task near the limit would act and then never settle. So a task may hold
+# far less than a payload.
+MAX_SPEC_BYTES = 256 * 1024
 
 
 def _as_json(spec: TaskSpec) -> str:
@@ -366,6 +368,22 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
     if not isinstance(raw, dict):
         raise TaskSpecError([("(document)", "a task spec is a JSON object")])
     try:
+        json.dumps(raw, allow_nan=False, default=str)
+    except ValueError:
+        # Python's JSON reads NaN, Infinity and 1e400; the data converter would send each as
+        # null, so the act and the verifier would run another task than the one submitted.
+        raise TaskSpecError(
+            [
+                (
+                    "(document)",
+                    "the task holds NaN, Infinity or a number too large for a float; JSON has "
+                    "no such number: give a finite one, or the value as text",
+                )
+            ]
+        ) from None
+    except (TypeError, RecursionError):
+        pass  # judged below, where the field is named
+    try:
         spec = TaskSpec.model_validate(raw)
     except RecursionError:
         raise TaskSpecError(
@@ -391,9 +409,9 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
             [
                 (
                     "(document)",
-                    f"the task is {size} bytes as JSON, over the {MAX_SPEC_BYTES} Temporal "
-                    "accepts in one payload; keep large inputs in the system of record and pass "
-                    "a reference to them",
+                    f"the task is {size} bytes as JSON, over the {MAX_SPEC_BYTES} a task may "
+                    "hold (its receipt repeats it and must fit in one Temporal payload); keep "
+                    "large inputs in the system of record and pass a reference to them",
                 )
             ]
         )
