@@ -6,10 +6,10 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from hypothesis import settings
+from landed_pg import dsn_as
 
 # No per-example deadline: on a shared 2-core machine one slow example (a GC pause, the dev
 # server busy beside it) is not a failure of the property, and Hypothesis would report it as
@@ -62,9 +62,7 @@ def pg_reader(admin_dsn: str) -> str:
         conn.execute(
             f"alter default privileges in schema public grant select on tables to {PG_READER}"
         )
-    parts = urlsplit(admin_dsn)
-    netloc = f"{PG_READER}@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    return dsn_as(admin_dsn, PG_READER)
 
 
 # The machine's own settings must not steer a test: a developer's LANDED_RUNNER_PRE_READ=false

@@ -7,10 +7,11 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
+from landed_pg import temporary_role
 
 from landed._contract import (
     AtLeast,
@@ -306,19 +307,8 @@ async def test_a_source_role_with_powers_on_the_server_is_refused(
     # A read-only transaction does not stop COPY ... TO PROGRAM or pg_read_file(): a role
     # that may do either would run the agent's SQL as commands on the database server.
     marker = tmp_path / "ran-on-the-server"
-    files = f"landed_test_files_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(f"create role {files} login in role pg_read_server_files")
-    try:
-        parts = urlsplit(postgres_dsn)
-        port = f":{parts.port}" if parts.port else ""
-        for dsn, power in (
-            (postgres_dsn, "a superuser"),
-            (
-                urlunsplit(parts._replace(netloc=f"{files}@{parts.hostname}{port}")),
-                "pg_read_server_files",
-            ),
-        ):
+    with temporary_role(postgres_dsn, "files", "in role pg_read_server_files") as (_, files):
+        for dsn, power in ((postgres_dsn, "a superuser"), (files, "pg_read_server_files")):
             async with SourceRegistry({"orders-db": {"url": dsn}}) as reg:
                 obs = await read(
                     reg, f"copy (select 1) to program 'touch {marker}'", NonEmpty(), timeout_s=5
@@ -327,10 +317,7 @@ async def test_a_source_role_with_powers_on_the_server_is_refused(
             for o in (obs, again):
                 assert o.outcome is Outcome.PROBE_ERROR, o.message
                 assert power in o.message and "CREATE ROLE landed_reader" in o.message, o.message
-        assert not marker.exists()
-    finally:
-        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-            conn.execute(f"drop role {files}")
+    assert not marker.exists()
 
 
 async def test_postgres_slow_query_is_a_probe_error_within_the_timeout(
@@ -476,20 +463,11 @@ async def test_a_member_of_a_superuser_role_is_refused_and_the_probe_says_why(
     postgres_dsn: str,
 ) -> None:
     # SET ROLE to the superuser role it belongs to, within one statement, would run anything.
-    member = f"landed_test_member_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(f"create role {member} login noinherit in role postgres")
-    try:
-        parts = urlsplit(postgres_dsn)
-        port = f":{parts.port}" if parts.port else ""
-        dsn = urlunsplit(parts._replace(netloc=f"{member}@{parts.hostname}{port}"))
+    with temporary_role(postgres_dsn, "member", "noinherit in role postgres") as (_, dsn):
         async with SourceRegistry({"orders-db": {"url": dsn}}) as reg:
             obs = await read(reg, "select 1", Count(value=1), timeout_s=3)
-        assert obs.outcome is Outcome.PROBE_ERROR
-        assert "may become) a superuser" in obs.message, obs.message
-    finally:
-        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-            conn.execute(f"drop role {member}")
+    assert obs.outcome is Outcome.PROBE_ERROR
+    assert "may become) a superuser" in obs.message, obs.message
 
 
 async def test_a_superuser_login_with_a_lesser_session_role_is_refused(
@@ -508,13 +486,7 @@ async def test_a_power_granted_while_the_pool_runs_refuses_its_older_connections
 ) -> None:
     import asyncio
 
-    plain = f"landed_test_plain_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(f"create role {plain} login")
-    try:
-        parts = urlsplit(postgres_dsn)
-        port = f":{parts.port}" if parts.port else ""
-        dsn = urlunsplit(parts._replace(netloc=f"{plain}@{parts.hostname}{port}"))
+    with temporary_role(postgres_dsn, "plain") as (plain, dsn):
         async with SourceRegistry({"orders-db": {"url": dsn, "pool_size": 2}}) as reg:
             assert (await read(reg, "select 1", Count(value=1))).outcome is Outcome.PASS
             with psycopg.connect(postgres_dsn, autocommit=True) as conn:
@@ -524,8 +496,5 @@ async def test_a_power_granted_while_the_pool_runs_refuses_its_older_connections
                 *(read(reg, "select pg_sleep(0.5) is null", NonEmpty(), timeout_s=3) for _ in "ab")
             )
             after = await read(reg, "select 1", Count(value=1), timeout_s=3)
-        assert after.outcome is Outcome.PROBE_ERROR, after.message
-        assert "pg_read_server_files" in after.message, after.message
-    finally:
-        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-            conn.execute(f"drop role {plain}")
+    assert after.outcome is Outcome.PROBE_ERROR, after.message
+    assert "pg_read_server_files" in after.message, after.message

@@ -14,6 +14,8 @@ from landed.activities.verify import VerifyActivities
 from pydantic import ValidationError
 
 from landed._contract import Contract, Outcome
+from landed._grading import Grade
+from landed._receipt import ProofItem
 from landed._signing import KeyPair
 from landed._sources import LandedSettings, SourceConfig, SourceRegistry
 from landed._task import VerifyInput, VerifyOutput
@@ -363,6 +365,65 @@ async def test_readings_are_signed_only_for_the_workflow_of_their_task(
     assert out.readings[0].observation.outcome is Outcome.PASS
 
 
+def _orders_db(tmp_path: Path) -> Path:
+    """45 order rows of batch 123 and an empty audit table."""
+    import sqlite3
+
+    db = tmp_path / "orders.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("create table orders (batch int)")
+        conn.execute("create table audit (batch int)")
+        conn.executemany("insert into orders values (?)", [(123,)] * 45)
+    return db
+
+
+def _count_step(table: str, count: int) -> Contract:
+    return Contract.model_validate(
+        {
+            "action": table,
+            "probe": {
+                "kind": "record",
+                "source": "orders-db",
+                "query": f"select count(*) from {table} where batch = 123",
+            },
+            "expect": {"type": "count", "value": count},
+        }
+    )
+
+
+async def _read_plan(activities: VerifyActivities, plan: list[Contract]) -> list[ProofItem]:
+    """Every step of ``plan`` read back and signed as step i of len(plan), for task t1."""
+    out = await activities._verify(
+        VerifyInput(
+            task_id="t1",
+            attempt=1,
+            phase="after",
+            contracts=plan,
+            indexes=list(range(len(plan))),
+            run_id="run-1",
+            steps=len(plan),
+        )
+    )
+    return [r.proof for r in out.readings]
+
+
+def _graded(proofs: list[ProofItem], key: KeyPair) -> Grade:
+    """The grade, with the verifier's key trusted, of a done claim resting on ``proofs``."""
+    from landed._grading import grade
+    from landed._receipt import LandedExtension, Receipt
+    from landed._signing import TrustStore
+
+    receipt = Receipt(
+        task_id="t1",
+        owner="agent-a",
+        claimed_status="done",
+        report="inserted 45 rows and the rest",
+        proof=proofs,
+        landed=LandedExtension(attempt=1, run_id="run-1"),
+    )
+    return grade(receipt, signature_ok=TrustStore([key.public_key]).signature_ok)
+
+
 async def test_a_receipt_missing_one_steps_signed_read_back_proves_only_part(
     tmp_path: Path,
 ) -> None:
@@ -370,124 +431,46 @@ async def test_a_receipt_missing_one_steps_signed_read_back_proves_only_part(
     # out of the receipt (and the runner's verdict with it) leaves the passing one short of P3.
     import sqlite3
 
-    from landed._grading import grade
-    from landed._receipt import LandedExtension, Receipt
-    from landed._signing import TrustStore
-
-    db = tmp_path / "orders.db"
-    with sqlite3.connect(db) as conn:
-        conn.execute("create table orders (batch int)")
-        conn.execute("create table audit (batch int)")
-        conn.executemany("insert into orders values (?)", [(123,)] * 45)
-    plan = [
-        Contract.model_validate(
-            {
-                "action": table,
-                "probe": {
-                    "kind": "record",
-                    "source": "orders-db",
-                    "query": f"select count(*) from {table} where batch = 123",
-                },
-                "expect": {"type": "count", "value": count},
-            }
-        )
-        for table, count in (("orders", 45), ("audit", 1))
-    ]
+    db = _orders_db(tmp_path)
+    plan = [_count_step("orders", 45), _count_step("audit", 1)]
     key = KeyPair.generate()
-    trust = TrustStore([key.public_key])
-    base: dict[str, Any] = {
-        "task_id": "t1",
-        "owner": "agent-a",
-        "claimed_status": "done",
-        "report": "inserted 45 rows and the audit row",
-        "landed": LandedExtension(attempt=1, run_id="run-1"),
-    }
-    ask = VerifyInput(
-        task_id="t1",
-        attempt=1,
-        phase="after",
-        contracts=plan,
-        indexes=[0, 1],
-        run_id="run-1",
-        steps=2,
-    )
     async with SourceRegistry(
         {"orders-db": {"url": f"sqlite:///{db}"}}, observer="verifier@t"
     ) as registry:
         activities = VerifyActivities(registry, "verifier@t", key)
-        proofs = [r.proof for r in (await activities._verify(ask)).readings]
+        proofs = await _read_plan(activities, plan)
         assert [p.result for p in proofs] == ["pass", "empty"]
-        whole = grade(Receipt(**base, proof=proofs), signature_ok=trust.signature_ok)
-        cut = grade(Receipt(**base, proof=proofs[:1]), signature_ok=trust.signature_ok)
+        whole, cut = _graded(proofs, key), _graded(proofs[:1], key)
         assert whole.proof_level.name == "P2" and not whole.meets_bar, whole.findings
         assert cut.proof_level.name == "P2" and not cut.meets_bar, cut.findings
         assert any("no verified signed read-back shows step 2" in f.message for f in cut.findings)
         # Every step read back and passing: P3, as before.
         with sqlite3.connect(db) as conn:
             conn.execute("insert into audit values (123)")
-        again = [r.proof for r in (await activities._verify(ask)).readings]
-    done = grade(Receipt(**base, proof=again), signature_ok=trust.signature_ok)
+        done = _graded(await _read_plan(activities, plan), key)
     assert done.proof_level.name == "P3" and done.meets_bar, done.findings
 
 
 async def test_a_plan_with_an_artifact_step_still_proves_its_read_back(tmp_path: Path) -> None:
     # A file step is an artifact, a command step an assertion: signed, each counts as present.
-    import sqlite3
-
-    from landed._grading import grade
-    from landed._receipt import LandedExtension, Receipt
-    from landed._signing import TrustStore
-
-    db = tmp_path / "orders.db"
-    with sqlite3.connect(db) as conn:
-        conn.execute("create table orders (batch int)")
-        conn.executemany("insert into orders values (?)", [(123,)] * 45)
+    db = _orders_db(tmp_path)
     (tmp_path / "report.txt").write_text("45 rows\n")
-    plan = [
-        Contract.model_validate(c)
-        for c in (
-            {
-                "action": "rows",
-                "probe": {
-                    "kind": "record",
-                    "source": "orders-db",
-                    "query": "select count(*) from orders where batch = 123",
-                },
-                "expect": {"type": "count", "value": 45},
-            },
-            {
-                "action": "report",
-                "probe": {"kind": "file", "source": "reports", "path": "report.txt"},
-                "expect": {"type": "contains", "value": "45 rows"},
-            },
-        )
-    ]
+    report = Contract.model_validate(
+        {
+            "action": "report",
+            "probe": {"kind": "file", "source": "reports", "path": "report.txt"},
+            "expect": {"type": "contains", "value": "45 rows"},
+        }
+    )
     key = KeyPair.generate()
     sources = {
         "orders-db": {"url": f"sqlite:///{db}"},
         "reports": {"kind": "file", "path": str(tmp_path)},
     }
     async with SourceRegistry(sources, observer="verifier@t") as registry:
-        out = await VerifyActivities(registry, "verifier@t", key)._verify(
-            VerifyInput(
-                task_id="t1",
-                attempt=1,
-                phase="after",
-                contracts=plan,
-                indexes=[0, 1],
-                run_id="run-1",
-                steps=2,
-            )
-        )
-    receipt = Receipt(
-        task_id="t1",
-        owner="agent-a",
-        claimed_status="done",
-        report="inserted 45 rows and wrote the report",
-        proof=[r.proof for r in out.readings],
-        landed=LandedExtension(attempt=1, run_id="run-1"),
-    )
-    graded = grade(receipt, signature_ok=TrustStore([key.public_key]).signature_ok)
+        activities = VerifyActivities(registry, "verifier@t", key)
+        proofs = await _read_plan(activities, [_count_step("orders", 45), report])
+    graded = _graded(proofs, key)
     assert graded.proof_level.name == "P3" and graded.meets_bar, graded.findings
 
 

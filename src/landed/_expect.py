@@ -28,7 +28,7 @@ from landed._contract import (
 )
 from landed._jsonpath import MISSING, parse_path, resolve
 from landed._ladder import CALL_LADDER, MESSAGE_LADDER
-from landed._reading import NO_VALUE, Reading, exact_float, strict_json
+from landed._reading import NO_VALUE, Reading, cut, exact_float, strict_json
 
 __all__ = [
     "REGEX_TIMEOUT_S",
@@ -161,12 +161,8 @@ def _is_whole(value: Any) -> bool:
     return _is_number(value) and value == int(value)
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
 def _short(text: str, limit: int = 80) -> str:
-    return _show(_cut(text.strip(), limit))
+    return _show(cut(text.strip(), limit))
 
 
 def _blank(reading: Reading) -> bool:
@@ -321,7 +317,7 @@ def _judge_regex(expect: Regex, reading: Reading) -> Judgement:
             Outcome.PASS,
             f"the probe returned output matching {_show(expect.value)}",
             # Marked where cut, so the redactor can still find a secret's start in it.
-            _cut(found.group(0), 200),
+            cut(found.group(0), 200),
         )
     return Judgement(
         Outcome.MISMATCH, f"the probe returned output not matching {_show(expect.value)}"

@@ -37,6 +37,7 @@ from landed._reading import (
     Limits,
     ProbeError,
     Reading,
+    cut,
     make_evidence,
 )
 from landed._redact import Redactor, escape_for_humans
@@ -110,11 +111,6 @@ async def _read(
 _MESSAGE_CAP = 4096
 
 
-def _capped(message: str) -> str:
-    """The message cut after the secrets in it were redacted, with a mark."""
-    return message if len(message) <= _MESSAGE_CAP else message[:_MESSAGE_CAP] + "..."
-
-
 async def observe(
     probe: Any,
     expect: Any,
@@ -177,7 +173,7 @@ async def observe(
     duration_ms = round((time.perf_counter() - started) * 1000, 3)
     # A failed command's stderr or a server's error text can hold terminal escapes; the message
     # is shown by landed verify, the board's readers and the Web UI, so they are shown escaped.
-    message = escape_for_humans(_capped(redactor(judgement.message)))
+    message = escape_for_humans(cut(redactor(judgement.message), _MESSAGE_CAP))
     observation = Observation(
         outcome=judgement.outcome,
         expectation=expectation,

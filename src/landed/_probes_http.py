@@ -23,7 +23,7 @@ from landed._contract import (
     SentLogProbe,
 )
 from landed._expect import strict_equal
-from landed._reading import NO_VALUE, Capture, Limits, ProbeError, Reading, strict_json
+from landed._reading import NO_VALUE, Capture, Limits, ProbeError, Reading, cut, strict_json
 from landed._sources import SourceConfig, SourceRegistry
 
 __all__ = [
@@ -469,8 +469,7 @@ _SHOWN = 200
 
 def _shown(value: Any) -> str:
     """A value as JSON for a message, cut (with a mark) so server text cannot swell it."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+    return cut(json.dumps(value, ensure_ascii=False, default=str), _SHOWN)
 
 
 def _served_version(capture: Capture) -> str | None:

@@ -134,37 +134,9 @@ def _sqlite_path(cfg: SourceConfig) -> Path:
 # A probe's transaction still open (or failed) after its statement: rolled back by text.
 _IN_TRANSACTION = frozenset({"INTRANS", "INERROR"})
 
-# Pragmas that only describe the database. Any other pragma is refused: some set state for the
-# whole verifier process (soft_heap_limit, temp_store_directory), not just this connection.
-_READ_PRAGMAS = frozenset(
-    {
-        "application_id",
-        "collation_list",
-        "compile_options",
-        "data_version",
-        "database_list",
-        "encoding",
-        "foreign_key_check",
-        "foreign_key_list",
-        "freelist_count",
-        "function_list",
-        "index_info",
-        "index_list",
-        "index_xinfo",
-        "integrity_check",
-        "module_list",
-        "page_count",
-        "page_size",
-        "pragma_list",
-        "quick_check",
-        "schema_version",
-        "table_info",
-        "table_list",
-        "table_xinfo",
-        "user_version",
-    }
-)
-# Pragmas above that take an argument which names what to describe, not a value to set.
+# Pragmas that only describe the database, and of those the ones whose argument names what to
+# describe (not a value to set). Any other pragma is refused: some set state for the whole
+# verifier process (soft_heap_limit, temp_store_directory), not just this connection.
 _PRAGMAS_WITH_SUBJECT = frozenset(
     {
         "foreign_key_check",
@@ -179,6 +151,22 @@ _PRAGMAS_WITH_SUBJECT = frozenset(
         "table_xinfo",
     }
 )
+_READ_PRAGMAS = _PRAGMAS_WITH_SUBJECT | {
+    "application_id",
+    "collation_list",
+    "compile_options",
+    "data_version",
+    "database_list",
+    "encoding",
+    "freelist_count",
+    "function_list",
+    "module_list",
+    "page_count",
+    "page_size",
+    "pragma_list",
+    "schema_version",
+    "user_version",
+}
 
 
 class _ReadOnlyAuthorizer:

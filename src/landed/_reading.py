@@ -21,6 +21,7 @@ __all__ = [
     "ProbeError",
     "RawJson",
     "Reading",
+    "cut",
     "exact_float",
     "make_evidence",
     "strict_json",
@@ -30,6 +31,12 @@ __all__ = [
 DEFAULT_READ_CAP = 8 * 1024 * 1024
 #: Bytes read (and hashed) at most; a probe whose output goes past this observed nothing whole.
 DEFAULT_READ_LIMIT = 1024 * 1024 * 1024
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` cut after ``limit`` characters, marked "..." where it was cut (the mark the
+    redactor matches a secret's remaining end on)."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class _NoValue:
