@@ -63,8 +63,14 @@ async def verifier(
         yield VerifyActivities(registry, "verifier@t", key), registry
 
 
-async def _read(activities: VerifyActivities, *contracts: dict[str, Any]) -> VerifyOutput:
-    models = [Contract.model_validate({"action": "a", **c}) for c in contracts]
+async def _read(
+    activities: VerifyActivities, *contracts: dict[str, Any] | Contract, steps: bool = False
+) -> VerifyOutput:
+    """Every contract read back for task t, run run-1; ``steps``: each signed as step i of n."""
+    models = [
+        c if isinstance(c, Contract) else Contract.model_validate({"action": "a", **c})
+        for c in contracts
+    ]
     return await activities._verify(
         VerifyInput(
             task_id="t",
@@ -73,6 +79,7 @@ async def _read(activities: VerifyActivities, *contracts: dict[str, Any]) -> Ver
             contracts=models,
             indexes=list(range(len(models))),
             run_id="run-1",
+            steps=len(models) if steps else None,
         )
     )
 
@@ -392,19 +399,8 @@ def _count_step(table: str, count: int) -> Contract:
 
 
 async def _read_plan(activities: VerifyActivities, plan: list[Contract]) -> list[ProofItem]:
-    """Every step of ``plan`` read back and signed as step i of len(plan), for task t1."""
-    out = await activities._verify(
-        VerifyInput(
-            task_id="t1",
-            attempt=1,
-            phase="after",
-            contracts=plan,
-            indexes=list(range(len(plan))),
-            run_id="run-1",
-            steps=len(plan),
-        )
-    )
-    return [r.proof for r in out.readings]
+    """Every step of ``plan`` read back and signed as step i of len(plan)."""
+    return [r.proof for r in (await _read(activities, *plan, steps=True)).readings]
 
 
 def _graded(proofs: list[ProofItem], key: KeyPair) -> Grade:
@@ -414,7 +410,7 @@ def _graded(proofs: list[ProofItem], key: KeyPair) -> Grade:
     from landed._signing import TrustStore
 
     receipt = Receipt(
-        task_id="t1",
+        task_id="t",
         owner="agent-a",
         claimed_status="done",
         report="inserted 45 rows and the rest",
@@ -505,17 +501,7 @@ async def test_a_failing_command_step_keeps_the_task_from_p3_and_bad_probes_are_
             },
         )
     ]
-    out = await activities._verify(
-        VerifyInput(
-            task_id="t",
-            attempt=1,
-            phase="after",
-            contracts=plan,
-            indexes=[0, 1, 2],
-            run_id="run-1",
-            steps=3,
-        )
-    )
+    out = await _read(activities, *plan, steps=True)
     assert out.readings[2].refused and "must hold {id}" in (
         out.readings[2].observation.message or ""
     )
