@@ -280,3 +280,33 @@ def test_keys_new_prints_a_path_with_brackets_and_colons_as_written(tmp_path: Pa
     made = landed("keys", "new", "--out", out_dir, cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     assert "Traceback" not in made.stderr and str(out_dir) in " ".join(made.stderr.split())
+
+
+def _to_a_closed_pipe(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run a command whose reader has already left (``| head`` that exited): every write to
+    stdout fails with EPIPE."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        exe = Path(sys.executable).with_name("landed")
+        return subprocess.run(
+            [str(exe), *args], cwd=cwd, stdout=write, stderr=subprocess.PIPE, text=True, timeout=60
+        )
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+async def test_a_report_whose_reader_left_keeps_its_own_exit_code(
+    tmp_path: Path, json_flag: list[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    async with await open_ledger(url) as ledger:
+        await ledger.append(_unsigned("t1", 1, "verified"))
+    # sample exits 1 only when a verdict differs from the expected; board exits 0 when read.
+    for args in (["sample", *json_flag], ["board", "--ledger", url, *json_flag]):
+        proc = _to_a_closed_pipe(*args, cwd=tmp_path)
+        assert proc.returncode == 0, (args, proc.returncode, proc.stderr)
+        assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr, proc.stderr

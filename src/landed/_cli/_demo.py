@@ -19,13 +19,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from landed._acts import ActContext, act
 from landed._cli import app
-from landed._cli._out import fail
+from landed._cli._out import ReportConsole, fail
 from landed._cli._signals import stop_requested
 from landed._receipt import Cost, Receipt
 from landed._task import ActReport
@@ -371,7 +370,7 @@ def _print_table(
 ) -> None:
     failed = [r for r in rows if not r["ok"]]
     # Paths and addresses are text: "[x]" in one is not markup, ":rocket:" not an emoji.
-    console = Console(emoji=False)
+    console = ReportConsole()
     table = Table(title="landed demo: six agent tasks, each read back by the verifier")
     for column in ("scenario", "agent claimed", "read-back", "verdict", "expected", ""):
         table.add_column(column)

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from landed._cli import app
 from landed._cli._check import _safe
-from landed._cli._out import fail
+from landed._cli._out import ReportConsole, emit, fail
 from landed._ledger import LedgerError, canonical_json, open_ledger
 from landed._receipt import Receipt, attempt_of
 
@@ -118,7 +118,7 @@ def board(
         raise _fail(str(exc), json_error="ledger unreadable" if as_json else None) from None
     rows = [_row(r) for r in receipts]
     if as_json:
-        typer.echo(json.dumps({"ledger": where, "count": len(rows), "tasks": rows}))
+        emit(json.dumps({"ledger": where, "count": len(rows), "tasks": rows}).encode() + b"\n")
         return
     table = Table(title=Text(f"landed board: {where}"), title_justify="left")
     columns = ("task", "attempt", "owner", "claimed", "verdict", "rung", "settled at", "signed")
@@ -140,7 +140,7 @@ def board(
             str(row["signed_proofs"]),
         )
     # A pipe or file gets a wide table rather than rich's 80-column default.
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = ReportConsole(width=None if sys.stdout.isatty() else 160)
     console.print(table)
     console.print(f"{len(rows)} task(s)", highlight=False)
 

@@ -3,12 +3,47 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-__all__ = ["fail"]
+__all__ = ["ReportConsole", "emit", "fail"]
+
+
+class ReportConsole(Console):
+    """A console for a report computed before it is printed (sample, board, demo): a reader
+    that leaves early (``| head``) is not a failure of the report, so the command keeps its own
+    exit code instead of rich's 1 (which ``sample`` documents as "a verdict differed")."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("emoji", False)
+        super().__init__(**kwargs)
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        _reader_left()
+
+
+def _reader_left() -> None:
+    # What is left of the report goes nowhere, and Python's exit-time flush finds an open file
+    # rather than the closed pipe.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def emit(data: bytes) -> None:
+    """Write a computed report (JSON) to stdout; a reader that left early does not change the
+    command's exit code (see ReportConsole)."""
+    try:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _reader_left()
 
 
 def fail(message: str, code: int, *, json_error: str | None = None) -> typer.Exit:

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import io
-import sys
 from importlib import resources
 from typing import Annotated, Final, NamedTuple
 
 import orjson
 import typer
-from rich.console import Console
 
 from landed._check import check_stream
 from landed._cli import app
 from landed._cli._check import CheckReport, render_text
+from landed._cli._out import ReportConsole, emit
 from landed._ladder import ProofLevel, Status
 
 __all__ = ["EXPECTED", "Expected", "sample", "sample_bytes"]
@@ -96,10 +95,9 @@ def sample(
             "check_exit_code": report.exit_code,
             "scorecard": card.model_dump(mode="json"),
         }
-        sys.stdout.buffer.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
-        sys.stdout.flush()
+        emit(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
     else:
-        console = Console(emoji=False)
+        console = ReportConsole()
         render_text(report, card, console)
         if problems:
             console.print("[bold red]sample: the checker's verdicts differ from the expected:[/]")
