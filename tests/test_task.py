@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from landed._acts import ActLoadError, collect_acts
@@ -483,6 +484,53 @@ async def test_submit_exits_3_when_the_task_id_belongs_to_another_task(
     finally:
         client = await Client.connect(temporal_dev)
         await client.get_workflow_handle(task_id).terminate("test over")
+
+
+async def test_ctrl_c_while_submit_waits_answers_in_json_and_the_task_runs_on(
+    temporal_dev: str, tmp_path: Path
+) -> None:
+    """Ctrl-C during ``submit --wait --json`` still gives one JSON object, exit 130, and says the
+    started task runs on (no runner polls the queue, so it never settles by itself)."""
+    import signal
+
+    queue = f"nobody-{os.getpid()}-{tmp_path.name}"
+    task_id = f"waited-{tmp_path.name}"
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps(spec(task_id=task_id)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
+    landed = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "landed")
+    args = [landed, "submit", str(task), "--wait", "--json"]
+    proc = subprocess.Popen(
+        [*args, "--address", temporal_dev, "--task-queue", queue],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    client = await Client.connect(temporal_dev)
+    handle = client.get_workflow_handle(task_id)
+    try:
+        for _ in range(300):  # until the workflow exists: the submission is waiting on it
+            try:
+                await handle.describe()
+                break
+            except RPCError:
+                await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("submit never started the task")
+        await asyncio.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 130, (proc.returncode, stdout, stderr)
+        answer = json.loads(stdout)
+        assert answer["error"] == "interrupted" and task_id in answer["message"], answer
+        assert "runs on" in answer["message"] and "Traceback" not in stderr, stderr
+        assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        await handle.terminate("test over")
 
 
 def test_every_model_is_complete_at_import() -> None:

@@ -15,17 +15,19 @@ from landed._cli._out import fail
 
 
 async def _submit(
-    data: bytes, wait: bool, address: str | None, namespace: str | None, task_queue: str | None
+    data: bytes,
+    wait: bool,
+    address: str | None,
+    namespace: str | None,
+    task_queue: str | None,
+    out: dict[str, Any],
 ) -> dict[str, Any]:
+    """Fill ``out`` as the submission goes, so an interrupt can still say what was started."""
     from landed._client import Client
 
     client = await Client.connect(address, namespace=namespace, task_queue=task_queue)
     handle = await client.start(data)
-    out: dict[str, Any] = {
-        "task_id": handle.task_id,
-        "existing": handle.existing,
-        "warnings": handle.warnings,
-    }
+    out.update(task_id=handle.task_id, existing=handle.existing, warnings=handle.warnings)
     if wait:
         receipt = await handle.result()
         out["receipt"] = receipt.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -62,7 +64,8 @@ def submit(
     Exit codes: 0 started (or, with --wait, settled as verified/reconciled); 1 settled but not
     done, the workflow failed, Temporal refused the request or is unreachable; 3 invalid task
     spec (each bad field is named with the reason; binary or too deeply nested input too), or
-    its task id already belongs to another task.
+    its task id already belongs to another task; 130 interrupted (Ctrl-C): a task already started
+    runs on, and submitting the same file again attaches to it.
     """
     from landed._task import TaskSpecError, check_spec
 
@@ -89,8 +92,22 @@ def submit(
 
     from landed._client import NamespaceNotReady, TaskIdReused, TaskNotSettled
 
+    started: dict[str, Any] = {}
     try:
-        out = asyncio.run(_submit(data, wait, address, namespace, task_queue))
+        out = asyncio.run(_submit(data, wait, address, namespace, task_queue, started))
+    except KeyboardInterrupt:
+        if "task_id" in started:
+            why = (
+                f"interrupted while waiting for task {started['task_id']!r}; it was started and "
+                "runs on in Temporal: submit the same file again with --wait to wait for its "
+                "receipt (it attaches and never acts twice)"
+            )
+        else:
+            why = (
+                "interrupted before Temporal answered; the task may or may not have started: "
+                "submit the same file again (it attaches and never acts twice)"
+            )
+        raise _fail(why, 130, as_json, "interrupted") from None
     except TaskIdReused as exc:
         raise _fail(str(exc), 3, as_json, "task id reused") from None
     except TaskNotSettled as exc:
