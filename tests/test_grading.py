@@ -215,6 +215,9 @@ def test_dod3_a_clean_exit_proves_nothing() -> None:
     result = grade(receipt(proof=[], exit_code=0))
     assert not result.meets_bar
     assert "DOD-3" in rules(result)
+    # The exit code is no rung at all: the same receipt without one is graded the same.
+    assert result.proof_level is grade(receipt(proof=[], exit_code=None)).proof_level
+    assert result.proof_level < ProofLevel.P2
 
 
 def test_dod3_is_silent_when_the_read_back_carries_the_claim() -> None:

@@ -152,9 +152,14 @@ async def test_claims_name_the_first_other_run_and_never_change(seeded: Pg) -> N
         for statement in ["UPDATE {} SET run_id = 'x'", "DELETE FROM {}", "TRUNCATE {}"]:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 await conn.execute(sql.SQL(statement).format(table))
-    async with await owner_conn(seeded) as conn:  # even the owner: the trigger refuses
-        with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
-            await conn.execute(sql.SQL("DELETE FROM {}").format(table))
+    # Even the owner, who holds every privilege on it: the triggers refuse each change.
+    for statement in ["UPDATE {} SET run_id = 'x'", "DELETE FROM {}", "TRUNCATE {}"]:
+        async with await owner_conn(seeded) as conn:
+            with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+                await conn.execute(sql.SQL(statement).format(table))
+    async with await open_ledger(seeded.writer_url) as ledger:  # the first claim is unchanged
+        _, first = await ledger.claim("t", "run-x", 1, "d1", record=False)
+        assert first is not None and (first.run_id, first.attempt) == ("run-1", 1)
 
 
 async def test_a_runner_on_a_ledger_older_than_its_code_is_told_to_upgrade_it(

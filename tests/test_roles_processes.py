@@ -307,7 +307,7 @@ def test_bad_connection_settings_and_misplaced_secrets_exit_3_naming_the_fix(
     running?") and never a secret's value."""
     from landed._signing import KeyPair
 
-    private, _public = KeyPair.generate().save(tmp_path / "keys")
+    private, public = KeyPair.generate().save(tmp_path / "keys")
     key = {"LANDED_VERIFIER_SIGNING_KEY": str(private)}
     cases: list[tuple[str, dict[str, str], str]] = [
         ("actor", {"TEMPORAL_NAMESPACE": "no-such-ns"}, "namespace 'no-such-ns' does not exist"),
@@ -325,6 +325,24 @@ def test_bad_connection_settings_and_misplaced_secrets_exit_3_naming_the_fix(
             "is the actor's",
         ),
         ("actor", {"LANDED_LEDGER_URL": "postgresql://u:LedgerPW@h/db"}, "LANDED_LEDGER_URL"),
+        (
+            "actor",
+            {"LANDED_RUNNER_LEDGER_URL": "postgresql://u:LedgerPW@h/db"},
+            "LANDED_RUNNER_LEDGER_URL",
+        ),
+        # The signing key's path is no secret, but an act that can read it could sign for the
+        # verifier: the actor refuses to start with it in reach.
+        ("actor", key, "LANDED_VERIFIER_SIGNING_KEY"),
+        # A runner that would send the verify step to the actor's queue.
+        (
+            "runner",
+            {
+                "LANDED_RUNNER_TRUST": str(public),
+                "LANDED_RUNNER_ACTOR_TASK_QUEUE": "acts",
+                "LANDED_RUNNER_VERIFIER_TASK_QUEUE": "acts",
+            },
+            "must run on the verifier's own queue",
+        ),
         (
             "actor",
             {"LANDED_SOURCES__ORDERS__URL": "postgresql://r:SrcPW@h/db"},
