@@ -259,17 +259,20 @@ async def test_failed_write_that_did_not_land_reruns_with_same_key(
     assert receipt.landed is not None and receipt.landed.attempt == 2
 
 
+@pytest.mark.parametrize("pre_read", [True, False])
 async def test_a_write_that_partly_landed_is_not_run_again(
-    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site, pre_read: bool
 ) -> None:
     """The act writes 2 of its 4 rows and errors: the read-back sees part of the outcome, so
     running the act again could write those 2 twice. It settles, not done, for a person to
-    reconcile (DOD-10); only a read-back that shows nothing changed earns another attempt."""
-    async with _roles(temporal_dev, tmp_path, db, site) as roles:
-        receipt = await roles.client.run(
-            rows_task("partly", db, expect=4, batch="pl", write=2, fail="after", fail_attempts=1)
-        )
-    assert act_runs(db, "partly") == [(1, "partly")]
+    reconcile (DOD-10); only a read-back that shows nothing changed earns another attempt.
+    Without a before-state only a read-back that finds nothing at all does."""
+    task_id = f"partly-{pre_read}"
+    task = rows_task(task_id, db, expect=4, batch="pl", write=2, fail="after", fail_attempts=1)
+    task["pre_read"] = pre_read
+    async with _roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
+        receipt = await roles.client.run(task)
+    assert act_runs(db, task_id) == [(1, task_id)]
     assert row_count(db, "pl") == 2
     assert receipt.verdict != "verified"
     assert _read_back(receipt)[0].result == "mismatch"
