@@ -444,7 +444,13 @@ async def test_a_receipt_missing_one_steps_signed_read_back_proves_only_part(
         with sqlite3.connect(db) as conn:
             conn.execute("insert into audit values (123)")
         done = _graded(await _read_plan(activities, plan), key)
+        # The missing step's place taken by a genuine pass signed for a one-step plan of the
+        # same task: readings of plans of other lengths are not one plan's read-backs.
+        alone = await _read_plan(activities, plan[:1])
+        mixed = _graded([proofs[0], alone[0]], key)
     assert done.proof_level.name == "P3" and done.meets_bar, done.findings
+    assert mixed.proof_level.name == "P2" and not mixed.meets_bar, mixed.findings
+    assert any("plans of 2 and 1 steps" in f.message for f in mixed.findings), mixed.findings
 
 
 async def test_a_plan_with_an_artifact_step_still_proves_its_read_back(tmp_path: Path) -> None:
