@@ -297,6 +297,22 @@ async def test_probe_error_rereads_then_passes_and_persistent_error_is_not_done(
     assert site.count_reads - reads_before == 6
 
 
+async def test_a_mismatch_is_settled_not_read_again(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """Only "nothing was observed" is worth another read: a read-back that found the wrong state
+    (a second copy of the post) is the answer, settled at once."""
+    site.posts.append({"slug": "dup", "title": "", "key": "an-earlier-publish"})
+    task = publish_task("dup", "dup")
+    task["pre_read"] = False  # without a before-state the count is absolute: 2 copies, not 1
+    async with _roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
+        reads = site.count_reads
+        receipt = await roles.client.run(task)
+    assert _read_back(receipt)[0].result == "duplicated"  # a count above the expected one
+    assert receipt.verdict != "verified"
+    assert site.count_reads - reads == 1 and site.publishes == 1
+
+
 async def test_same_task_id_twice_acts_once(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:
