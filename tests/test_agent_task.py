@@ -977,13 +977,23 @@ async def test_replay_recorded_histories(
         bad = rows_task("replay-badreport", db, expect=3, batch="rb")
         bad["act"] = {"name": "test.rows_bad_report", "input": {"batch": "rb"}}
         await roles.client.run(bad)
+        # Reads that observed nothing, read again after a backoff timer (before and after).
+        site.count_unavailable = 2
+        await roles.client.run(publish_task("replay-reread", "rq"))
         histories = [
             await roles.temporal.get_workflow_handle(wid).fetch_history()
-            for wid in ("replay-ok", "replay-dod10", "replay-rerun", "replay-badreport")
+            for wid in (
+                "replay-ok",
+                "replay-dod10",
+                "replay-rerun",
+                "replay-badreport",
+                "replay-reread",
+            )
         ]
     _record_history("dod10", histories[1])
     _record_history("rerun", histories[2])
     _record_history("badreport", histories[3])
+    _record_history("reread", histories[4])
     committed = sorted(HISTORIES.glob("*.json"))
     assert committed, "tests/histories/ holds at least one recorded AgentTask history"
     for path in committed:
