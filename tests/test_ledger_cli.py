@@ -139,7 +139,7 @@ async def test_board_export_and_check_trust_over_a_real_ledger(
 
 
 def _tampered(key: KeyPair) -> list[dict[str, Any]]:
-    """Four forgeries of a done claim; each passes `landed check` unless signatures are checked."""
+    """Five forgeries of a done claim; each passes `landed check` unless signatures are checked."""
     good = settled(key, "publish-page", Outcome.PASS, 45).model_dump(
         mode="json", by_alias=True, exclude_none=True
     )
@@ -162,8 +162,12 @@ def _tampered(key: KeyPair) -> list[dict[str, Any]]:
     moved = json.loads(json.dumps(good))  # a good signed proof copied onto another task
     moved["task_id"] = "signature-moved"
 
+    dropped = json.loads(json.dumps(good))  # a good proof with its signature taken off
+    dropped["task_id"] = "signature-dropped"
+    assert dropped["proof"][0]["landed"].pop("signature")
+
     stranger = settled(KeyPair.generate(), "unknown-key", Outcome.PASS, 45)
-    return [flipped, edited, moved, stranger.model_dump(mode="json", by_alias=True)]
+    return [flipped, edited, moved, dropped, stranger.model_dump(mode="json", by_alias=True)]
 
 
 def test_check_trust_downgrades_tampered_receipts_to_assertions(
@@ -172,7 +176,13 @@ def test_check_trust_downgrades_tampered_receipts_to_assertions(
     key = KeyPair.load(tmp_path / keys["private_key"])
     path = tmp_path / "forged.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in _tampered(key)))
-    names = {"result-flipped", "observation-edited", "signature-moved", "unknown-key"}
+    names = {
+        "result-flipped",
+        "observation-edited",
+        "signature-moved",
+        "signature-dropped",
+        "unknown-key",
+    }
 
     # Without --trust each forgery reads as a P3 done claim: the check has nothing to go on.
     blind = landed("check", path, "--json", cwd=tmp_path)
