@@ -297,6 +297,26 @@ async def test_probe_error_rereads_then_passes_and_persistent_error_is_not_done(
     assert site.count_reads - reads_before == 6
 
 
+async def test_a_changed_page_with_the_same_value_is_not_published_again(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """The publish saves, then errors. The value the plan reads (the first post's title) is as
+    the pre-read found it, but the page it comes from changed (a second post): something landed,
+    so the act is not run again (DOD-10), and the task is not done."""
+    site.posts.append({"slug": "ev", "title": "Old", "key": "an-earlier-publish"})
+    site.save_then_fail = 1
+    task = publish_task("evidence", "ev")
+    task["act"]["input"]["title"] = "New"
+    task["proof_plan"][0]["probe"]["url"] = "/posts?slug=ev"
+    task["proof_plan"][0]["expect"] = {"type": "json_path", "path": "$[0].title", "value": "New"}
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        receipt = await roles.client.run(task)
+    assert site.publishes == 1 and site.count("ev") == 2
+    assert receipt.verdict != "verified"
+    assert receipt.landed is not None
+    assert any("was not run again" in f for f in receipt.landed.findings), receipt.landed.findings
+
+
 async def test_a_mismatch_is_settled_not_read_again(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:
