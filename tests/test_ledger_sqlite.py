@@ -448,6 +448,20 @@ async def test_settle_again_after_a_stalled_runner_matches_a_workflow_graded_rec
             ClaimInput(task_id="stalled", run_id="r3", attempt=1, spec_sha256="v1:x")
         )
         assert same.settled is not None and same.settled.task_id == "stalled"
+        # A claim that finds another task's unsettled claim under the id refuses as well: that
+        # run may have acted, but for other work, so this task cannot rest on it either way.
+        first_claim = await claim(
+            ClaimInput(task_id="open", run_id="r1", attempt=1, spec_sha256="v1:x")
+        )
+        assert first_claim.other_run is None and first_claim.settled is None
+        with pytest.raises(ApplicationError) as err:
+            await claim(ClaimInput(task_id="open", run_id="r2", attempt=1, spec_sha256="v1:y"))
+        assert err.value.type == "TaskIdReused" and err.value.non_retryable
+        assert "about to act in run r1" in err.value.message
+        same_task = await claim(
+            ClaimInput(task_id="open", run_id="r2", attempt=1, spec_sha256="v1:x")
+        )
+        assert same_task.other_run == "r1"
 
 
 async def test_settle_after_a_runner_stopped_past_its_append_keeps_the_stored_receipt(
