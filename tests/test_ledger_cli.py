@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from landed._cli._sample import sample_bytes
 from landed._contract import Evidence, Observation, Outcome
 from landed._ledger import open_ledger
 from landed._receipt import LandedExtension, ProofItem, Receipt
@@ -320,3 +321,11 @@ async def test_a_report_whose_reader_left_keeps_its_own_exit_code(
         proc = _to_a_closed_pipe(*args, cwd=tmp_path)
         assert proc.returncode == 0, (args, proc.returncode, proc.stderr)
         assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr, proc.stderr
+    # An export read only in part is still the reader's choice; a check whose verdicts were not
+    # all printed fails closed (exit 1).
+    export = _to_a_closed_pipe("receipts", "export", "--ledger", url, cwd=tmp_path)
+    assert export.returncode == 0 and "Traceback" not in export.stderr, export.stderr
+    sample = tmp_path / "sample.jsonl"
+    sample.write_bytes(sample_bytes())
+    check = _to_a_closed_pipe("check", str(sample), *json_flag, cwd=tmp_path)
+    assert check.returncode == 1 and "Traceback" not in check.stderr, check.stderr

@@ -30,6 +30,7 @@ from landed._check import (
     split_point,
 )
 from landed._cli import app
+from landed._cli._out import reader_left
 from landed._grading import RawGrade
 from landed._intake import EMPTY_INPUT, InvalidLine
 from landed._ladder import ProofLevel
@@ -638,8 +639,7 @@ def check(
             max_rows=max_rows,
         )
     except BrokenPipeError:
-        # The reader of our output left (``| head``): stop quietly, and keep Python's exit-time
-        # flush from failing on the closed pipe too.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # The reader left before every verdict was printed: stop quietly, and fail closed.
+        reader_left()
         code = EXIT_MISSED
     raise typer.Exit(code)

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from landed._cli import app
 from landed._cli._check import _safe
-from landed._cli._out import ReportConsole, emit, fail
+from landed._cli._out import ReportConsole, emit, fail, reader_left
 from landed._ledger import LedgerError, canonical_json, open_ledger
 from landed._receipt import Receipt, attempt_of
 
@@ -189,8 +189,7 @@ def export(
         except LedgerError as exc:
             raise _fail(str(exc)) from None
         except BrokenPipeError:  # the reader stopped early (| head): not an error of ours
-            with contextlib.suppress(OSError):
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            reader_left()
             return
         err.print(f"exported {count} receipt(s) from {where}", highlight=False)
         return

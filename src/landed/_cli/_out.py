@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-__all__ = ["ReportConsole", "emit", "fail"]
+__all__ = ["ReportConsole", "emit", "fail", "reader_left"]
 
 
 class ReportConsole(Console):
@@ -25,12 +25,12 @@ class ReportConsole(Console):
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
-        _reader_left()
+        reader_left()
 
 
-def _reader_left() -> None:
-    # What is left of the report goes nowhere, and Python's exit-time flush finds an open file
-    # rather than the closed pipe.
+def reader_left() -> None:
+    """The reader of stdout left (``| head``): send the rest of the output nowhere, so neither
+    later writes nor Python's exit-time flush fail on the closed pipe."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
@@ -43,7 +43,7 @@ def emit(data: bytes) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     except BrokenPipeError:
-        _reader_left()
+        reader_left()
 
 
 def fail(message: str, code: int, *, json_error: str | None = None) -> typer.Exit:
