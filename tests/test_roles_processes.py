@@ -309,6 +309,8 @@ def test_bad_connection_settings_and_misplaced_secrets_exit_3_naming_the_fix(
 
     private, public = KeyPair.generate().save(tmp_path / "keys")
     key = {"LANDED_VERIFIER_SIGNING_KEY": str(private)}
+    bad_pem = tmp_path / "client.pem"
+    bad_pem.write_text("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
     cases: list[tuple[str, dict[str, str], str]] = [
         ("actor", {"TEMPORAL_NAMESPACE": "no-such-ns"}, "namespace 'no-such-ns' does not exist"),
         ("actor", {"TEMPORAL_PROFILE": "nope"}, "connection settings cannot be loaded"),
@@ -354,6 +356,14 @@ def test_bad_connection_settings_and_misplaced_secrets_exit_3_naming_the_fix(
             "credentials",
         ),
         ("actor", {"LANDED_ACTOR_GRACEFUL_SHUTDOWN_S": "inf"}, "graceful_shutdown_s"),
+        # Found by the connection itself, these read as "is Temporal running?" (exit 1).
+        (
+            "actor",
+            {"TEMPORAL_TLS_CLIENT_CERT_PATH": str(bad_pem), "TEMPORAL_TLS_CLIENT_KEY_DATA": "k"},
+            "TEMPORAL_TLS_CLIENT_CERT_PATH",
+        ),
+        ("actor", {"TEMPORAL_GRPC_META_X_TEAM": "s3cretpw\x01"}, "TEMPORAL_GRPC_META_"),
+        ("actor", {"TEMPORAL_API_KEY": "s3cretpw\n"}, "TEMPORAL_API_KEY"),
     ]
     for role, env, says in cases:
         code, err = _run_role_as_given(role, temporal_dev, env, tmp_path)

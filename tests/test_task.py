@@ -23,6 +23,7 @@ from landed._acts import ActLoadError, collect_acts
 from landed._dev import DevError, role_env
 from landed._plugin import (
     SANDBOX_PASSTHROUGH,
+    ConnectionSettingsError,
     connect_options,
     landed_plugin,
     strict_workflow_runner,
@@ -386,6 +387,68 @@ def test_connect_options_follow_temporal_envconfig() -> None:
     env_key = {**env, "TEMPORAL_API_KEY": "k"}
     assert connect_options(env=env_key)["tls"] is True  # an API key implies TLS
     assert connect_options(env={}, address="h:1")["target_host"] == "h:1"
+
+
+def test_connect_options_refuse_tls_files_and_headers_the_connection_would_fail_on(
+    tmp_path: Path,
+) -> None:
+    """Named before connecting, with the setting to fix and never the value."""
+    from landed._signing import KeyPair
+
+    good_key = tmp_path / "good.key"
+    good_key.write_bytes(KeyPair.generate().private_pem())
+    not_pem = tmp_path / "not.pem"
+    not_pem.write_text("hunter2-not-a-pem\n")
+    cases = [
+        ({"TEMPORAL_TLS_CLIENT_KEY_PATH": str(not_pem), "TEMPORAL_TLS_CLIENT_CERT_DATA": "x"},
+         "TEMPORAL_TLS_CLIENT_CERT_PATH"),
+        ({"TEMPORAL_TLS_SERVER_CA_CERT_PATH": str(good_key)}, "TEMPORAL_TLS_SERVER_CA_CERT_PATH"),
+        ({"TEMPORAL_TLS_CLIENT_KEY_PATH": str(good_key)}, "come as a pair"),
+        ({"TEMPORAL_GRPC_META_X_TEAM": "hunter2\r\nx-admin: 1"}, "TEMPORAL_GRPC_META_"),
+        ({"TEMPORAL_GRPC_META_X_TEAM": "h\u00fcnter2"}, "non-ASCII"),
+        ({"TEMPORAL_API_KEY": "hunter2\n"}, "TEMPORAL_API_KEY"),
+    ]  # fmt: skip
+    for env, says in cases:
+        with pytest.raises(ConnectionSettingsError) as caught:
+            connect_options(env=env)
+        assert says in str(caught.value) and "hunter2" not in str(caught.value), env
+    # A key that does parse, with its certificate given, passes on to the connection; so do
+    # an ordinary header and key.
+    cert = _self_signed(good_key)
+    opts = connect_options(
+        env={
+            "TEMPORAL_TLS_CLIENT_KEY_PATH": str(good_key),
+            "TEMPORAL_TLS_CLIENT_CERT_DATA": cert,
+            "TEMPORAL_GRPC_META_X_TEAM": "blue team\t7",
+            "TEMPORAL_API_KEY": "abc.def-ghi",
+        }
+    )
+    assert opts["tls"].client_cert == cert.encode()
+    assert opts["rpc_metadata"]["x-team"] == "blue team\t7"
+
+
+def _self_signed(key_path: Path) -> str:
+    """A PEM certificate for the key in ``key_path``, signed by itself."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.x509.oid import NameOID
+
+    key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "landed-test")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())  # type: ignore[arg-type]
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + dt.timedelta(days=1))
+        .sign(key, None)  # type: ignore[arg-type]
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
 
 
 def test_collect_acts_finds_builtins_and_rejects_missing(tmp_path: Path) -> None:
