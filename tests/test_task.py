@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import datetime as dt
+import enum
 import json
 import os
 import subprocess
 import textwrap
+import uuid
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +108,9 @@ def test_specs_temporal_or_json_readers_would_take_differently_are_refused() -> 
     with pytest.raises(TaskSpecError, match="'task_id' appears twice"):
         check_spec(twice)
     lone = json.dumps(spec(act={"name": "sql.execute", "input": {"x": "\ud800"}}))
-    with pytest.raises(TaskSpecError, match="lone surrogate"):
+    with pytest.raises(TaskSpecError, match="lone surrogate") as caught:
         check_spec(lone)
+    assert [field for field, _ in caught.value.problems] == ["act.input.x"]
     with pytest.raises(TaskSpecError, match="over the 262144 a task may hold"):
         check_spec(spec(outcome="x" * 2_100_000))
     # A TaskSpec changed after construction is checked again, not passed on as valid.
@@ -459,6 +464,53 @@ def test_collect_acts_finds_builtins_and_rejects_missing(tmp_path: Path) -> None
 
 
 # --- bad input at submit: a clear error naming the field, never a traceback ----------------------
+
+
+class _Colour(enum.StrEnum):
+    RED = "red"
+
+
+@pytest.mark.parametrize("form", ["mapping", "model"])
+def test_values_json_would_change_are_refused_naming_the_field(form: str) -> None:
+    """What the act and the verifier receive is the task as submitted: a value that would
+    arrive as something else after its trip through JSON is refused, at its field."""
+
+    def plan(params: object = (), value: object = 3) -> list[dict[str, object]]:
+        probe = {**RECORD["probe"], "params": params}  # type: ignore[dict-item]
+        return [{**RECORD, "probe": probe, "expect": {"type": "equals", "value": value}}]
+
+    def given(**over: object) -> object:
+        data = spec(**over)
+        return data if form == "mapping" else TaskSpec.model_validate(data)
+
+    def act(value: object) -> dict[str, object]:
+        return {"name": "sql.execute", "input": {"v": value}}
+
+    cases = [
+        (given(act=act(Decimal("1.10"))), "act.input.v", 'a value of type Decimal'),
+        (given(act=act(dt.datetime(2026, 1, 1))), "act.input.v", "type datetime"),
+        (given(act=act({1, 2})), "act.input.v", "would arrive as the list [1,2]"),
+        (given(act=act(b"abc")), "act.input.v", "type bytes"),
+        (given(act=act(uuid.UUID(int=7))), "act.input.v", "type UUID"),
+        (given(act=act({"a": {2: "x"}})), "act.input.v.a.2", "the key 2 is of type int"),
+        (given(act=act([1, object()])), "act.input.v.1", "cannot be written as JSON"),
+        (given(proof_plan=plan(params=[Decimal("2")])), "proof_plan.0.probe.params.0", "Decimal"),
+        (given(proof_plan=plan(value=Decimal("3"))), "proof_plan.0.expect.value", "Decimal"),
+    ]  # fmt: skip
+    for data, field, says in cases:
+        with pytest.raises(TaskSpecError) as caught:
+            check_spec(data)  # type: ignore[arg-type]
+        assert [f for f, _ in caught.value.problems] == [field], caught.value.problems
+        assert says in caught.value.problems[0][1], caught.value.problems
+    # JSON data passes unchanged; a tuple is a JSON list, an enum member its plain value.
+    same = {"n": [1, 2.5, "x", None, True, {"k": False}], "t": (1, 2), "c": _Colour.RED}
+    checked = check_spec(given(act=act(same))).spec  # type: ignore[arg-type]
+    assert checked.act.input["v"] == {
+        "n": [1, 2.5, "x", None, True, {"k": False}],
+        "t": [1, 2],
+        "c": "red",
+    }
+    assert type(checked.act.input["v"]["c"]) is str
 
 
 def test_time_cap_error_names_the_field() -> None:

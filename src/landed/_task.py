@@ -18,7 +18,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticSerializationError, to_json
 
 from landed._contract import Contract, Observation, probe_problem
 from landed._ladder import READ_BACK_KINDS
@@ -304,10 +304,18 @@ class SubmitCheck(BaseModel):
 MAX_SPEC_BYTES = 256 * 1024
 
 
+_JSON_DATA = (
+    "pass JSON data (text, a number, true/false, null, a list, or an object with text keys)"
+)
+
+
 def _as_json(spec: TaskSpec) -> str:
     try:
         return spec.model_dump_json()
     except PydanticSerializationError as exc:
+        where = _unwritable(spec.model_dump(), ())
+        if where is not None:
+            raise TaskSpecError([_unwritable_problem(*where)]) from None
         raise TaskSpecError(
             [
                 (
@@ -317,6 +325,76 @@ def _as_json(spec: TaskSpec) -> str:
                 )
             ]
         ) from None
+
+
+def _field(path: tuple[object, ...]) -> str:
+    return ".".join(str(p) for p in path) or "(document)"
+
+
+def _unwritable(value: Any, path: tuple[object, ...]) -> tuple[str, Any] | None:
+    """The first value under ``value`` that cannot be written as JSON, with its field."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _unwritable(item, (*path, key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found = _unwritable(item, (*path, i))
+            if found is not None:
+                return found
+        return None
+    try:
+        to_json(value)
+    except PydanticSerializationError:
+        return _field(path), value
+    return None
+
+
+def _unwritable_problem(path: str, value: Any) -> tuple[str, str]:
+    if isinstance(value, str):
+        return path, (
+            "the text holds a lone surrogate (such as \\ud800), which is not Unicode and "
+            "cannot be written as JSON: remove it"
+        )
+    return path, (f"a value of type {type(value).__name__} cannot be written as JSON; {_JSON_DATA}")
+
+
+def _changed(sent: Any, read: Any, path: tuple[object, ...]) -> tuple[str, str] | None:
+    """Where ``sent`` (the task as given) differs from ``read`` (it after a trip through JSON,
+    as the act and the verifier receive it), and why; None when they are the same."""
+    if isinstance(sent, dict) and isinstance(read, dict):
+        for key, item in sent.items():
+            if not isinstance(key, str):
+                return _field((*path, key)), (
+                    f"the key {key!r} is of type {type(key).__name__}, and JSON keys are text: "
+                    f"it would arrive as {str(key)!r}; use text keys"
+                )
+            found = _changed(item, read.get(key), (*path, key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(sent, list | tuple) and isinstance(read, list) and len(sent) == len(read):
+        # A tuple arrives as a list: the same JSON, so no change worth refusing.
+        for i, (a, b) in enumerate(zip(sent, read, strict=True)):
+            found = _changed(a, b, (*path, i))
+            if found is not None:
+                return found
+        return None
+    if sent == read and (
+        type(sent) is type(read)
+        # A str, int or float subclass (an enum member, say) arrives as its plain value.
+        or (
+            any(isinstance(sent, t) and type(read) is t for t in (str, int, float))
+            and isinstance(sent, bool) == isinstance(read, bool)
+        )
+    ):
+        return None
+    return _field(path), (
+        f"a value of type {type(sent).__name__} is not JSON data: it would arrive as the "
+        f"{type(read).__name__} {to_json(read).decode()[:60]}; {_JSON_DATA}"
+    )
 
 
 class _DuplicateKey(ValueError):
@@ -334,9 +412,10 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
     """Validate a task at submit; raise TaskSpecError naming each bad field and why."""
-    if isinstance(data, TaskSpec):
+    built = data if isinstance(data, TaskSpec) else None
+    if built is not None:
         # Re-validated: pydantic does not check assignments made after construction.
-        data = _as_json(data)
+        data = _as_json(built)
     try:
         raw = (
             json.loads(data, object_pairs_hook=_no_duplicate_keys)
@@ -396,6 +475,16 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
                 for err in exc.errors()
             ]
         ) from None
+    if built is not None or not isinstance(data, str | bytes):
+        # Values built in code reach the act and the verifier as JSON: a Decimal would arrive
+        # as text, a set as a list, a datetime as text, an integer key as text. Refused here,
+        # so what runs is what was submitted.
+        sent = built if built is not None else spec
+        again = spec if built is not None else TaskSpec.model_validate_json(_as_json(spec))
+        change = _changed(sent.model_dump(), again.model_dump(), ())
+        if change is not None:
+            raise TaskSpecError([change])
+        spec = again
     problems = [
         (f"proof_plan.{i}.probe", why)
         for i, contract in enumerate(spec.proof_plan)
