@@ -513,6 +513,20 @@ def test_values_json_would_change_are_refused_naming_the_field(form: str) -> Non
     assert type(checked.act.input["v"]["c"]) is str
 
 
+def test_a_spec_built_in_code_nested_too_deeply_is_an_invalid_spec() -> None:
+    """A mapping handed to check_spec (not JSON text) nested past what JSON can write: a clear
+    error, never a RecursionError."""
+    for depth, wrap in ((50_000, lambda v: {"a": v}), (300, lambda v: [v])):
+        value: object = 1
+        for _ in range(depth):
+            value = wrap(value)
+        with pytest.raises(TaskSpecError) as caught:
+            check_spec(spec(act={"name": "sql.execute", "input": {"v": value}}))
+        assert caught.value.problems == [
+            ("(document)", "nested too deeply to write as JSON; a task spec is a flat object")
+        ]
+
+
 def test_time_cap_error_names_the_field() -> None:
     for bad in (0.1, 86400 * 8):
         with pytest.raises(TaskSpecError) as err:

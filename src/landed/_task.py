@@ -313,6 +313,10 @@ def _as_json(spec: TaskSpec) -> str:
     try:
         return spec.model_dump_json()
     except PydanticSerializationError as exc:
+        if "depth" in str(exc):
+            raise TaskSpecError(
+                [("(document)", "nested too deeply to write as JSON; a task spec is a flat object")]
+            ) from None
         where = _unwritable(spec.model_dump(), ())
         if where is not None:
             raise TaskSpecError([_unwritable_problem(*where)]) from None
@@ -333,6 +337,8 @@ def _field(path: tuple[object, ...]) -> str:
 
 def _unwritable(value: Any, path: tuple[object, ...]) -> tuple[str, Any] | None:
     """The first value under ``value`` that cannot be written as JSON, with its field."""
+    if len(path) > _DEPTH:
+        return None
     if isinstance(value, dict):
         for key, item in value.items():
             found = _unwritable(item, (*path, key))
@@ -359,6 +365,24 @@ def _unwritable_problem(path: str, value: Any) -> tuple[str, str]:
             "cannot be written as JSON: remove it"
         )
     return path, (f"a value of type {type(value).__name__} cannot be written as JSON; {_JSON_DATA}")
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+# Deeper than this, a value is not walked here: writing it as JSON refuses it (too deep).
+_DEPTH = 300
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """JSON's own types all through (what json.loads returns): a trip through JSON keeps it."""
+    if depth > _DEPTH:
+        return False
+    if type(value) is dict:
+        return all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
+    if type(value) is list:
+        return all(_plain(v, depth + 1) for v in value)
+    return type(value) in _PLAIN
 
 
 def _changed(sent: Any, read: Any, path: tuple[object, ...]) -> tuple[str, str] | None:
@@ -475,7 +499,7 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
                 for err in exc.errors()
             ]
         ) from None
-    if built is not None or not isinstance(data, str | bytes):
+    if built is not None or not (isinstance(data, str | bytes) or _plain(raw)):
         # Values built in code reach the act and the verifier as JSON: a Decimal would arrive
         # as text, a set as a list, a datetime as text, an integer key as text. Refused here,
         # so what runs is what was submitted.
