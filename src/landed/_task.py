@@ -307,6 +307,10 @@ MAX_SPEC_BYTES = 256 * 1024
 _JSON_DATA = (
     "pass JSON data (text, a number, true/false, null, a list, or an object with text keys)"
 )
+# JSON's own types, as json.loads returns them.
+_PLAIN = (str, int, float, bool, type(None))
+# Deeper than this, a value is not walked here: writing it as JSON refuses it (too deep).
+_DEPTH = 300
 
 
 def _as_json(spec: TaskSpec) -> str:
@@ -365,13 +369,6 @@ def _unwritable_problem(path: str, value: Any) -> tuple[str, str]:
             "cannot be written as JSON: remove it"
         )
     return path, (f"a value of type {type(value).__name__} cannot be written as JSON; {_JSON_DATA}")
-
-
-_PLAIN = (str, int, float, bool, type(None))
-
-
-# Deeper than this, a value is not walked here: writing it as JSON refuses it (too deep).
-_DEPTH = 300
 
 
 def _plain(value: Any, depth: int = 0) -> bool:
