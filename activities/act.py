@@ -11,7 +11,7 @@ from temporalio.exceptions import ApplicationError
 
 from landed._acts import ActContext, ActFn
 from landed._redact import Redactor
-from landed._task import ACT_ACTIVITY, ActInput, ActReport
+from landed._task import ACT_ACTIVITY, CLAIM_OF_ANOTHER_RUN, ActInput, ActReport
 
 from ._heartbeat import heartbeating
 from ._threads import to_the_end
@@ -67,6 +67,18 @@ class ActActivities:
     async def act(self, inp: ActInput) -> ActReport:
         """Run one act attempt. An exception here is an unknown write: the workflow reads back
         before deciding anything (DOD-10). An unknown act name is permanent (nothing ran)."""
+        run = activity.info().workflow_run_id
+        if inp.claimed_for is not None and inp.claimed_for != run:
+            # A run reset from another replays the other's claim and may schedule the act anew
+            # on it (the claim's marker and the act fell in different workflow tasks, and the
+            # reset kept only the first). That run was about to act, so this one must not.
+            raise ApplicationError(
+                f"act attempt {inp.attempt} of task {inp.task_id!r} was scheduled under the "
+                f"ledger claim of run {inp.claimed_for}, not of run {run} that asked for it; "
+                "nothing was run (the workflow reads back what the other run may have written)",
+                type=CLAIM_OF_ANOTHER_RUN,
+                non_retryable=True,
+            )
         fn = self._acts.get(inp.act.name)
         if fn is None:
             known = ", ".join(sorted(self._acts)) or "none"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 import landed
-from landed._task import ActInput, ActSpec
+from landed._task import CLAIM_OF_ANOTHER_RUN, ActInput, ActSpec
 
 SECRET = "sk_live_" + "Q" * 24
 
@@ -106,3 +107,26 @@ async def test_an_acts_report_leaves_the_actor_without_its_credentials() -> None
     report = await ActivityEnvironment().run(_run_with(echoing).act, _input())
     assert SECRET not in report.report and "[redacted]" in report.report
     assert report.actor == "a1"
+
+
+async def test_an_act_scheduled_under_another_runs_claim_runs_nothing() -> None:
+    """A run reset from another can replay the other's ledger claim and schedule the act anew
+    on it: the actor refuses that attempt before the act runs, with a permanent error the
+    workflow reads as "another run was about to act". Its own run's claim runs as usual."""
+    ran: list[str] = []
+
+    def act(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
+        ran.append(ctx.task_id)
+        return landed.ActReport(claimed_status="done", report="wrote the row")
+
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, workflow_run_id="run-b")
+    other = _input().model_copy(update={"claimed_for": "run-a"})
+    with pytest.raises(ApplicationError) as err:
+        await env.run(_run_with(act).act, other)
+    assert err.value.type == CLAIM_OF_ANOTHER_RUN and err.value.non_retryable
+    assert "run-a" in err.value.message and "run-b" in err.value.message
+    assert ran == []
+    own = _input().model_copy(update={"claimed_for": "run-b"})
+    report = await env.run(_run_with(act).act, own)
+    assert report.claimed_status == "done" and ran == ["t1"]

@@ -32,6 +32,7 @@ from temporalio.worker import (
     ExecuteActivityInput,
     Interceptor,
     Replayer,
+    StartActivityInput,
     StartLocalActivityInput,
     Worker,
     WorkflowInboundInterceptor,
@@ -50,10 +51,12 @@ from landed._receipt import LandedExtension
 from landed._signing import KeyPair, TrustStore, sign_proof
 from landed._sources import SourceRegistry
 from landed._task import (
+    ACT_ACTIVITY,
     CLAIM_ACTIVITY,
     PLAN_ACTIVITY,
     SETTLE_ACTIVITY,
     VERIFY_ACTIVITY,
+    ActInput,
     ActReport,
     Progress,
     SettleInput,
@@ -580,6 +583,61 @@ async def test_a_reset_that_schedules_the_act_again_does_not_act_twice(
     assert row_count(db, wid) == 1
     assert receipt.verdict == "planned" and receipt.landed is not None
     assert any("closed without settling" in f for f in receipt.landed.findings)
+
+
+class _ActUnderClaimOf(Interceptor):
+    """Schedules every act as a run reset from ``run`` does when it replays that run's claim
+    and Temporal cannot replay the act (the claim's marker and the act sat in different
+    workflow tasks, and the reset kept only the first): under ``run``'s claim."""
+
+    def __init__(self, run: str) -> None:
+        self.run = run
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor]:
+        run = self.run
+
+        class _Outbound(WorkflowOutboundInterceptor):
+            def start_activity(self, input: StartActivityInput) -> ActivityHandle[Any]:
+                if input.activity == ACT_ACTIVITY:
+                    (act,) = input.args
+                    assert isinstance(act, ActInput) and act.claimed_for == workflow.info().run_id
+                    input.args = [act.model_copy(update={"claimed_for": run})]
+                return super().start_activity(input)
+
+        class _Inbound(WorkflowInboundInterceptor):
+            def init(self, outbound: WorkflowOutboundInterceptor) -> None:
+                super().init(_Outbound(outbound))
+
+        return _Inbound
+
+
+@pytest.mark.parametrize("pre_read", [True, False])
+async def test_an_act_under_the_claim_of_the_run_reset_from_runs_nothing(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site, pre_read: bool
+) -> None:
+    """DOD-10 across a reset: the act a reset run schedules on the claim it replayed from the
+    old run is refused by the actor before it runs; the task reads back and settles as one
+    whose other run may have acted (not verified, the run named), never acting twice."""
+    task = rows_task(f"claim-of-old-{pre_read}", db, expect=1, batch=f"co{pre_read}", write=1)
+    task["pre_read"] = pre_read
+    async with _roles(
+        temporal_dev,
+        tmp_path,
+        db,
+        site,
+        interceptors=(_ActUnderClaimOf("run-reset-from"),),
+        task_may_skip_pre_read=True,
+    ) as roles:
+        receipt = await roles.client.run(task)
+        async with await roles.ledger() as ledger:
+            stored = await ledger.get(task["task_id"])
+    assert act_runs(db, task["task_id"]) == []
+    assert row_count(db, f"co{pre_read}") == 0
+    assert receipt.verdict == "planned" and receipt.landed is not None
+    assert any("closed without settling" in f for f in receipt.landed.findings)
+    assert [canonical_json(r) for r in stored] == [canonical_json(receipt)]
 
 
 class _OnLocalActivity(Interceptor):

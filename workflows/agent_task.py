@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
         ACT_ACTIVITY,
         AGENT_TASK_WORKFLOW,
         CLAIM_ACTIVITY,
+        CLAIM_OF_ANOTHER_RUN,
         PLAN_ACTIVITY,
         SETTLE_ACTIVITY,
         VERIFY_ACTIVITY,
@@ -153,6 +154,14 @@ def _claim_holds(out: ClaimOutput, attempt: int) -> bool:
     recorded marker alone decides. A replay may not see this run's id (Temporal's Replayer
     takes a reset run's id from its first event, which is the old run's), and a decision taken
     from it there would replay another branch than the run took.
+
+    One case the marker cannot tell: Temporal may complete the claim's workflow task before the
+    workflow answered it (seen under load), so the claim's marker sits in one workflow task and
+    the act in the next, while replay hands the claim back inside the first. A reset to the
+    act's task then replays the old run's claim, finds no marker saying otherwise and schedules
+    the act anew. The act carries the run its claim was recorded for (``claimed_for``), and the
+    actor runs it only for that run: the reset run's act is refused before it runs, and the
+    task settles as one whose other run may have acted (``_act_until_known``).
     """
     if out.claimed_for is None:
         return True
@@ -217,6 +226,8 @@ class AgentTask:
         # Another run of this id was about to act and never settled (see _claim).
         self._lost_run: str | None = None
         self._settled_elsewhere: Receipt | None = None
+        # The run whose ledger claim the act attempt about to start runs under.
+        self._claimed_for: str | None = None
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -509,6 +520,8 @@ class AgentTask:
                         attempt=attempt,
                         idempotency_key=spec.idempotency_key or spec.task_id,
                         act=spec.act,
+                        # The actor runs the act only for the run that holds this claim.
+                        claimed_for=self._claimed_for,
                     ),
                     result_type=ActReport,
                     task_queue=routing.actor_task_queue,
@@ -523,6 +536,13 @@ class AgentTask:
             except ActivityError as err:
                 if self._cancelled(err):
                     raise
+                if _is_type(err, CLAIM_OF_ANOTHER_RUN) and self._claimed_for is not None:
+                    # This run holds, from history it replayed, the claim of the run it was
+                    # reset from, and Temporal could not replay the act: the claim and the act
+                    # sat in different workflow tasks and the reset kept only the claim's. The
+                    # actor ran nothing; the other run was about to act and may have.
+                    self._judge_claim(ClaimOutput(other_run=self._claimed_for))
+                    return unknown_write_report(), None
                 error = _cause(err)
                 actor = err.identity or _beat_identity(err.cause)
                 if actor and actor not in self._actors:
@@ -608,7 +628,9 @@ class AgentTask:
         reset that schedules the act again claims again.
         """
         planned = routing.claim if attempt == 1 else None
+        self._claimed_for = None
         if planned is not None and _claim_holds(planned, attempt):
+            self._claimed_for = planned.claimed_for
             return self._judge_claim(planned)
         if not workflow.patched(_CLAIM_BEFORE_ACT):
             return True  # a run recorded before claims existed: replayed as it ran
@@ -618,6 +640,7 @@ class AgentTask:
             # history up to the workflow task it restarts, and the claim's marker can sit in an
             # earlier one than the act's): it claims nothing for this run, so claim again.
             out = await self._claim(spec, attempt, remaining)
+        self._claimed_for = out.claimed_for
         return self._judge_claim(out)
 
     async def _claim(self, spec: TaskSpec, attempt: int, remaining: timedelta) -> ClaimOutput:

@@ -28,6 +28,7 @@ __all__ = [
     "ACT_ACTIVITY",
     "AGENT_TASK_WORKFLOW",
     "CLAIM_ACTIVITY",
+    "CLAIM_OF_ANOTHER_RUN",
     "DEFAULT_TIME_CAP",
     "PLAN_ACTIVITY",
     "SEARCH_ATTRIBUTES",
@@ -69,6 +70,8 @@ VERIFY_ACTIVITY = "landed.verify"
 SETTLE_ACTIVITY = "landed.settle"
 CLAIM_ACTIVITY = "landed.claim"
 PLAN_ACTIVITY = "landed.plan"
+#: The error type of an act the actor refused because its claim is another run's.
+CLAIM_OF_ANOTHER_RUN = "ClaimOfAnotherRun"
 
 #: Custom search attributes (all Keyword) the workflow upserts, so the Web UI and
 #: ``temporal workflow list --query 'LandedVerdict="verified"'`` can filter settled tasks.
@@ -690,6 +693,11 @@ class ActInput(BaseModel):
     attempt: int
     idempotency_key: str
     act: ActSpec
+    claimed_for: str | None = Field(
+        default=None,
+        description="The workflow run whose ledger claim this attempt runs under: the actor runs "
+        "it only for that run (None: a runner from before claims named none).",
+    )
 
 
 class VerifyInput(BaseModel):
