@@ -1,5 +1,5 @@
 """The runner's own steps: ``plan`` (its routing, read once per task), ``claim`` (before each
-act) and ``settle``."""
+act), ``settle``, and ``lookup`` (a settled receipt for a task Temporal has forgotten)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ from landed._ledger import Claim, Ledger, LedgerConflict, canonical_json
 from landed._receipt import Receipt, attempt_of, run_id_of
 from landed._task import (
     CLAIM_ACTIVITY,
+    LOOKUP_ACTIVITY,
     PLAN_ACTIVITY,
     SETTLE_ACTIVITY,
     ClaimInput,
     ClaimOutput,
+    LookupInput,
+    LookupOutput,
     PlanInput,
     Routing,
     SettleInput,
@@ -140,6 +143,11 @@ class RunnerActivities:
             # Another task's receipt under this id and attempt: retrying cannot change it.
             raise ApplicationError(str(exc), type="LedgerConflict", non_retryable=True) from exc
         return SettleOutput(appended=appended, ledger=self._ledger.url)
+
+    @activity.defn(name=LOOKUP_ACTIVITY)
+    async def lookup(self, inp: LookupInput) -> LookupOutput:
+        """The task's latest settled receipt, as the board shows it; None when there is none."""
+        return LookupOutput(receipt=await self._ledger.latest(inp.task_id), ledger=self._ledger.url)
 
     async def _later_attempt(self, receipt: Receipt) -> Receipt | None:
         """The task's settled receipt of a later attempt than ``receipt``'s, if it is of the

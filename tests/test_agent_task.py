@@ -27,6 +27,7 @@ from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import (
     ActivityInboundInterceptor,
     ExecuteActivityInput,
@@ -420,6 +421,48 @@ async def test_a_task_temporal_forgot_is_answered_from_the_ledger_not_acted_agai
     assert again.landed is not None and first.landed is not None
     assert again.landed.run_id == first.landed.run_id  # type: ignore[attr-defined]
     assert canonical_json(again) == canonical_json(first)  # the ledger's form of the same
+
+
+async def test_receipt_and_status_of_a_task_temporal_forgot_come_from_the_ledger(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """After Temporal drops a settled run, the client asks a runner for the ledger's receipt
+    (the client holds no ledger credentials); an id the ledger does not know either is still
+    NOT_FOUND, and nothing is acted for either."""
+    async with _roles(temporal_dev, tmp_path, db, site) as roles:
+        ran = await roles.client.run(rows_task("kept", db, expect=1, batch="dr", write=1))
+        # What retention leaves (the ledger holds the receipt, Temporal holds no run of its id),
+        # without waiting the half minute the dev server takes to delete a closed run.
+        settled = ran.model_copy(update={"task_id": "dropped"})
+        async with await open_ledger(roles.ledger_url) as ledger:
+            assert await ledger.append(settled)
+        receipt = await roles.client.receipt("dropped")
+        status = await roles.client.status("dropped")
+        with pytest.raises(RPCError) as unknown:
+            await roles.client.receipt("never-submitted")
+        with pytest.raises(RPCError) as unknown_status:
+            await roles.client.status("never-submitted")
+    assert settled.verdict == "verified"
+    assert canonical_json(receipt) == canonical_json(settled)
+    assert (status.execution, status.settled, status.verdict) == ("FORGOTTEN", True, "verified")
+    assert status.rung == "verified"
+    assert unknown.value.status == unknown_status.value.status == RPCStatusCode.NOT_FOUND
+    assert act_runs(db, "dropped") == [] and act_runs(db, "kept") == [(1, "kept")]
+
+
+async def test_receipt_of_a_forgotten_task_with_no_runner_says_so(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site
+) -> None:
+    """No runner polls the queue: the lookup gives up by its timeout and names the queue."""
+    queue = f"no-runner-{uuid.uuid4().hex[:8]}"
+    client = landed.Client(
+        await connect(identity="client@test", address=temporal_dev),
+        task_queue=queue,
+        lookup_timeout=timedelta(seconds=2),
+    )
+    with pytest.raises(landed.RunnerNotAnswering, match="no runner read its receipt") as err:
+        await client.receipt("gone")
+    assert queue in str(err.value)
 
 
 async def test_receipt_of_a_run_that_closed_unsettled_is_an_error_not_a_receipt(

@@ -1,4 +1,4 @@
-"""Deterministic orchestration: the AgentTask workflow and nothing with side effects."""
+"""Deterministic orchestration only: the AgentTask and ReceiptLookup workflows."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -30,7 +31,10 @@ from landed._receipt import Receipt
 from landed._settings import DEFAULT_RUNNER_QUEUE
 from landed._task import (
     AGENT_TASK_WORKFLOW,
+    LOOKUP_WORKFLOW,
     SEARCH_ATTRIBUTES,
+    LookupInput,
+    LookupOutput,
     Progress,
     ReceiptQuery,
     Step,
@@ -81,6 +85,10 @@ def _not_settled(task_id: str, how: str) -> str:
 _QUERY_TIMEOUT = timedelta(seconds=10)
 
 
+# How long a lookup of a forgotten task's receipt waits for a runner to read the ledger.
+_LOOKUP_TIMEOUT = timedelta(seconds=30)
+
+
 class RunnerNotAnswering(RuntimeError):
     """The task is running, but no runner answered the query in time (stopped or stalled)."""
 
@@ -89,7 +97,10 @@ class TaskStatus(BaseModel):
     """Where a task stands: Temporal's execution status and landed's step, rung and verdict."""
 
     task_id: str
-    execution: str = Field(description="RUNNING, COMPLETED, FAILED, TIMED_OUT, ...")
+    execution: str = Field(
+        description="RUNNING, COMPLETED, FAILED, TIMED_OUT, ..., or FORGOTTEN: Temporal no "
+        "longer holds the run (its retention) and the receipt comes from the runner's ledger"
+    )
     step: str
     rung: str
     verdict: str | None = None
@@ -129,9 +140,17 @@ class TaskHandle:
 class Client:
     """landed's client: submit tasks, watch them, fetch their receipts."""
 
-    def __init__(self, temporal: TemporalClient, *, task_queue: str = DEFAULT_RUNNER_QUEUE):
+    def __init__(
+        self,
+        temporal: TemporalClient,
+        *,
+        task_queue: str = DEFAULT_RUNNER_QUEUE,
+        lookup_timeout: timedelta = _LOOKUP_TIMEOUT,
+    ):
         self._temporal = temporal
         self._task_queue = task_queue
+        # How long reading a forgotten task's receipt waits for a runner to answer.
+        self._lookup_timeout = lookup_timeout
 
     @classmethod
     async def connect(
@@ -238,9 +257,23 @@ class Client:
         return await handle.result()
 
     async def status(self, task_id: str) -> TaskStatus:
-        """The task's current step and verdict; raises RPCError(NOT_FOUND) for an unknown id."""
+        """The task's current step and verdict; raises RPCError(NOT_FOUND) for an id neither
+        Temporal nor the runner's ledger knows."""
         handle = self._temporal.get_workflow_handle(task_id, result_type=Receipt)
-        desc = await handle.describe()
+        try:
+            desc = await handle.describe()
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            stored = await self._from_ledger(task_id, err)
+            return TaskStatus(
+                task_id=task_id,
+                execution="FORGOTTEN",
+                step=Step.SETTLED.value,
+                rung=(stored.landed.rung if stored.landed else None) or "unknown",
+                verdict=stored.verdict,
+                settled=True,
+            )
         execution = desc.status.name if desc.status is not None else "UNKNOWN"
         if desc.status == WorkflowExecutionStatus.COMPLETED:
             receipt = await handle.result()
@@ -278,10 +311,17 @@ class Client:
         """The settled receipt, or the receipt so far while the task runs.
 
         A receipt so far has no ``settled_at``: it is not in the ledger yet, whatever its
-        verdict reads. Raises TaskNotSettled when the workflow closed without settling.
+        verdict reads. Raises TaskNotSettled when the workflow closed without settling. Once
+        Temporal has dropped the run (its retention), the runner reads the receipt from its
+        ledger; an id neither knows raises RPCError(NOT_FOUND).
         """
         handle = self._temporal.get_workflow_handle(task_id, result_type=Receipt)
-        desc = await handle.describe()
+        try:
+            desc = await handle.describe()
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            return await self._from_ledger(task_id, err)
         if desc.status == WorkflowExecutionStatus.COMPLETED:
             settled: Receipt = await handle.result()
             return settled
@@ -301,3 +341,29 @@ class Client:
         if answer.settled:
             return answer.receipt
         return answer.receipt.model_copy(update={"settled_at": None})
+
+    async def _from_ledger(self, task_id: str, not_found: RPCError) -> Receipt:
+        """The receipt the runner's ledger holds for a task Temporal does not know (any more).
+
+        The client holds no ledger credentials: a runner reads it, in a short workflow of its
+        own. ``not_found`` is raised again when the ledger holds nothing for the id either.
+        """
+        try:
+            out: LookupOutput = await self._temporal.execute_workflow(
+                LOOKUP_WORKFLOW,
+                LookupInput(task_id=task_id),
+                id=f"landed-lookup-{uuid.uuid4().hex}",
+                task_queue=self._task_queue,
+                result_type=LookupOutput,
+                execution_timeout=self._lookup_timeout,
+            )
+        except WorkflowFailureError as exc:
+            raise RunnerNotAnswering(
+                f"Temporal holds no run of task {task_id!r} (dropped after its retention, or "
+                f"never submitted), and no runner read its receipt from the ledger within "
+                f"{self._lookup_timeout.total_seconds():g} s ({exc.cause or exc}); check that "
+                f"`landed worker runner` is up on the task queue {self._task_queue!r}"
+            ) from exc
+        if out.receipt is None:
+            raise not_found
+        return out.receipt

@@ -30,6 +30,8 @@ __all__ = [
     "CLAIM_ACTIVITY",
     "CLAIM_OF_ANOTHER_RUN",
     "DEFAULT_TIME_CAP",
+    "LOOKUP_ACTIVITY",
+    "LOOKUP_WORKFLOW",
     "PLAN_ACTIVITY",
     "SEARCH_ATTRIBUTES",
     "SETTLE_ACTIVITY",
@@ -41,6 +43,8 @@ __all__ = [
     "ClaimInput",
     "ClaimOutput",
     "ConsentGate",
+    "LookupInput",
+    "LookupOutput",
     "PlanInput",
     "Progress",
     "ReceiptQuery",
@@ -70,6 +74,9 @@ VERIFY_ACTIVITY = "landed.verify"
 SETTLE_ACTIVITY = "landed.settle"
 CLAIM_ACTIVITY = "landed.claim"
 PLAN_ACTIVITY = "landed.plan"
+#: The runner's read of a settled receipt from its ledger, for a task Temporal has forgotten.
+LOOKUP_WORKFLOW = "LandedReceiptLookup"
+LOOKUP_ACTIVITY = "landed.lookup"
 #: The error type of an act the actor refused because its claim is another run's.
 CLAIM_OF_ANOTHER_RUN = "ClaimOfAnotherRun"
 
@@ -757,6 +764,19 @@ class ClaimInput(BaseModel):
     run_id: str
     attempt: int = Field(ge=1)
     spec_sha256: str
+
+
+class LookupInput(BaseModel):
+    """Which task's settled receipt to read from the runner's ledger."""
+
+    task_id: str
+
+
+class LookupOutput(BaseModel):
+    """The task's latest settled receipt in the ledger, or None when it holds none."""
+
+    receipt: Receipt | None = None
+    ledger: str = ""
 
 
 class SettleOutput(BaseModel):

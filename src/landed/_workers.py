@@ -210,6 +210,7 @@ async def build_worker(
 
         RunnerActivities = _load("landed.activities.runner", "RunnerActivities")
         AgentTask = _load("landed.workflows.agent_task", "AgentTask")
+        ReceiptLookup = _load("landed.workflows.receipt_lookup", "ReceiptLookup")
 
         pems = _read_pems(settings.trust)
         await ensure_search_attributes(client)
@@ -232,13 +233,13 @@ async def build_worker(
         worker = Worker(
             client,
             task_queue=settings.task_queue,
-            workflows=[AgentTask],
-            activities=[runner.plan, runner.claim, runner.settle],
+            workflows=[AgentTask, ReceiptLookup],
+            activities=[runner.plan, runner.claim, runner.settle, runner.lookup],
             identity=identity,
             max_cached_workflows=settings.max_cached_workflows,
             max_concurrent_local_activities=settings.max_concurrent_activities,
-            # plan and settle only ever run as local activities: no poller asks the server
-            # for remote activity tasks on the runner's queue, and none could be routed here.
+            # plan, claim, settle and lookup only ever run as local activities: no poller asks
+            # the server for remote activity tasks on the runner's queue, none could be routed here.
             no_remote_activities=True,
             workflow_runner=sandbox,
             interceptors=list(interceptors),
