@@ -628,6 +628,28 @@ async def test_a_reset_that_schedules_the_act_again_does_not_act_twice(
     assert any("closed without settling" in f for f in receipt.landed.findings)
 
 
+async def test_the_recorded_reset_whose_claim_and_act_fell_apart_replays_refused() -> None:
+    """The race as it ran (recorded under load): the old run's claim marker sat in its first
+    workflow task and its act in the second; the reset to the second kept the claim, the reset
+    run scheduled the act on it, the actor refused it, and the run read back and settled. The
+    committed history replays in both sandboxes: a change to the commands on that path (a claim
+    step where the history scheduled the act, another step after the refusal) fails here; what
+    the refusal grades to is tested live above."""
+    path = HISTORIES / "agent_task_reset_split_refused.json"
+    history = WorkflowHistory.from_json("reset-mid-False", json.loads(path.read_text()))
+    kinds = [e.event_type for e in history.events]
+    marker = kinds.index(EventType.EVENT_TYPE_MARKER_RECORDED)
+    act = kinds.index(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    assert EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED in kinds[marker:act]  # the reset
+    refused = next(
+        e.activity_task_failed_event_attributes.failure
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+    )
+    assert refused.application_failure_info.type == "ClaimOfAnotherRun"
+    await _replays_as_recorded([history])
+
+
 class _ActUnderClaimOf(Interceptor):
     """Schedules every act as a run reset from ``run`` does when it replays that run's claim
     and Temporal cannot replay the act (the claim's marker and the act sat in different
