@@ -31,14 +31,14 @@ from typing import Any
 
 TARGET_RATIO = 0.65
 TARGET_RATE = 30.0
-# Each phase holds CONCURRENCY tasks in flight for RAMP + WINDOW seconds and counts the tasks
-# that finish inside the window: a sustained rate, not the time a burst takes to drain (a burst's
-# last tasks run with few others in flight, and that tail weighs on short flows differently).
+# Each phase holds CONCURRENCY tasks in flight and counts the tasks that finish inside a window
+# of WINDOW seconds: a sustained rate, not the time a burst takes to drain (a burst's last tasks
+# run with few others in flight, and that tail weighs on slow and fast flows differently).
 WINDOW = float(os.environ.get("LANDED_BENCH_TEMPORAL_SECONDS", "8"))
-RAMP = 1.5
+STAGGER = 1.0
 # Each round runs every flow once, in a rotated order, so drift in the machine's other load
 # and each phase's after-effects on the server (timers firing later) fall on all flows alike.
-ROUNDS = int(os.environ.get("LANDED_BENCH_TEMPORAL_ROUNDS", "4"))
+ROUNDS = int(os.environ.get("LANDED_BENCH_TEMPORAL_ROUNDS", "5"))
 WARMUP = 40
 CONCURRENCY = int(os.environ.get("LANDED_BENCH_TEMPORAL_CONCURRENCY", "200"))
 BASELINE_QUEUE = "bench-act-only"
@@ -70,36 +70,47 @@ def _spec(task_id: str, pre_read: bool) -> dict[str, Any]:
 
 async def _sustain(
     one: Callable[[int], Awaitable[bool]], pids: dict[str, int]
-) -> tuple[int, int, dict[str, float]]:
-    """Keep CONCURRENCY tasks in flight for RAMP + WINDOW seconds, then let those in flight end.
+) -> tuple[int, int, int, dict[str, float]]:
+    """Keep CONCURRENCY tasks in flight, measure WINDOW seconds of them, then let them end.
 
-    Returns how many tasks finished inside the window, how many of those passed, and the CPU
-    seconds each process in ``pids`` spent during the window. Nothing of the ramp or the drain
-    after it is counted, so the figure is the rate the flow sustains under that load.
+    The slots start spread over STAGGER seconds, and the window opens only once as many tasks as
+    are in flight have finished (one full turn of the load), so the tasks that started together
+    no longer finish together when it opens. Returns how many tasks finished inside the window,
+    how many of those passed, how many failed at any time (ramp and drain included), and the
+    CPU seconds each process in ``pids`` spent during the window.
     """
     loop = asyncio.get_running_loop()
-    opens = loop.time() + RAMP
-    closes = opens + WINDOW
     counter = iter(range(1 << 62))
-    finished = passed = 0
+    total = finished = passed = failed = 0
+    opens = closes = float("inf")
+    turned = asyncio.Event()
     cpu: dict[str, float] = {}
 
-    async def slot() -> None:
-        nonlocal finished, passed
+    async def slot(k: int) -> None:
+        nonlocal total, finished, passed, failed
+        await asyncio.sleep(STAGGER * k / CONCURRENCY)
         while loop.time() < closes:
             ok = await one(next(counter))
-            if opens <= loop.time() < closes:
+            now = loop.time()
+            total += 1
+            failed += not ok
+            if opens <= now < closes:
                 finished += 1
                 passed += ok
+            if total >= CONCURRENCY:
+                turned.set()
 
     async def meter() -> None:
-        await asyncio.sleep(max(opens - loop.time(), 0))
+        nonlocal opens, closes
+        await turned.wait()
         before = {name: _cpu_seconds(pid) for name, pid in pids.items()}
-        await asyncio.sleep(max(closes - loop.time(), 0))
+        opens = loop.time()
+        closes = opens + WINDOW
+        await asyncio.sleep(WINDOW)
         cpu.update({name: _cpu_seconds(pid) - before[name] for name, pid in pids.items()})
 
-    await asyncio.gather(meter(), *(slot() for _ in range(CONCURRENCY)))
-    return finished, passed, cpu
+    await asyncio.gather(meter(), *(slot(k) for k in range(CONCURRENCY)))
+    return finished, passed, failed, cpu
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -270,6 +281,7 @@ async def _run() -> bool:
         seconds = dict.fromkeys(flows, 0.0)
         passed = dict.fromkeys(flows, 0)
         done = dict.fromkeys(flows, 0)
+        failed = dict.fromkeys(flows, 0)
         cpu: dict[str, dict[str, float]] = {name: {} for name in flows}
         round_ratios: list[tuple[float, ...]] = []
         order = list(flows)
@@ -277,10 +289,11 @@ async def _run() -> bool:
             rates: dict[str, float] = {}
             for name in order[r % len(order) :] + order[: r % len(order)]:
                 make, pids = flows[name]
-                finished, ok, used = await _sustain(make(f"{name}-{r}"), pids)
+                finished, ok, bad, used = await _sustain(make(f"{name}-{r}"), pids)
                 seconds[name] += WINDOW
                 passed[name] += ok
                 done[name] += finished
+                failed[name] += bad
                 rates[name] = finished / WINDOW
                 for proc, sec in used.items():
                     cpu[name][proc] = cpu[name].get(proc, 0.0) + sec
@@ -311,9 +324,9 @@ async def _run() -> bool:
     full_verified = full_ok / seconds["default"]
     cores = os.cpu_count() or 1
     print(
-        f"temporal throughput on landed dev ({ROUNDS} rounds, each flow sustained for "
-        f"{WINDOW:g} s per round after a {RAMP:g} s ramp, flows in rotated order, {CONCURRENCY} "
-        "in flight)"
+        f"temporal throughput on landed dev ({ROUNDS} rounds, each flow measured for {WINDOW:g} s "
+        f"per round once its {CONCURRENCY} tasks in flight have turned over, flows in rotated "
+        "order)"
     )
     print(
         f"  baseline  same act alone (BenchActOnly)        {rate['baseline']:7.1f} tasks/s  "
@@ -374,14 +387,18 @@ async def _run() -> bool:
         (f"ratio {lean_ratio:.3f}x >= {TARGET_RATIO}x", lean_ratio >= TARGET_RATIO),
         (
             f"act + verify + settle {lean_verified:.1f} verified/s >= {TARGET_RATE:.0f}/s",
-            lean_verified >= TARGET_RATE and lean_ok == done["lean"],
+            lean_verified >= TARGET_RATE and failed["lean"] == 0,
         ),
         # `landed dev` as shipped reads the before-state too: its own figure, beside the target.
         (
             f"default flow {full_verified:.1f} verified/s >= {TARGET_RATE:.0f}/s",
-            full_verified >= TARGET_RATE and full_ok == done["default"],
+            full_verified >= TARGET_RATE and failed["default"] == 0,
         ),
     ]
+    print(
+        "  not verified or not read back as pass, ramp and drain included: "
+        + ", ".join(f"{name} {count}" for name, count in failed.items())
+    )
     for label, ok in checks:
         print(f"  target    {label}: {'met' if ok else 'NOT met'}")
     met = all(ok for _, ok in checks[:2])

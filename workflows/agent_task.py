@@ -540,7 +540,9 @@ class AgentTask:
                     # This run holds, from history it replayed, the claim of the run it was
                     # reset from, and Temporal could not replay the act: the claim and the act
                     # sat in different workflow tasks and the reset kept only the claim's. The
-                    # actor ran nothing; the other run was about to act and may have.
+                    # actor ran nothing (so no attempt started); the other run was about to act
+                    # and may have.
+                    self._attempt = attempt - 1
                     self._judge_claim(ClaimOutput(other_run=self._claimed_for))
                     return unknown_write_report(), None
                 error = _cause(err)

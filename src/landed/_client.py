@@ -24,8 +24,10 @@ from temporalio.common import (
     WorkflowIDReusePolicy,
 )
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 from temporalio.service import RPCError, RPCStatusCode
 
+from landed._ledger import LedgerError
 from landed._plugin import connect, worker_identity
 from landed._receipt import Receipt
 from landed._settings import DEFAULT_RUNNER_QUEUE
@@ -346,7 +348,9 @@ class Client:
         """The receipt the runner's ledger holds for a task Temporal does not know (any more).
 
         The client holds no ledger credentials: a runner reads it, in a short workflow of its
-        own. ``not_found`` is raised again when the ledger holds nothing for the id either.
+        own. ``not_found`` is raised again when the ledger holds nothing for the id either. The
+        receipt is the ledger's latest under the id; a receipt settled before spec digests
+        existed cannot show which spec it is of.
         """
         try:
             out: LookupOutput = await self._temporal.execute_workflow(
@@ -358,11 +362,18 @@ class Client:
                 execution_timeout=self._lookup_timeout,
             )
         except WorkflowFailureError as exc:
-            raise RunnerNotAnswering(
-                f"Temporal holds no run of task {task_id!r} (dropped after its retention, or "
-                f"never submitted), and no runner read its receipt from the ledger within "
-                f"{self._lookup_timeout.total_seconds():g} s ({exc.cause or exc}); check that "
-                f"`landed worker runner` is up on the task queue {self._task_queue!r}"
+            if isinstance(exc.cause, TemporalTimeoutError):
+                raise RunnerNotAnswering(
+                    f"Temporal holds no run of task {task_id!r} (dropped after its retention, or "
+                    f"never submitted), and no runner read its receipt from the ledger within "
+                    f"{self._lookup_timeout.total_seconds():g} s; check that `landed worker "
+                    f"runner` of this release (older ones do not run {LOOKUP_WORKFLOW}) is up on "
+                    f"the task queue {self._task_queue!r}"
+                ) from exc
+            raise LedgerError(
+                f"Temporal holds no run of task {task_id!r}, and the runner on the task queue "
+                f"{self._task_queue!r} could not read its receipt from the ledger "
+                f"({exc.cause or exc}); see that runner's log"
             ) from exc
         if out.receipt is None:
             raise not_found
