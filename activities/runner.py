@@ -147,7 +147,7 @@ class RunnerActivities:
     @activity.defn(name=LOOKUP_ACTIVITY)
     async def lookup(self, inp: LookupInput) -> LookupOutput:
         """The task's latest settled receipt, as the board shows it; None when there is none."""
-        return LookupOutput(receipt=await self._ledger.latest(inp.task_id), ledger=self._ledger.url)
+        return LookupOutput(receipt=await self._ledger.latest(inp.task_id))
 
     async def _later_attempt(self, receipt: Receipt) -> Receipt | None:
         """The task's settled receipt of a later attempt than ``receipt``'s, if it is of the

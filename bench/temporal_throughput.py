@@ -6,8 +6,8 @@ this 2-core machine with `landed dev` defaults (SQLite file with WAL, three role
 
 Each flow is measured as the rate it sustains with a fixed number of tasks in flight, in short
 phases that alternate with the other flows'. Both figures come from the same run on the same
-dev server: the baseline workflow runs in its
-own worker process, like the runner, and its act runs on the same actor process. The default
+dev server: the baseline workflow runs in its own worker process, like the runner, and its act
+runs on the same actor process. The default
 AgentTask also pre-reads the before-state (one more verifier round trip, so a proof can't be
 vacuous); it is measured and printed too, beside the act + verify + settle flow (pre_read off).
 """

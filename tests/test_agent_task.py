@@ -650,31 +650,37 @@ async def test_the_recorded_reset_whose_claim_and_act_fell_apart_replays_refused
     await _replays_as_recorded([history])
 
 
-class _ActUnderClaimOf(Interceptor):
-    """Schedules every act as a run reset from ``run`` does when it replays that run's claim
-    and Temporal cannot replay the act (the claim's marker and the act sat in different
-    workflow tasks, and the reset kept only the first): under ``run``'s claim."""
+class _WithOutbound(Interceptor):
+    """Puts ``outbound`` between the runner's workflow code and the SDK."""
 
-    def __init__(self, run: str) -> None:
-        self.run = run
+    def __init__(self, outbound: type[WorkflowOutboundInterceptor]) -> None:
+        self.outbound = outbound
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
     ) -> type[WorkflowInboundInterceptor]:
-        run = self.run
-
-        class _Outbound(WorkflowOutboundInterceptor):
-            def start_activity(self, input: StartActivityInput) -> ActivityHandle[Any]:
-                act = input.args[0] if input.activity == ACT_ACTIVITY else None
-                if isinstance(act, ActInput):
-                    input.args = [act.model_copy(update={"claimed_for": run})]
-                return super().start_activity(input)
+        outbound = self.outbound
 
         class _Inbound(WorkflowInboundInterceptor):
-            def init(self, outbound: WorkflowOutboundInterceptor) -> None:
-                super().init(_Outbound(outbound))
+            def init(self, next: WorkflowOutboundInterceptor) -> None:
+                super().init(outbound(next))
 
         return _Inbound
+
+
+def _act_under_claim_of(run: str) -> Interceptor:
+    """Schedules every act as a run reset from ``run`` does when it replays that run's claim
+    and Temporal cannot replay the act (the claim's marker and the act sat in different
+    workflow tasks, and the reset kept only the first): under ``run``'s claim."""
+
+    class _Outbound(WorkflowOutboundInterceptor):
+        def start_activity(self, input: StartActivityInput) -> ActivityHandle[Any]:
+            act = input.args[0] if input.activity == ACT_ACTIVITY else None
+            if isinstance(act, ActInput):
+                input.args = [act.model_copy(update={"claimed_for": run})]
+            return super().start_activity(input)
+
+    return _WithOutbound(_Outbound)
 
 
 @pytest.mark.parametrize("pre_read", [True, False])
@@ -691,7 +697,7 @@ async def test_an_act_under_the_claim_of_the_run_reset_from_runs_nothing(
         tmp_path,
         db,
         site,
-        interceptors=(_ActUnderClaimOf("run-reset-from"),),
+        interceptors=(_act_under_claim_of("run-reset-from"),),
         task_may_skip_pre_read=True,
     ) as roles:
         receipt = await roles.client.run(task)
@@ -704,36 +710,23 @@ async def test_an_act_under_the_claim_of_the_run_reset_from_runs_nothing(
     assert [canonical_json(r) for r in stored] == [canonical_json(receipt)]
 
 
-class _OnLocalActivity(Interceptor):
+def _on_local_activity(
+    hook: Callable[
+        [StartLocalActivityInput, Callable[[StartLocalActivityInput], ActivityHandle[Any]]],
+        ActivityHandle[Any],
+    ],
+) -> Interceptor:
     """Starts each local activity of the runner's workflows through ``hook(input, start)``,
     where ``start`` starts it as the workflow asked."""
 
-    def __init__(
-        self,
-        hook: Callable[
-            [StartLocalActivityInput, Callable[[StartLocalActivityInput], ActivityHandle[Any]]],
-            ActivityHandle[Any],
-        ],
-    ) -> None:
-        self.hook = hook
+    class _Outbound(WorkflowOutboundInterceptor):
+        def start_local_activity(self, input: StartLocalActivityInput) -> ActivityHandle[Any]:
+            return hook(input, super().start_local_activity)
 
-    def workflow_interceptor_class(
-        self, input: WorkflowInterceptorClassInput
-    ) -> type[WorkflowInboundInterceptor]:
-        hook = self.hook
-
-        class _Outbound(WorkflowOutboundInterceptor):
-            def start_local_activity(self, input: StartLocalActivityInput) -> ActivityHandle[Any]:
-                return hook(input, super().start_local_activity)
-
-        class _Inbound(WorkflowInboundInterceptor):
-            def init(self, outbound: WorkflowOutboundInterceptor) -> None:
-                super().init(_Outbound(outbound))
-
-        return _Inbound
+    return _WithOutbound(_Outbound)
 
 
-def _claim_then_timer(step: str) -> _OnLocalActivity:
+def _claim_then_timer(step: str) -> Interceptor:
     """A workflow task boundary between the step that claims the first act (the plan, or the
     claim step after a pre-read) and the act: a short timer once it has answered. Its recorded
     claim then sits in an earlier workflow task than the act, as it does when Temporal completes
@@ -754,7 +747,7 @@ def _claim_then_timer(step: str) -> _OnLocalActivity:
 
         return asyncio.ensure_future(then_a_timer())  # type: ignore[return-value]
 
-    return _OnLocalActivity(hook)
+    return _on_local_activity(hook)
 
 
 @pytest.mark.parametrize(("pre_read", "step"), [(False, PLAN_ACTIVITY), (True, CLAIM_ACTIVITY)])
@@ -1626,7 +1619,7 @@ async def _through_relay(
     return receipt, str((read_back[0].landed or {}).get("observation")) if read_back else ""
 
 
-def _settle_inputs(seen: list[SettleInput]) -> _OnLocalActivity:
+def _settle_inputs(seen: list[SettleInput]) -> Interceptor:
     """Keeps in ``seen`` what each replayed run hands to its settle step (the receipt it
     graded)."""
 
@@ -1638,7 +1631,7 @@ def _settle_inputs(seen: list[SettleInput]) -> _OnLocalActivity:
             seen.append(input.args[0])
         return start(input)
 
-    return _OnLocalActivity(hook)
+    return _on_local_activity(hook)
 
 
 def _graded_again_later(history: WorkflowHistory, later: timedelta) -> WorkflowHistory:

@@ -776,7 +776,6 @@ class LookupOutput(BaseModel):
     """The task's latest settled receipt in the ledger, or None when it holds none."""
 
     receipt: Receipt | None = None
-    ledger: str = ""
 
 
 class SettleOutput(BaseModel):
