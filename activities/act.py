@@ -76,6 +76,9 @@ class ActActivities:
                 f"act attempt {inp.attempt} of task {inp.task_id!r} was scheduled under the "
                 f"ledger claim of run {inp.claimed_for}, not of run {run} that asked for it; "
                 "nothing was run (the workflow reads back what the other run may have written)",
+                # The run the claim was recorded for: the one the workflow names as having been
+                # about to act.
+                inp.claimed_for,
                 type=CLAIM_OF_ANOTHER_RUN,
                 non_retryable=True,
             )

@@ -126,6 +126,7 @@ async def test_an_act_scheduled_under_another_runs_claim_runs_nothing() -> None:
         await env.run(_run_with(act).act, other)
     assert err.value.type == CLAIM_OF_ANOTHER_RUN and err.value.non_retryable
     assert "run-a" in err.value.message and "run-b" in err.value.message
+    assert err.value.details == ("run-a",)  # the run the workflow names as about to act
     assert ran == []
     own = _input().model_copy(update={"claimed_for": "run-b"})
     report = await env.run(_run_with(act).act, own)

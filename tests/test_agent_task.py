@@ -706,7 +706,9 @@ async def test_an_act_under_the_claim_of_the_run_reset_from_runs_nothing(
     assert act_runs(db, task["task_id"]) == []
     assert row_count(db, f"co{pre_read}") == 0
     assert receipt.verdict == "planned" and receipt.landed is not None
-    assert any("closed without settling" in f for f in receipt.landed.findings)
+    # The finding names the run whose claim the act carried, not this run or another.
+    named = [f for f in receipt.landed.findings if "closed without settling" in f]
+    assert named and all("run run-reset-from of this task id" in f for f in named)
     assert [canonical_json(r) for r in stored] == [canonical_json(receipt)]
 
 

@@ -180,6 +180,18 @@ def _is_type(err: BaseException, error_type: str) -> bool:
     return isinstance(inner, ApplicationError) and inner.type == error_type
 
 
+def _refused_for(err: ActivityError) -> str | None:
+    """The run whose claim the actor saw on the act it refused (actors before it said so: None).
+
+    It is the claim this run sent, unless something between the workflow and the actor changed
+    the act's input; the actor's word is what it refused, so that is the run named.
+    """
+    inner = err.cause
+    details = inner.details if isinstance(inner, ApplicationError) else ()
+    first = details[0] if details else None
+    return first if isinstance(first, str) and first else None
+
+
 def _beat_identity(cause: BaseException | None) -> str | None:
     """The actor named in the last heartbeat of an act attempt that timed out, if it beat."""
     details = cause.last_heartbeat_details if isinstance(cause, TemporalTimeout) else ()
@@ -543,7 +555,7 @@ class AgentTask:
                     # actor ran nothing (so no attempt started); the other run was about to act
                     # and may have.
                     self._attempt = attempt - 1
-                    self._judge_claim(ClaimOutput(other_run=self._claimed_for))
+                    self._judge_claim(ClaimOutput(other_run=_refused_for(err) or self._claimed_for))
                     return unknown_write_report(), None
                 error = _cause(err)
                 actor = err.identity or _beat_identity(err.cause)
