@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
@@ -187,14 +189,16 @@ def _refused_for(err: ActivityError) -> str | None:
     the act's input; the actor's word is what it refused, so that is the run named.
     """
     inner = err.cause
-    details = inner.details if isinstance(inner, ApplicationError) else ()
-    first = details[0] if details else None
-    return first if isinstance(first, str) and first else None
+    return _first_text(inner.details if isinstance(inner, ApplicationError) else ())
 
 
 def _beat_identity(cause: BaseException | None) -> str | None:
     """The actor named in the last heartbeat of an act attempt that timed out, if it beat."""
-    details = cause.last_heartbeat_details if isinstance(cause, TemporalTimeout) else ()
+    return _first_text(cause.last_heartbeat_details if isinstance(cause, TemporalTimeout) else ())
+
+
+def _first_text(details: Sequence[Any]) -> str | None:
+    """The first of an error's details when it is a non-empty string (a run or actor name)."""
     first = details[0] if details else None
     return first if isinstance(first, str) and first else None
 
