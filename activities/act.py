@@ -9,9 +9,10 @@ from collections.abc import Mapping
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from landed._acts import ActContext, ActFn
-from landed._redact import Redactor
-from landed._task import ACT_ACTIVITY, CLAIM_OF_ANOTHER_RUN, ActInput, ActReport
+from landed.task.acts import ActContext, ActFn
+from landed.task.messages import ActInput, ActReport
+from landed.task.names import ACT_ACTIVITY, CLAIM_OF_ANOTHER_RUN
+from landed.util.redact import Redactor
 
 from ._heartbeat import heartbeating
 from ._threads import to_the_end

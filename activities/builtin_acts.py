@@ -12,9 +12,9 @@ from urllib.parse import parse_qsl, unquote, urljoin, urlparse, urlsplit, urluns
 
 import httpx
 
-from landed._acts import ActContext, act
-from landed._orphans import stop_with_parent
-from landed._task import ActReport
+from landed.task.acts import ActContext, act
+from landed.task.messages import ActReport
+from landed.util.orphans import stop_with_parent
 
 from ._threads import to_the_end
 

@@ -6,13 +6,9 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from landed._ledger import Claim, Ledger, LedgerConflict, canonical_json
-from landed._receipt import Receipt, attempt_of, run_id_of
-from landed._task import (
-    CLAIM_ACTIVITY,
-    LOOKUP_ACTIVITY,
-    PLAN_ACTIVITY,
-    SETTLE_ACTIVITY,
+from landed.ledger.base import Claim, Ledger, LedgerConflict, canonical_json
+from landed.receipts.model import Receipt, attempt_of, run_id_of
+from landed.task.messages import (
     ClaimInput,
     ClaimOutput,
     LookupInput,
@@ -23,6 +19,7 @@ from landed._task import (
     SettleOutput,
     pre_reads,
 )
+from landed.task.names import CLAIM_ACTIVITY, LOOKUP_ACTIVITY, PLAN_ACTIVITY, SETTLE_ACTIVITY
 
 __all__ = ["RunnerActivities"]
 

@@ -7,15 +7,16 @@ from datetime import UTC, datetime
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from landed._assemble import proof_item
-from landed._contract import Contract, Observation, Outcome, probe_problem
-from landed._expect import label_for
-from landed._observe import observe
-from landed._receipt import ProofItem
-from landed._signing import KeyPair, sign_proof
-from landed._sources import SourceRegistry
-from landed._task import VERIFY_ACTIVITY, VerifyInput, VerifyOutput, VerifyReading
-from landed._verifier_policy import refusal
+from landed.probes.contract import Contract, Observation, Outcome, probe_problem
+from landed.probes.expect import label_for
+from landed.probes.observe import observe
+from landed.probes.policy import refusal
+from landed.probes.sources import SourceRegistry
+from landed.receipts.model import ProofItem
+from landed.signing import KeyPair, sign_proof
+from landed.task.assemble import proof_item
+from landed.task.messages import VerifyInput, VerifyOutput, VerifyReading
+from landed.task.names import VERIFY_ACTIVITY
 
 from ._heartbeat import heartbeating
 

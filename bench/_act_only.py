@@ -13,15 +13,9 @@ with workflow.unsafe.imports_passed_through():
     # The read is retried exactly as AgentTask retries it.
     from landed.workflows.agent_task import VERIFY_RETRY
 
-    from landed._task import (
-        ACT_ACTIVITY,
-        VERIFY_ACTIVITY,
-        ActInput,
-        ActReport,
-        TaskSpec,
-        VerifyInput,
-        VerifyOutput,
-    )
+    from landed.task.messages import ActInput, ActReport, VerifyInput, VerifyOutput
+    from landed.task.names import ACT_ACTIVITY, VERIFY_ACTIVITY
+    from landed.task.spec import TaskSpec
 
 __all__ = ["ActOnly", "ActThenRead", "ActThenReadWithLocalSteps", "local_step"]
 

@@ -29,7 +29,7 @@ import asyncio, os, sys, time
 mode, path, base = sys.argv[1], sys.argv[2], sys.argv[3]
 n, concurrency = int(sys.argv[4]), int(sys.argv[5])
 if mode == "check":
-    from landed._cli._check import run_check
+    from landed.cli.check import run_check
     with open(os.devnull, "w") as out:
         start = time.perf_counter()
         code = run_check(

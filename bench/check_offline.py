@@ -38,7 +38,7 @@ if mode == "baseline":
     elapsed = time.perf_counter() - start
     code = 0
 else:
-    from landed._cli._check import run_check
+    from landed.cli.check import run_check
     with open(os.devnull, "w") as out:
         start = time.perf_counter()
         code = run_check(path, as_json=(mode == "json"), out=out)

@@ -22,11 +22,12 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from landed._contract import Evidence, Observation, Outcome
-from landed._ledger import Ledger, LedgerRow, open_ledger
-from landed._ledger_sqlite import columns
-from landed._receipt import Cost, LandedExtension, ProofItem, Receipt
-from landed._signing import KeyPair, sign_proof
+from landed.ledger.base import Ledger, LedgerRow
+from landed.ledger.factory import open_ledger
+from landed.ledger.sqlite import columns
+from landed.probes.contract import Evidence, Observation, Outcome
+from landed.receipts.model import Cost, LandedExtension, ProofItem, Receipt
+from landed.signing import KeyPair, sign_proof
 
 TARGET = 5_000.0
 CONCURRENCY = 64

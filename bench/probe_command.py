@@ -17,9 +17,9 @@ import sys
 import time
 
 from bench._probe_common import report
-from landed._contract import CommandProbe, Count
-from landed._observe import observe
-from landed._sources import SourceRegistry
+from landed.probes.contract import CommandProbe, Count
+from landed.probes.observe import observe
+from landed.probes.sources import SourceRegistry
 
 N = int(os.environ.get("LANDED_BENCH_COMMAND_N", "400"))
 ARGV = ["echo", "45"]

@@ -25,9 +25,9 @@ import aiohttp
 import httpx
 
 from bench._probe_common import cpu_line, report, rss_mb, run_bounded
-from landed._contract import Contains, HttpProbe
-from landed._observe import observe
-from landed._sources import SourceRegistry
+from landed.probes.contract import Contains, HttpProbe
+from landed.probes.observe import observe
+from landed.probes.sources import SourceRegistry
 
 N = int(os.environ.get("LANDED_BENCH_HTTP_N", "50000"))
 BASELINE_N = int(os.environ.get("LANDED_BENCH_HTTP_BASELINE_N", "10000"))

@@ -23,9 +23,9 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from bench._probe_common import cpu_line, report, run_bounded
-from landed._contract import Count, RecordProbe
-from landed._observe import observe
-from landed._sources import SourceRegistry
+from landed.probes.contract import Count, RecordProbe
+from landed.probes.observe import observe
+from landed.probes.sources import SourceRegistry
 
 DSN = os.environ.get("LANDED_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 # landed refuses a source role that is a superuser (a probe's SQL could run programs on the

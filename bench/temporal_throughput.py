@@ -148,7 +148,7 @@ def _serve_baseline() -> int:
     from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
     from bench import _act_only
-    from landed._plugin import connect, worker_identity
+    from landed.temporal.plugin import connect, worker_identity
 
     # The runner shares landed's workflow module across runs (SANDBOX_PASSTHROUGH); the
     # baseline's module is shared the same way, so the two differ only by what landed does.
@@ -177,10 +177,10 @@ def _serve_baseline() -> int:
 
 
 async def _run() -> bool:
-    from landed._dev import DevStack
-    from landed._receipt import Receipt
-    from landed._settings import DEFAULT_ACTOR_QUEUE, DEFAULT_VERIFIER_QUEUE
-    from landed._task import TaskSpec
+    from landed.dev.stack import DevStack
+    from landed.receipts.model import Receipt
+    from landed.task.spec import TaskSpec
+    from landed.temporal.settings import DEFAULT_ACTOR_QUEUE, DEFAULT_VERIFIER_QUEUE
 
     home = Path(tempfile.mkdtemp(prefix="landed-bench-"))
     db = home / "bench.db"

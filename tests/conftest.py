@@ -8,8 +8,8 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from helpers.pg import dsn_as
 from hypothesis import settings
-from landed_pg import dsn_as
 
 # No per-example deadline: on a shared 2-core machine one slow example (a GC pause, the dev
 # server busy beside it) is not a failure of the property, and Hypothesis would report it as
@@ -102,7 +102,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def temporal_dev() -> Iterator[str]:
     """Temporal's dev server from .venv/bin/temporal (in memory, headless, free port, landed's
     search attributes registered), shared by the session; yields its host:port."""
-    from landed._dev import DevServer
+    from landed.dev.stack import DevServer
 
     server = DevServer(headless=True).start()
     try:

@@ -19,26 +19,19 @@ from temporalio.exceptions import (
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
-    from landed._assemble import (
+    from landed.probes.contract import Observation, Outcome, probe_digest
+    from landed.probes.expect import Judgement, judge_with_before, label_for
+    from landed.receipts.grading import grade
+    from landed.receipts.ladder import Status
+    from landed.receipts.model import LandedExtension, ProofItem, Receipt
+    from landed.signing import TrustStore, check_reading
+    from landed.task.assemble import (
         assemble_receipt,
         proof_item,
         trust_from_pems,
         unknown_write_report,
     )
-    from landed._contract import Observation, Outcome, probe_digest
-    from landed._expect import Judgement, judge_with_before, label_for
-    from landed._grading import grade
-    from landed._ladder import Status
-    from landed._receipt import LandedExtension, ProofItem, Receipt
-    from landed._signing import TrustStore, check_reading
-    from landed._task import (
-        ACT_ACTIVITY,
-        AGENT_TASK_WORKFLOW,
-        CLAIM_ACTIVITY,
-        CLAIM_OF_ANOTHER_RUN,
-        PLAN_ACTIVITY,
-        SETTLE_ACTIVITY,
-        VERIFY_ACTIVITY,
+    from landed.task.messages import (
         ActInput,
         ActReport,
         ClaimInput,
@@ -50,7 +43,6 @@ with workflow.unsafe.imports_passed_through():
         SettleInput,
         SettleOutput,
         Step,
-        TaskSpec,
         VerifyInput,
         VerifyOutput,
         VerifyReading,
@@ -58,6 +50,16 @@ with workflow.unsafe.imports_passed_through():
         pre_reads,
         spec_digest,
     )
+    from landed.task.names import (
+        ACT_ACTIVITY,
+        AGENT_TASK_WORKFLOW,
+        CLAIM_ACTIVITY,
+        CLAIM_OF_ANOTHER_RUN,
+        PLAN_ACTIVITY,
+        SETTLE_ACTIVITY,
+        VERIFY_ACTIVITY,
+    )
+    from landed.task.spec import TaskSpec
 
 __all__ = ["LANDED_OWNER", "LANDED_RUNG", "LANDED_VERDICT", "VERIFY_RETRY", "AgentTask"]
 

@@ -8,7 +8,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from landed._task import LOOKUP_ACTIVITY, LOOKUP_WORKFLOW, LookupInput, LookupOutput
+    from landed.task.messages import LookupInput, LookupOutput
+    from landed.task.names import LOOKUP_ACTIVITY, LOOKUP_WORKFLOW
 
 __all__ = ["ReceiptLookup"]
 

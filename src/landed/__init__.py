@@ -8,17 +8,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     # Type checkers and IDEs see every public name statically; at run time each is imported on
     # first use through __getattr__ below.
-    from landed._acts import ActContext, act
-    from landed._client import (
-        Client,
-        NamespaceNotReady,
-        RunnerNotAnswering,
-        TaskHandle,
-        TaskIdReused,
-        TaskNotSettled,
-        TaskStatus,
-    )
-    from landed._contract import (
+    from landed.ledger.base import Ledger, LedgerConflict, LedgerError
+    from landed.ledger.factory import open_ledger
+    from landed.probes.contract import (
         AtLeast,
         CallLogProbe,
         CommandProbe,
@@ -42,10 +34,22 @@ if TYPE_CHECKING:
         RungAtLeast,
         SentLogProbe,
     )
-    from landed._gate import gate, verify
-    from landed._grading import Finding, Grade, grade
-    from landed._intake import InvalidLine, read_receipts
-    from landed._ladder import (
+    from landed.probes.gate import gate, verify
+    from landed.probes.observe import observe
+    from landed.probes.sources import SourceConfig, SourceRegistry
+    from landed.probes.verdict import (
+        Duplicated,
+        Empty,
+        InvalidContract,
+        Mismatch,
+        NotLanded,
+        ProbeFailed,
+        Vacuous,
+        Verdict,
+    )
+    from landed.receipts.grading import Finding, Grade, grade
+    from landed.receipts.intake import InvalidLine, read_receipts
+    from landed.receipts.ladder import (
         ARTIFACT_KINDS,
         CALL_LADDER,
         DONE_WORDS,
@@ -57,9 +61,7 @@ if TYPE_CHECKING:
         Status,
         required_level,
     )
-    from landed._ledger import Ledger, LedgerConflict, LedgerError, open_ledger
-    from landed._observe import observe
-    from landed._receipt import (
+    from landed.receipts.model import (
         Approval,
         BusinessOutcome,
         Cost,
@@ -68,11 +70,11 @@ if TYPE_CHECKING:
         Receipt,
         SignedObservation,
     )
-    from landed._scorecard import Scorecard
-    from landed._signing import KeyPair, TrustStore, sign_proof, verify_proof
-    from landed._sources import SourceConfig, SourceRegistry
-    from landed._task import (
-        ActReport,
+    from landed.receipts.scorecard import Scorecard
+    from landed.signing import KeyPair, TrustStore, sign_proof, verify_proof
+    from landed.task.acts import ActContext, act
+    from landed.task.messages import ActReport
+    from landed.task.spec import (
         ActSpec,
         ApprovalGate,
         ConsentGate,
@@ -80,17 +82,16 @@ if TYPE_CHECKING:
         StepTimeouts,
         TaskSpec,
         TaskSpecError,
-        check_spec,
     )
-    from landed._verdict import (
-        Duplicated,
-        Empty,
-        InvalidContract,
-        Mismatch,
-        NotLanded,
-        ProbeFailed,
-        Vacuous,
-        Verdict,
+    from landed.task.validate import check_spec
+    from landed.temporal.client import (
+        Client,
+        NamespaceNotReady,
+        RunnerNotAnswering,
+        TaskHandle,
+        TaskIdReused,
+        TaskNotSettled,
+        TaskStatus,
     )
 
 # Public name -> the private module defining it. ``import landed`` stays cheap: no Temporal
@@ -98,90 +99,90 @@ if TYPE_CHECKING:
 # start (``landed verify`` and ``landed guard`` run from agent hooks) fast, and keeps the
 # workflow sandbox, which re-executes this file for each workflow run, from paying for it.
 _EXPORTS: dict[str, str] = {
-    "ActContext": "landed._acts",
-    "act": "landed._acts",
-    "Client": "landed._client",
-    "RunnerNotAnswering": "landed._client",
-    "TaskHandle": "landed._client",
-    "TaskIdReused": "landed._client",
-    "TaskNotSettled": "landed._client",
-    "TaskStatus": "landed._client",
-    "NamespaceNotReady": "landed._client",
-    "AtLeast": "landed._contract",
-    "CallLogProbe": "landed._contract",
-    "CommandProbe": "landed._contract",
-    "Contains": "landed._contract",
-    "Contract": "landed._contract",
-    "Count": "landed._contract",
-    "DeploymentProbe": "landed._contract",
-    "Equals": "landed._contract",
-    "Evidence": "landed._contract",
-    "FileProbe": "landed._contract",
-    "GitProbe": "landed._contract",
-    "HttpProbe": "landed._contract",
-    "JsonPath": "landed._contract",
-    "NonEmpty": "landed._contract",
-    "Observation": "landed._contract",
-    "Outcome": "landed._contract",
-    "PaymentProbe": "landed._contract",
-    "ProviderObjectProbe": "landed._contract",
-    "RecordProbe": "landed._contract",
-    "Regex": "landed._contract",
-    "RungAtLeast": "landed._contract",
-    "SentLogProbe": "landed._contract",
-    "gate": "landed._gate",
-    "verify": "landed._gate",
-    "Finding": "landed._grading",
-    "Grade": "landed._grading",
-    "grade": "landed._grading",
-    "InvalidLine": "landed._intake",
-    "read_receipts": "landed._intake",
-    "ARTIFACT_KINDS": "landed._ladder",
-    "CALL_LADDER": "landed._ladder",
-    "CallRung": "landed._ladder",
-    "DONE_WORDS": "landed._ladder",
-    "MESSAGE_LADDER": "landed._ladder",
-    "MessageRung": "landed._ladder",
-    "ProofLevel": "landed._ladder",
-    "READ_BACK_KINDS": "landed._ladder",
-    "Status": "landed._ladder",
-    "required_level": "landed._ladder",
-    "Ledger": "landed._ledger",
-    "LedgerConflict": "landed._ledger",
-    "LedgerError": "landed._ledger",
-    "open_ledger": "landed._ledger",
-    "observe": "landed._observe",
-    "Approval": "landed._receipt",
-    "BusinessOutcome": "landed._receipt",
-    "Cost": "landed._receipt",
-    "LandedExtension": "landed._receipt",
-    "ProofItem": "landed._receipt",
-    "Receipt": "landed._receipt",
-    "SignedObservation": "landed._receipt",
-    "Scorecard": "landed._scorecard",
-    "KeyPair": "landed._signing",
-    "TrustStore": "landed._signing",
-    "sign_proof": "landed._signing",
-    "verify_proof": "landed._signing",
-    "SourceConfig": "landed._sources",
-    "SourceRegistry": "landed._sources",
-    "ActReport": "landed._task",
-    "ActSpec": "landed._task",
-    "ApprovalGate": "landed._task",
-    "ConsentGate": "landed._task",
-    "RetryBudget": "landed._task",
-    "StepTimeouts": "landed._task",
-    "TaskSpec": "landed._task",
-    "TaskSpecError": "landed._task",
-    "check_spec": "landed._task",
-    "Duplicated": "landed._verdict",
-    "Empty": "landed._verdict",
-    "InvalidContract": "landed._verdict",
-    "Mismatch": "landed._verdict",
-    "NotLanded": "landed._verdict",
-    "ProbeFailed": "landed._verdict",
-    "Vacuous": "landed._verdict",
-    "Verdict": "landed._verdict",
+    "ActContext": "landed.task.acts",
+    "act": "landed.task.acts",
+    "Client": "landed.temporal.client",
+    "RunnerNotAnswering": "landed.temporal.client",
+    "TaskHandle": "landed.temporal.client",
+    "TaskIdReused": "landed.temporal.client",
+    "TaskNotSettled": "landed.temporal.client",
+    "TaskStatus": "landed.temporal.client",
+    "NamespaceNotReady": "landed.temporal.client",
+    "AtLeast": "landed.probes.contract",
+    "CallLogProbe": "landed.probes.contract",
+    "CommandProbe": "landed.probes.contract",
+    "Contains": "landed.probes.contract",
+    "Contract": "landed.probes.contract",
+    "Count": "landed.probes.contract",
+    "DeploymentProbe": "landed.probes.contract",
+    "Equals": "landed.probes.contract",
+    "Evidence": "landed.probes.contract",
+    "FileProbe": "landed.probes.contract",
+    "GitProbe": "landed.probes.contract",
+    "HttpProbe": "landed.probes.contract",
+    "JsonPath": "landed.probes.contract",
+    "NonEmpty": "landed.probes.contract",
+    "Observation": "landed.probes.contract",
+    "Outcome": "landed.probes.contract",
+    "PaymentProbe": "landed.probes.contract",
+    "ProviderObjectProbe": "landed.probes.contract",
+    "RecordProbe": "landed.probes.contract",
+    "Regex": "landed.probes.contract",
+    "RungAtLeast": "landed.probes.contract",
+    "SentLogProbe": "landed.probes.contract",
+    "gate": "landed.probes.gate",
+    "verify": "landed.probes.gate",
+    "Finding": "landed.receipts.grading",
+    "Grade": "landed.receipts.grading",
+    "grade": "landed.receipts.grading",
+    "InvalidLine": "landed.receipts.intake",
+    "read_receipts": "landed.receipts.intake",
+    "ARTIFACT_KINDS": "landed.receipts.ladder",
+    "CALL_LADDER": "landed.receipts.ladder",
+    "CallRung": "landed.receipts.ladder",
+    "DONE_WORDS": "landed.receipts.ladder",
+    "MESSAGE_LADDER": "landed.receipts.ladder",
+    "MessageRung": "landed.receipts.ladder",
+    "ProofLevel": "landed.receipts.ladder",
+    "READ_BACK_KINDS": "landed.receipts.ladder",
+    "Status": "landed.receipts.ladder",
+    "required_level": "landed.receipts.ladder",
+    "Ledger": "landed.ledger.base",
+    "LedgerConflict": "landed.ledger.base",
+    "LedgerError": "landed.ledger.base",
+    "open_ledger": "landed.ledger.factory",
+    "observe": "landed.probes.observe",
+    "Approval": "landed.receipts.model",
+    "BusinessOutcome": "landed.receipts.model",
+    "Cost": "landed.receipts.model",
+    "LandedExtension": "landed.receipts.model",
+    "ProofItem": "landed.receipts.model",
+    "Receipt": "landed.receipts.model",
+    "SignedObservation": "landed.receipts.model",
+    "Scorecard": "landed.receipts.scorecard",
+    "KeyPair": "landed.signing",
+    "TrustStore": "landed.signing",
+    "sign_proof": "landed.signing",
+    "verify_proof": "landed.signing",
+    "SourceConfig": "landed.probes.sources",
+    "SourceRegistry": "landed.probes.sources",
+    "ActReport": "landed.task.messages",
+    "ActSpec": "landed.task.spec",
+    "ApprovalGate": "landed.task.spec",
+    "ConsentGate": "landed.task.spec",
+    "RetryBudget": "landed.task.spec",
+    "StepTimeouts": "landed.task.spec",
+    "TaskSpec": "landed.task.spec",
+    "TaskSpecError": "landed.task.spec",
+    "check_spec": "landed.task.validate",
+    "Duplicated": "landed.probes.verdict",
+    "Empty": "landed.probes.verdict",
+    "InvalidContract": "landed.probes.verdict",
+    "Mismatch": "landed.probes.verdict",
+    "NotLanded": "landed.probes.verdict",
+    "ProbeFailed": "landed.probes.verdict",
+    "Vacuous": "landed.probes.verdict",
+    "Verdict": "landed.probes.verdict",
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from landed._cli import main
+from landed.cli import main
 
 __all__: list[str] = []
 

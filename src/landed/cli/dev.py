@@ -1,0 +1,137 @@
+"""``landed dev``: the embedded default, Temporal's dev server and the three roles, one command."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import sys
+from pathlib import Path
+
+import typer
+
+from landed.cli import app
+from landed.cli.out import fail
+from landed.cli.signals import stop_requested
+
+
+def _or_free(port: int, what: str) -> int:
+    """``port`` when nothing holds it on 127.0.0.1, else 0: a free port, printed once up."""
+    if port == 0:
+        return 0
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        if sys.platform == "linux":
+            # As the server binds (Go sets SO_REUSEADDR): a connection of the last run still in
+            # TIME_WAIT does not hold the port, a listener does. Only on Linux: elsewhere the
+            # option lets a bind share a port another socket listens on.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            print(
+                f"landed dev: {what} port {port} is taken; using a free port (printed below)",
+                file=sys.stderr,
+            )
+            return 0
+    return port
+
+
+async def _run_dev(
+    home: Path, in_memory: bool, headless: bool, port: int, ui_port: int, as_json: bool
+) -> int:
+    from landed.dev.stack import DevStack
+
+    # Temporal's own ports by default, so `landed submit` and the `temporal` CLI find the
+    # server without TEMPORAL_ADDRESS; a port already taken falls back to a free one.
+    port = _or_free(port, "Temporal frontend")
+    ui_port = 0 if headless else _or_free(ui_port, "Web UI")
+    stack = DevStack(home=home, in_memory=in_memory, headless=headless, port=port, ui_port=ui_port)
+    with stop_requested() as stop:
+        # Ctrl-C or SIGTERM while the stack starts stops it there, not once all is up.
+        starting = asyncio.ensure_future(stack.start())
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not starting.done():
+            starting.cancel()  # DevStack.start stops what it started
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await starting
+            print("landed dev: stopped before it was ready", file=sys.stderr, flush=True)
+            return 0
+        starting.result()  # a start that failed raises here
+        status = 0
+        try:
+            info = stack.addresses()
+            if as_json:
+                print(json.dumps({"event": "ready", **info}), flush=True)
+            else:
+                print(f"Temporal frontend  {info['temporal']} (namespace {info['namespace']})")
+                print(f"Temporal Web UI    {info['web_ui'] or 'off (--headless)'}")
+                print(f"Temporal metrics   {info['temporal_metrics']}")
+                print(f"Temporal database  {info['db'] or 'in memory'}")
+                print(f"Outcome ledger     {info['ledger']}")
+                print(f"Worker logs        {info['logs']}")
+                for role, w in info["workers"].items():
+                    print(
+                        f"{role:<8} pid {w['pid']:<7} queue {w['task_queue']:<16} {w['identity']}"
+                    )
+                print(f"Submit tasks: TEMPORAL_ADDRESS={info['temporal']} landed submit task.json")
+                print("Ctrl-C stops everything.", flush=True)
+            while not stop.is_set():
+                dead = stack.dead_role()
+                if dead is not None:
+                    message = f"{dead} exited unexpectedly; stopping (see {info['logs']})"
+                    print(f"landed dev: {message}", file=sys.stderr)
+                    if as_json:
+                        print(json.dumps({"event": "exited", "role": dead, "message": message}))
+                    status = 1
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=1.0)
+        finally:
+            await asyncio.to_thread(stack.stop)
+        if not as_json:
+            print("landed dev: stopped", flush=True)
+    return status
+
+
+@app.command("dev")
+def dev(
+    home: Path = typer.Option(
+        Path(".landed"), "--dir", help="Where the Temporal db, ledger, keys and logs live."
+    ),
+    in_memory: bool = typer.Option(False, help="Keep Temporal's state in memory (lost on stop)."),
+    headless: bool = typer.Option(False, help="Do not start the Web UI."),
+    port: int = typer.Option(
+        7233, help="Temporal frontend port; a free one if taken, 0 for any free port."
+    ),
+    ui_port: int = typer.Option(8233, help="Web UI port; a free one if taken, 0 for any."),
+    as_json: bool = typer.Option(False, "--json", help="Print the addresses as one JSON line."),
+) -> None:
+    """Start Temporal's dev server (SQLite under --dir, WAL, 127.0.0.1) and the actor, verifier
+    and runner as separate processes; print every address; stop all on Ctrl-C or SIGTERM.
+
+    The actor inherits only what a process needs to run (PATH, USER, LOGNAME, SHELL, locale,
+    TZ, TERM, NO_COLOR, temp dir, VIRTUAL_ENV, LD_LIBRARY_PATH, CA bundles, CPython's PYTHON*
+    settings) plus its LANDED_ACTOR_* and the variables named in LANDED_ACTOR_PASS_ENV
+    (comma-separated); its HOME is <dir>/actor unless HOME is named.
+    No role reads your Temporal profile file.
+
+    Exit codes: 0 stopped on request; 1 a process died; 3 could not start (message names why;
+    under --json also as one {"error", "message"} object on stdout).
+    """
+    from landed.dev.stack import DevError
+
+    try:
+        status = asyncio.run(_run_dev(home, in_memory, headless, port, ui_port, as_json))
+    except DevError as exc:
+        raise fail(f"landed dev: {exc}", 3, json_error="start" if as_json else None) from None
+    except OSError as exc:  # the --dir cannot hold what the stack writes (a file where a
+        # directory goes, no permission, a full disk)
+        raise fail(
+            f"landed dev: could not start: {exc}; check --dir {home}",
+            3,
+            json_error="start" if as_json else None,
+        ) from None
+    raise typer.Exit(status)

@@ -1,0 +1,159 @@
+"""``landed submit task.json``: validate a task, start it once, optionally wait for its verdict."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from landed.cli import app
+from landed.cli.out import fail
+
+
+async def _submit(
+    data: bytes,
+    wait: bool,
+    address: str | None,
+    namespace: str | None,
+    task_queue: str | None,
+    out: dict[str, Any],
+) -> dict[str, Any]:
+    """Fill ``out`` as the submission goes, so an interrupt can still say what was started."""
+    from landed.temporal.client import Client
+
+    client = await Client.connect(address, namespace=namespace, task_queue=task_queue)
+    handle = await client.start(data)
+    out.update(task_id=handle.task_id, existing=handle.existing, warnings=handle.warnings)
+    if wait:
+        receipt = await handle.result()
+        out["receipt"] = receipt.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return out
+
+
+def _fail(message: str, code: int, as_json: bool, error: str) -> typer.Exit:
+    return fail(message, code, json_error=error if as_json else None)
+
+
+def _line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] or type(exc).__name__
+
+
+@app.command("submit")
+def submit(
+    task_file: Path = typer.Argument(..., help="A TaskSpec as JSON ('-' reads stdin)."),
+    wait: bool = typer.Option(False, "--wait", help="Wait for the settled receipt."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    address: str | None = typer.Option(
+        None, help="Temporal host:port (default: TEMPORAL_ADDRESS)."
+    ),
+    namespace: str | None = typer.Option(None, help="Namespace (default: TEMPORAL_NAMESPACE)."),
+    task_queue: str | None = typer.Option(
+        None, help="The runner's task queue (default landed-runner)."
+    ),
+) -> None:
+    """Start an agent task as an AgentTask workflow (task id = workflow id).
+
+    Submitting the same task again never acts twice: it attaches to the existing task. Another
+    task under the same id is refused.
+
+    Exit codes: 0 started (or, with --wait, settled as verified/reconciled); 1 settled but not
+    done, the workflow failed, Temporal refused the request or is unreachable; 3 invalid task
+    spec (each bad field is named with the reason; binary or too deeply nested input too), or
+    its task id already belongs to another task; 130 interrupted (Ctrl-C): a task already started
+    runs on, and submitting the same file again attaches to it.
+    """
+    from landed.task.spec import TaskSpecError
+    from landed.task.validate import check_spec
+
+    try:
+        data = sys.stdin.buffer.read() if str(task_file) == "-" else task_file.read_bytes()
+    except OSError as exc:
+        why = f"cannot read {task_file}: {exc.strerror or exc}"
+        raise _fail(why, 3, as_json, "unreadable task file") from None
+    try:
+        check = check_spec(data)
+    except TaskSpecError as exc:
+        # Every --json error is {"error", "message"}; this one also lists each field's problem.
+        print(f"landed submit: {exc}", file=sys.stderr)
+        if as_json:
+            problems = [{"field": f, "reason": r} for f, r in exc.problems]
+            answer = {"error": "invalid task spec", "message": str(exc), "problems": problems}
+            print(json.dumps(answer))
+        raise typer.Exit(3) from None
+    if not as_json:
+        for warning in check.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    from temporalio.client import WorkflowFailureError
+    from temporalio.service import RPCError
+
+    from landed.temporal.client import NamespaceNotReady, TaskIdReused, TaskNotSettled
+
+    started: dict[str, Any] = {}
+    try:
+        out = asyncio.run(_submit(data, wait, address, namespace, task_queue, started))
+    except KeyboardInterrupt:
+        if "task_id" in started:
+            why = (
+                f"interrupted while waiting for task {started['task_id']!r}; it was started and "
+                "runs on in Temporal: submit the same file again with --wait to wait for its "
+                "receipt (it attaches and never acts twice)"
+            )
+        else:
+            why = (
+                "interrupted before Temporal answered; the task may or may not have started: "
+                "submit the same file again (it attaches and never acts twice)"
+            )
+        raise _fail(why, 130, as_json, "interrupted") from None
+    except TaskIdReused as exc:
+        raise _fail(str(exc), 3, as_json, "task id reused") from None
+    except TaskNotSettled as exc:
+        raise _fail(str(exc), 1, as_json, "workflow failed") from None
+    except WorkflowFailureError as exc:
+        cause = exc.cause if exc.cause is not None else exc
+        why = (
+            f"the task's workflow failed before settling ({type(cause).__name__}: "
+            f"{_line(cause)}); nothing was settled as done: read its history in the Temporal "
+            "UI, fix the cause and submit it under a new task_id"
+        )
+        raise _fail(why, 1, as_json, "workflow failed") from None
+    except RPCError as exc:
+        why = (
+            f"Temporal refused the request ({exc.status.name}: {_line(exc)}); check --address, "
+            "--namespace and --task-queue (or TEMPORAL_ADDRESS)"
+        )
+        raise _fail(why, 1, as_json, "refused by Temporal") from None
+    except NamespaceNotReady as exc:
+        raise _fail(str(exc), 1, as_json, "namespace not ready") from None
+    except (RuntimeError, OSError, TimeoutError) as exc:
+        why = (
+            f"cannot reach Temporal ({_line(exc)}); start it with `landed dev`, or set "
+            "TEMPORAL_ADDRESS to the address your server (or `landed dev`) printed"
+        )
+        raise _fail(why, 1, as_json, "Temporal unreachable") from None
+    except Exception as exc:  # never a traceback: name what went wrong
+        why = (
+            f"the submission failed ({type(exc).__name__}: {_line(exc)}); it may or may not "
+            "have started; submitting it again attaches to it and never acts twice"
+        )
+        raise _fail(why, 1, as_json, "submission failed") from None
+    receipt = out.get("receipt")
+    if as_json:
+        print(json.dumps(out, indent=2))
+    else:
+        verb = "already submitted" if out["existing"] else "started"
+        print(f"{out['task_id']}: {verb}")
+        if receipt is not None:
+            landed = receipt.get("landed", {})
+            print(
+                f"verdict {receipt.get('verdict')} ({landed.get('proof_level')}) by "
+                f"{receipt.get('verdict_by')}"
+            )
+            for finding in landed.get("findings", []):
+                print(f"  {finding}")
+    if receipt is not None and receipt.get("verdict") not in ("verified", "reconciled"):
+        raise typer.Exit(1)

@@ -1,0 +1,112 @@
+"""``landed worker ROLE``: one role per process, with its own connection and identity."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from enum import StrEnum
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
+
+from landed.cli import app
+from landed.cli.signals import stop_requested
+
+
+class Role(StrEnum):
+    actor = "actor"
+    verifier = "verifier"
+    runner = "runner"
+
+
+def _ready(view: dict[str, Any]) -> None:
+    # One JSON line on stdout when polling starts: what `landed dev` and tests wait for.
+    print(json.dumps({"event": "ready", **view}, sort_keys=True), flush=True)
+
+
+async def _serve(role: str, address: str | None, namespace: str | None) -> None:
+    from landed.temporal.workers import RoleError, actor_env_problems, run_role
+
+    if role == "actor" and (names := actor_env_problems(os.environ)):
+        raise RoleError(
+            f"the actor's environment holds {', '.join(names)}: the verifier's sources and key "
+            "and the runner's ledger must not be where an act can read them (DOD-2); start the "
+            "actor without them (`landed dev` does)"
+        )
+    with stop_requested() as stop:
+        await run_role(role, stop=stop, on_ready=_ready, address=address, namespace=namespace)
+
+
+@app.command("worker")
+def worker(
+    role: Role = typer.Argument(
+        ...,
+        help="actor (runs acts), verifier (reads back and signs), "
+        "runner (workflows, settle, ledger).",
+    ),
+    address: str | None = typer.Option(
+        None, help="Temporal frontend host:port (default: TEMPORAL_ADDRESS or localhost:7233)."
+    ),
+    namespace: str | None = typer.Option(
+        None, help="Temporal namespace (default: TEMPORAL_NAMESPACE or default)."
+    ),
+) -> None:
+    """Run one worker role until SIGINT/SIGTERM.
+
+    Each role reads only its own settings: LANDED_ACTOR_*, LANDED_VERIFIER_*, LANDED_RUNNER_*
+    (plus LANDED_LEDGER_URL for the runner), and Temporal's environment configuration
+    (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS) for the connection.
+    Prints one JSON line {"event": "ready", ...} when it polls.
+
+    Exit codes: 0 stopped cleanly; 1 the worker failed while running; 3 invalid configuration
+    (the message names the setting to fix).
+    """
+    from landed.ledger.base import LedgerError
+    from landed.probes.sources import ConfigError, settings_problems
+    from landed.signing import SigningError
+    from landed.task.acts import ActLoadError
+    from landed.temporal.plugin import ConnectionSettingsError
+    from landed.temporal.settings import SeparationError
+    from landed.temporal.workers import RoleError
+
+    try:
+        asyncio.run(_serve(role.value, address, namespace))
+    except (
+        RoleError,
+        SeparationError,
+        SigningError,
+        LedgerError,
+        ActLoadError,
+        ConfigError,
+    ) as exc:
+        print(f"landed worker {role.value}: {exc}", file=sys.stderr)
+        raise typer.Exit(3) from None
+    except ConnectionSettingsError as exc:
+        print(f"landed worker {role.value}: {exc}", file=sys.stderr)
+        raise typer.Exit(3) from None
+    except SettingsError as exc:
+        # pydantic-settings names the variable; the value it could not parse is not shown.
+        first = (str(exc).splitlines() or ["invalid settings"])[0]
+        print(f"landed worker {role.value}: invalid settings: {first}", file=sys.stderr)
+        raise typer.Exit(3) from None
+    except ValidationError as exc:
+        # Field names and what is wrong, never the values: a source URL or credential given
+        # there would otherwise land in the role's log (and `landed dev` prints its tail).
+        print(
+            f"landed worker {role.value}: invalid settings: {settings_problems(exc)}",
+            file=sys.stderr,
+        )
+        raise typer.Exit(3) from None
+    except RuntimeError as exc:
+        # Connection failures surface as RuntimeError from the SDK's core.
+        where = f"--address {address}" if address else "TEMPORAL_ADDRESS (or localhost:7233)"
+        print(
+            f"landed worker {role.value}: {exc}; is Temporal running at {where} (`landed dev` "
+            "starts one), and are its TLS, API key and header settings valid?",
+            file=sys.stderr,
+        )
+        raise typer.Exit(1) from None

@@ -1,0 +1,1 @@
+"""The embedded stack: Temporal's dev server and the three worker roles as processes."""

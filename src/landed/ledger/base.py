@@ -1,0 +1,302 @@
+"""The outcome ledger (GOV-2): receipts are appended, never updated or deleted."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import orjson
+from pydantic import ValidationError
+
+from landed.receipts.model import Receipt, attempt_of
+
+__all__ = [
+    "DEFAULT_LEDGER_PATH",
+    "LEDGER_URL_ENV",
+    "Claim",
+    "Ledger",
+    "LedgerConflict",
+    "LedgerError",
+    "LedgerNotFound",
+    "LedgerRow",
+    "canonical_json",
+]
+
+DEFAULT_LEDGER_PATH = Path(".landed") / "ledger.db"
+LEDGER_URL_ENV = "LANDED_LEDGER_URL"
+
+
+class LedgerError(Exception):
+    """The ledger could not be opened, read or written; the message names the fix."""
+
+
+class LedgerNotFound(LedgerError):
+    """A read-only open found no ledger at the given place."""
+
+
+class LedgerConflict(LedgerError):
+    """A receipt for this (task_id, attempt) is already stored with different content.
+
+    Retrying cannot help: the ledger never changes a stored receipt. Settle the new content
+    as a new attempt, or find out why the same attempt was settled twice with different data.
+    Temporal treats it as non-retryable when ``LedgerConflict`` is in the retry policy's
+    ``non_retryable_error_types``.
+    """
+
+    def __init__(self, task_id: str, attempt: int, stored_sha256: str, new_sha256: str) -> None:
+        self.task_id = task_id
+        self.attempt = attempt
+        self.stored_sha256 = stored_sha256
+        self.new_sha256 = new_sha256
+        super().__init__(
+            f"ledger conflict: task {task_id!r} attempt {attempt} is already settled with "
+            f"different content (stored sha256 {stored_sha256[:12]}, new {new_sha256[:12]}); "
+            "the ledger is append-only, so settle the change as a new attempt"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A workflow run's record that it is about to run an act attempt of a task.
+
+    Temporal forgets a closed run after its retention; a run that closed without settling
+    (terminated, failed) leaves only this behind, and a later run of the same task id finds it
+    and does not act blind (DOD-10).
+    """
+
+    task_id: str
+    run_id: str
+    attempt: int
+    spec_sha256: str
+    claimed_at: datetime
+
+
+def canonical_json(receipt: Receipt) -> bytes:
+    """The receipt as stored and exported: DoD field names, no nulls, sorted keys, no spaces."""
+    data = receipt.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRow:
+    """One receipt ready to insert: its canonical body and the indexed columns."""
+
+    task_id: str
+    attempt: int
+    verdict: str | None
+    owner: str | None
+    settled_at: datetime | None
+    body: bytes
+    sha256: str
+
+    @classmethod
+    def of(cls, receipt: Receipt) -> LedgerRow:
+        body = canonical_json(receipt)
+        attempt = attempt_of(receipt)
+        if attempt < 1:
+            raise LedgerError(
+                f"task {receipt.task_id!r}: attempt {attempt} is not valid; attempts count from 1"
+            )
+        return cls(
+            task_id=receipt.task_id,
+            attempt=attempt,
+            verdict=receipt.verdict,
+            owner=receipt.owner,
+            settled_at=receipt.settled_at,
+            body=body,
+            sha256=hashlib.sha256(body).hexdigest(),
+        )
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.task_id, self.attempt)
+
+
+def parse_body(body: bytes | str, sequence: int | None = None) -> Receipt:
+    """A stored receipt; a row that is not one is a LedgerError naming the row."""
+    try:
+        return Receipt.model_validate(orjson.loads(body))
+    except (orjson.JSONDecodeError, ValidationError) as exc:
+        row = f"row {sequence}" if sequence is not None else "a row"
+        first = str(exc).strip().splitlines()[0][:200]
+        raise LedgerError(
+            f"{row} of the ledger (landed_receipts.sequence) is not a receipt landed can read "
+            f"({type(exc).__name__}: {first}); landed never writes such a row, so the file was "
+            "changed by other means: copy the ledger aside and inspect that row"
+        ) from exc
+
+
+@runtime_checkable
+class Ledger(Protocol):
+    """An append-only store of settled receipts; the board is a projection of it."""
+
+    @property
+    def url(self) -> str:
+        """Where the ledger lives, without credentials."""
+        ...
+
+    async def append(self, receipt: Receipt) -> bool:
+        """Store a receipt; True if new, False if this exact (task_id, attempt) was already
+        stored. Raises LedgerConflict if that attempt was stored with different content."""
+        ...
+
+    async def append_many(self, receipts: Iterable[Receipt]) -> list[bool]:
+        """append() for many receipts at once; results in input order. Every non-conflicting
+        receipt is stored; if any conflicted, LedgerConflict (the first) is raised afterwards."""
+        ...
+
+    async def get(self, task_id: str) -> list[Receipt]:
+        """Every stored attempt of a task, lowest attempt first."""
+        ...
+
+    async def latest(self, task_id: str) -> Receipt | None:
+        """The highest stored attempt of a task, or None."""
+        ...
+
+    async def board(self) -> list[Receipt]:
+        """The latest receipt of every task, ordered by task_id."""
+        ...
+
+    async def claim(
+        self, task_id: str, run_id: str, attempt: int, spec_sha256: str, *, record: bool = True
+    ) -> tuple[Receipt | None, Claim | None]:
+        """Just before a run schedules act attempt ``attempt``: the task's latest receipt if the
+        ledger holds one (nothing is claimed then); else record, durably, that run ``run_id``
+        is about to run it (a repeat changes nothing) and return the first claim another run
+        made on this task id, or None. Claims are append-only like receipts.
+
+        With ``record=False`` nothing is written: the same answer, for a run that is not about
+        to act (it reads first, or will not act at all) but must know of another run's act."""
+        ...
+
+    def iter_receipts(self) -> AsyncGenerator[Receipt, None]:
+        """Every stored receipt in append order, read in pages (never all at once)."""
+        ...
+
+    async def count(self) -> int:
+        """How many receipts are stored (every attempt)."""
+        ...
+
+    async def close(self) -> None:
+        """Wait for pending appends, then release the connection(s)."""
+        ...
+
+    async def __aenter__(self) -> Ledger: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+
+# A flush stores rows with distinct keys in one transaction and returns, per row, True if it
+# was inserted or the sha256 of the row already stored under that key.
+Flush = Callable[[Sequence[LedgerRow]], Awaitable[list[bool | str]]]
+
+
+class GroupCommit:
+    """Coalesces concurrent appends into one transaction per flush (group commit).
+
+    One durable commit costs a disk flush; concurrent settles share it instead of queueing
+    behind one flush each. A lone append is flushed at once, so it waits for nothing.
+    """
+
+    def __init__(
+        self,
+        flush: Flush,
+        max_batch: int = 1000,
+        row_refused: Callable[[BaseException], bool] = lambda exc: False,
+    ) -> None:
+        """``row_refused`` tells an error about one row's values (a NUL the column cannot hold)
+        from one about the store (locked, full, disconnected): only the first is worth trying
+        each row of the batch alone."""
+        self._flush = flush
+        self._max_batch = max_batch
+        self._row_refused = row_refused
+        self._pending: list[tuple[LedgerRow, asyncio.Future[bool]]] = []
+        self._drainer: asyncio.Task[None] | None = None
+
+    async def submit(self, rows: Sequence[LedgerRow]) -> list[bool]:
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in rows]
+        self._pending.extend(zip(rows, futures, strict=True))
+        # One flush at a time; the next batch gathers meanwhile. done() is checked rather than a
+        # done-callback, which would run a turn late and could strand rows submitted meanwhile.
+        if self._drainer is None or self._drainer.done():
+            self._drainer = loop.create_task(self._drain())
+        if len(futures) == 1:  # the settle path: one receipt, no gather needed
+            return [await futures[0]]
+        outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return [bool(o) for o in outcomes]
+
+    async def wait_idle(self) -> None:
+        # Shielded: a caller that stops waiting (a close() cancelled by its timeout) must not
+        # cancel the flush under way, which would leave the rows queued behind it unwritten.
+        while self._drainer is not None and not self._drainer.done():
+            await asyncio.shield(asyncio.gather(self._drainer, return_exceptions=True))
+
+    async def _drain(self) -> None:
+        while self._pending:
+            # One loop turn first: callers woken by the previous flush re-submit and join this
+            # batch, so concurrent settles share a commit instead of alternating half-batches.
+            await asyncio.sleep(0)
+            batch = self._pending[: self._max_batch]
+            del self._pending[: self._max_batch]
+            try:
+                await self._store(batch)
+            except Exception as exc:
+                if len(batch) == 1 or not self._row_refused(exc):
+                    self._fail(batch, exc)
+                    continue
+                # One row the store refuses (a value its column cannot hold) fails the whole
+                # transaction: each row is tried alone, so only that row's settle fails.
+                for one in batch:
+                    try:
+                        await self._store([one])
+                    except Exception as alone:
+                        self._fail([one], alone)
+            except BaseException as exc:
+                # The flush itself is going away (cancelled with the event loop): every row
+                # still queued is answered too, so no settle waits for a flush that never comes.
+                queued, self._pending = self._pending, []
+                self._fail([*batch, *queued], exc)
+                raise
+
+    @staticmethod
+    def _fail(batch: list[tuple[LedgerRow, asyncio.Future[bool]]], exc: BaseException) -> None:
+        for _, fut in batch:
+            if not fut.done():
+                fut.set_exception(_as_ledger_error(exc))
+
+    async def _store(self, batch: list[tuple[LedgerRow, asyncio.Future[bool]]]) -> None:
+        # The first row per key is written; later rows with the same key compare against it.
+        leaders: dict[tuple[str, int], LedgerRow] = {}
+        for row, _ in batch:
+            leaders.setdefault(row.key, row)
+        order = list(leaders.values())
+        results = dict(zip((r.key for r in order), await self._flush(order), strict=True))
+        for row, fut in batch:
+            if fut.done():  # the caller was cancelled; its row may still have been stored
+                continue
+            leader, result = leaders[row.key], results[row.key]
+            if result is True and leader is row:
+                fut.set_result(True)
+                continue
+            stored = leader.sha256 if result is True else str(result)
+            if stored == row.sha256:
+                fut.set_result(False)
+            else:
+                fut.set_exception(LedgerConflict(row.task_id, row.attempt, stored, row.sha256))
+
+
+def _as_ledger_error(exc: BaseException) -> BaseException:
+    if isinstance(exc, LedgerError) or not isinstance(exc, Exception):
+        return exc
+    err = LedgerError(f"ledger write failed: {type(exc).__name__}: {exc}")
+    err.__cause__ = exc
+    return err

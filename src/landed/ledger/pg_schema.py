@@ -1,0 +1,130 @@
+"""PostgreSQL ledger schema: versioned, idempotent migrations and the INSERT-only writer role."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from landed.ledger.base import LedgerError
+
+__all__ = ["SCHEMA_VERSION", "migrate", "schema_version"]
+
+SCHEMA_VERSION = 2
+
+# {s} is the schema, {r} the writer role; each step runs once, with its version row, in one
+# transaction. Steps are never edited once released: a change is a new step.
+_STEPS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE {s}.landed_receipts (
+            sequence bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            task_id text NOT NULL,
+            attempt integer NOT NULL CHECK (attempt >= 1),
+            verdict text,
+            owner text,
+            settled_at timestamptz,
+            body_sha256 text NOT NULL,
+            body text NOT NULL,
+            appended_at timestamptz NOT NULL DEFAULT now(),
+            UNIQUE (task_id, attempt)
+        )""",
+        "CREATE INDEX ON {s}.landed_receipts (verdict)",
+        "CREATE INDEX ON {s}.landed_receipts (owner)",
+        "CREATE INDEX ON {s}.landed_receipts (settled_at)",
+        """CREATE FUNCTION {s}.landed_reject_change() RETURNS trigger LANGUAGE plpgsql AS $f$
+        BEGIN
+            RAISE EXCEPTION 'the landed ledger is append-only: % on %.% is not allowed',
+                TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME
+                USING HINT = 'settle a new attempt instead of changing a stored receipt';
+        END $f$""",
+        """CREATE TRIGGER landed_receipts_append_only BEFORE UPDATE OR DELETE
+           ON {s}.landed_receipts FOR EACH ROW EXECUTE FUNCTION {s}.landed_reject_change()""",
+        """CREATE TRIGGER landed_receipts_no_truncate BEFORE TRUNCATE
+           ON {s}.landed_receipts FOR EACH STATEMENT EXECUTE FUNCTION {s}.landed_reject_change()""",
+        "REVOKE ALL ON {s}.landed_receipts FROM PUBLIC",
+        # Roles are cluster-wide: another schema's migration may have made it already.
+        """DO $r$ BEGIN CREATE ROLE {r} NOLOGIN;
+           EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $r$""",
+        "GRANT USAGE ON SCHEMA {s} TO {r}",
+        "GRANT SELECT, INSERT ON {s}.landed_receipts TO {r}",
+        "GRANT SELECT ON {s}.landed_schema_version TO {r}",
+    ],
+    # Claims: which run was about to run which act attempt (see Ledger.claim).
+    2: [
+        """CREATE TABLE {s}.landed_claims (
+            task_id text NOT NULL,
+            run_id text NOT NULL,
+            attempt integer NOT NULL CHECK (attempt >= 1),
+            spec_sha256 text NOT NULL,
+            claimed_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (task_id, run_id, attempt)
+        )""",
+        """CREATE TRIGGER landed_claims_append_only BEFORE UPDATE OR DELETE
+           ON {s}.landed_claims FOR EACH ROW EXECUTE FUNCTION {s}.landed_reject_change()""",
+        """CREATE TRIGGER landed_claims_no_truncate BEFORE TRUNCATE
+           ON {s}.landed_claims FOR EACH STATEMENT EXECUTE FUNCTION {s}.landed_reject_change()""",
+        "REVOKE ALL ON {s}.landed_claims FROM PUBLIC",
+        "GRANT SELECT, INSERT ON {s}.landed_claims TO {r}",
+    ],
+}
+
+
+async def schema_version(conn: psycopg.AsyncConnection[Any], schema: str) -> int:
+    """The applied schema version, 0 when the ledger tables do not exist yet."""
+    cur = await conn.execute(
+        "SELECT to_regclass(format('%%I.landed_schema_version', %s::text)) IS NOT NULL", (schema,)
+    )
+    row = await cur.fetchone()
+    if not row or not row[0]:
+        return 0
+    table = sql.Identifier(schema, "landed_schema_version")
+    cur = await conn.execute(sql.SQL("SELECT max(version) FROM {}").format(table))
+    row = await cur.fetchone()
+    return int(row[0] or 0) if row else 0
+
+
+async def migrate(conn: psycopg.AsyncConnection[Any], schema: str, role: str) -> int:
+    """Bring the schema to SCHEMA_VERSION; safe to run again and from several processes."""
+    names = {"s": sql.Identifier(schema), "r": sql.Identifier(role)}
+    current = await schema_version(conn, schema)
+    try:
+        async with conn.transaction():
+            # One migrator per schema at a time; the others wait, then find nothing to do.
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended('landed-ledger:' || %s, 0))",
+                (schema,),
+            )
+            await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {s}").format(**names))
+            await conn.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {s}.landed_schema_version (version integer "
+                    "PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+                ).format(**names)
+            )
+            current = await schema_version(conn, schema)
+            for step in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in _STEPS[step]:
+                    await conn.execute(sql.SQL(statement).format(**names))
+                await conn.execute(
+                    sql.SQL("INSERT INTO {s}.landed_schema_version (version) VALUES (%s)").format(
+                        **names
+                    ),
+                    (step,),
+                )
+    except psycopg.errors.InsufficientPrivilege as exc:
+        if current >= 1:
+            raise LedgerError(
+                f"the ledger in schema {schema!r} is at schema version {current} and this "
+                f"landed needs {SCHEMA_VERSION}; this login may not upgrade it "
+                f"({exc.diag.message_primary}): run `landed ledger init --ledger URL` once as "
+                "the database owner, then start the runner again"
+            ) from exc
+        raise LedgerError(
+            f"cannot create the ledger in schema {schema!r}: {exc.diag.message_primary}; "
+            "open it once as the database owner (with CREATEROLE), then let the runner connect "
+            f"as a login role granted {role!r}"
+        ) from exc
+    except psycopg.Error as exc:
+        raise LedgerError(f"migrating the ledger in schema {schema!r} failed: {exc}") from exc
+    return SCHEMA_VERSION

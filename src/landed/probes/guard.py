@@ -1,0 +1,296 @@
+"""``landed guard``: re-run every declared completion contract; block unless all of them landed.
+
+One code path serves the command line and the Claude Code Stop hook: ``run_guard`` decides,
+and only the rendering differs. Everything is inside one fail-closed wrapper: anything that
+goes wrong, including a crash of guard itself, blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from landed.probes.coerce import describe_error
+from landed.probes.contract import Contract, Outcome
+from landed.probes.observe import observe
+from landed.probes.sources import ConfigError, SourceRegistry, load_registry
+from landed.probes.verdict import WEAK_NOTE, Verdict
+from landed.util.redact import escape_for_humans
+
+__all__ = [
+    "BLOCK_EXIT",
+    "HOOKS",
+    "MAX_CONTRACTS_BYTES",
+    "GuardResult",
+    "check_contracts",
+    "load_contracts",
+    "run_guard",
+]
+
+BLOCK_EXIT = 2
+HOOKS = ("claude-code",)
+MAX_CONTRACTS_BYTES = 4 * 1024 * 1024
+_MAX_HOOK_INPUT = 4 * 1024 * 1024
+_CONCURRENCY = 4
+_EVIDENCE_IN_REASON = 300
+
+
+class ContractsUnreadable(Exception):
+    """The contracts file cannot be read or is not UTF-8 text."""
+
+
+@dataclass
+class _Item:
+    line: int
+    action: str
+    verdict: Verdict | None = None
+    problem: str = ""
+
+    @property
+    def landed(self) -> bool:
+        return self.verdict is not None and self.verdict.landed and not self.problem
+
+
+@dataclass
+class GuardResult:
+    """What guard decided and what it says; ``exit_code`` is 0 (allow) or 2 (block)."""
+
+    block: bool
+    reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    items: list[_Item] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return BLOCK_EXIT if self.block else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "decision": "block" if self.block else "allow",
+            "reasons": self.reasons,
+            "notes": self.notes,
+            "contracts": [
+                {
+                    "line": item.line,
+                    "action": item.action,
+                    "landed": item.landed,
+                    "problem": item.problem or None,
+                    "verdict": item.verdict.model_dump(mode="json") if item.verdict else None,
+                }
+                for item in self.items
+            ],
+        }
+
+
+def load_contracts(path: Path) -> tuple[list[tuple[int, Contract]], list[_Item]]:
+    """Parse JSONL contracts. Unreadable files raise; each bad line is returned as a problem."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONTRACTS_BYTES:
+            raise ContractsUnreadable(
+                f"{path} is {size} bytes, more than {MAX_CONTRACTS_BYTES}: not a contracts file"
+            )
+        text = path.read_bytes().decode("utf-8")
+        if text.startswith("\ufeff"):  # a UTF-8 byte-order mark, as some editors write
+            text = text[1:]
+    except FileNotFoundError:
+        raise ContractsUnreadable(
+            f"the contracts file {path} does not exist; create it (one JSON contract per line) "
+            "or fix --contracts"
+        ) from None
+    except UnicodeDecodeError:
+        raise ContractsUnreadable(f"{path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ContractsUnreadable(f"cannot read {path}: {exc.strerror or exc}") from None
+    contracts: list[tuple[int, Contract]] = []
+    problems: list[_Item] = []
+    # JSON Lines: lines end at "\n" only. splitlines() also breaks at U+2028 and other
+    # separators that valid JSON text may hold inside a string.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError as exc:
+            problems.append(_Item(number, "?", problem=f"not JSON ({exc})"))
+            continue
+        action = data.get("action", "?") if isinstance(data, dict) else "?"
+        try:
+            contracts.append((number, Contract.model_validate(data)))
+        except ValidationError as exc:
+            problems.append(
+                _Item(number, str(action), problem=f"invalid contract: {describe_error(exc)}")
+            )
+    return contracts, problems
+
+
+async def check_contracts(
+    contracts: list[tuple[int, Contract]], registry: SourceRegistry, *, observer: str
+) -> list[_Item]:
+    """Observe every contract (a few at a time); every probe runs, none is skipped."""
+    limit = asyncio.Semaphore(_CONCURRENCY)
+
+    async def one(line: int, contract: Contract) -> _Item:
+        async with limit:
+            observation = await observe(
+                contract.probe, contract.expect, registry=registry, observer=observer
+            )
+        return _Item(line, contract.action, Verdict.of(contract.action, observation))
+
+    return list(await asyncio.gather(*(one(line, c) for line, c in contracts)))
+
+
+def _evidence_line(verdict: Verdict) -> str:
+    evidence = verdict.observation.evidence
+    if evidence is None or evidence.total_bytes == 0:
+        return "the probe returned nothing"
+    text = evidence.text[:_EVIDENCE_IN_REASON].replace("\n", "\\n")
+    more = "..." if len(evidence.text) > _EVIDENCE_IN_REASON or evidence.truncated else ""
+    return f"the probe returned {evidence.total_bytes} bytes: {text}{more}"
+
+
+def _shown(text: str) -> str:
+    """Contract text as the agent and a terminal see it: control characters escaped, so an
+    action cannot colour the screen or forge reason lines of its own."""
+    return escape_for_humans(text).replace("\n", "\\n")
+
+
+def _reason(item: _Item) -> str:
+    if item.problem:
+        return f"line {item.line} ({_shown(item.action)}): {item.problem}"
+    assert item.verdict is not None
+    v = item.verdict
+    return (
+        f"line {item.line} ({_shown(item.action)}): {v.outcome.value} under "
+        f"{_shown(v.expectation)}: {v.message} [{_evidence_line(v)}]"
+    )
+
+
+def _decide(items: list[_Item], *, stop_hook_active: bool) -> GuardResult:
+    items = sorted(items, key=lambda i: i.line)
+    result = GuardResult(block=False, items=items)
+    for item in items:
+        if not item.landed:
+            result.reasons.append(_reason(item))
+        elif item.verdict is not None and item.verdict.weak:
+            result.notes.append(f"line {item.line} ({_shown(item.action)}): passed on {WEAK_NOTE}")
+    if not items:
+        result.notes.append(
+            "no contracts declared: nothing to check (guard only checks declared contracts)"
+        )
+    if result.reasons:
+        result.block = True
+        failed = len(result.reasons)
+        head = f"landed guard blocked: {failed} of {len(items)} completion contract(s) did not land"
+        result.reasons.insert(0, head)
+        if any(i.verdict and i.verdict.outcome is Outcome.PROBE_ERROR for i in items):
+            result.reasons.append(
+                "a probe-error observed nothing: re-run it once the source answers"
+            )
+        if stop_hook_active:
+            result.reasons.append(
+                "this turn was already blocked by landed guard and the contracts above still do "
+                "not pass; guard keeps blocking (it fails closed)"
+            )
+        result.reasons.append(
+            "do not report these as done: make each one land and read it back, or tell the "
+            "user plainly which did not land"
+        )
+    return result
+
+
+def _blocked(reason: str) -> GuardResult:
+    return GuardResult(block=True, reasons=[f"landed guard blocked: {reason}"])
+
+
+@dataclass(frozen=True)
+class _HookInput:
+    cwd: str | None = None
+    stop_hook_active: bool = False
+
+
+def _parse_hook_input(hook: str, raw: str) -> _HookInput:
+    if hook not in HOOKS:
+        raise ValueError(f"unknown hook {hook!r}; use one of {', '.join(HOOKS)}")
+    try:
+        data = json.loads(raw) if raw.strip() else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise ValueError(
+            "the Stop hook input on stdin is not a JSON object; run guard with --hook only "
+            "from the hook itself"
+        )
+    cwd = data.get("cwd")
+    return _HookInput(
+        cwd=cwd if isinstance(cwd, str) and cwd else None,
+        stop_hook_active=data.get("stop_hook_active") is True,
+    )
+
+
+async def _run(
+    contracts_file: str,
+    *,
+    hook: str | None,
+    read_stdin: Callable[[int], str],
+    config_file: str | None,
+    deadline_s: float,
+) -> GuardResult:
+    hook_input = _HookInput()
+    if hook is not None:
+        try:
+            hook_input = _parse_hook_input(hook, read_stdin(_MAX_HOOK_INPUT))
+        except ValueError as exc:
+            return _blocked(str(exc))
+    path = Path(contracts_file)
+    if not path.is_absolute() and hook_input.cwd is not None:
+        path = Path(hook_input.cwd) / path
+    try:
+        contracts, problems = load_contracts(path)
+    except ContractsUnreadable as exc:
+        return _blocked(str(exc))
+    try:
+        # The guard is the user's own hook: its contracts run with the user's authority.
+        registry = load_registry(config_file=config_file, role="landed-guard", allow_unsourced=True)
+    except ConfigError as exc:
+        return _blocked(str(exc))
+    async with registry:
+        try:
+            async with asyncio.timeout(deadline_s):
+                items = await check_contracts(contracts, registry, observer=registry.observer)
+        except TimeoutError:
+            return _blocked(
+                f"the contracts were not all checked within {deadline_s}s; nothing unchecked "
+                "counts as landed (raise --deadline, or make the probes faster)"
+            )
+    return _decide([*items, *problems], stop_hook_active=hook_input.stop_hook_active)
+
+
+def run_guard(
+    contracts_file: str,
+    *,
+    hook: str | None = None,
+    read_stdin: Callable[[int], str] | None = None,
+    config_file: str | None = None,
+    deadline_s: float = 50.0,
+) -> GuardResult:
+    """Decide for the CLI and every hook. Never raises: any failure at all is a block."""
+    try:
+        return asyncio.run(
+            _run(
+                contracts_file,
+                hook=hook,
+                read_stdin=read_stdin or (lambda n: ""),
+                config_file=config_file,
+                deadline_s=deadline_s,
+            )
+        )
+    except BaseException as exc:  # fail closed: a guard that cannot finish has checked nothing
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return _blocked(f"guard itself failed ({detail}); a check that did not run is not a pass")

@@ -1,0 +1,309 @@
+"""The messages between the AgentTask workflow and its activities: inputs, reports, outputs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+)
+
+from landed.probes.contract import Contract, Observation
+from landed.receipts.model import Cost, ProofItem, Receipt
+from landed.task.spec import ActSpec, TaskSpec
+
+__all__ = [
+    "ActInput",
+    "ActReport",
+    "ClaimInput",
+    "ClaimOutput",
+    "LookupInput",
+    "LookupOutput",
+    "PlanInput",
+    "Progress",
+    "ReceiptQuery",
+    "Routing",
+    "SettleInput",
+    "SettleOutput",
+    "Step",
+    "VerifyInput",
+    "VerifyOutput",
+    "VerifyReading",
+    "pre_read_on",
+    "pre_reads",
+    "spec_digest",
+]
+
+
+class ActReport(BaseModel):
+    """What an act (the agent's side) says it did. Evidence for the verdict, never the verdict."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    claimed_status: str = Field(min_length=1, description="The agent's word: done, blocked, ...")
+    report: str = ""
+    artifacts: list[ProofItem] = Field(
+        default_factory=list, description="Cited artifacts (commit, file, log...); P2 at most."
+    )
+    exit_code: int | None = None
+    cost: Cost = Field(default_factory=Cost)
+    actor: str | None = Field(default=None, description="Worker identity that ran the act.")
+
+    @field_validator("cost")
+    @classmethod
+    def _cost_is_spent(cls, cost: Cost) -> Cost:
+        # A negative figure would lower the cost per verified task of every other task.
+        for name in ("input_tokens", "output_tokens", "usd"):
+            value = getattr(cost, name)
+            if value is not None and (
+                value < 0 or (isinstance(value, float) and not math.isfinite(value))
+            ):
+                raise ValueError(
+                    f"cost.{name} is {value}; report what the act spent: a finite number, zero "
+                    "or more, or leave it out"
+                )
+        return cost
+
+
+# --- step inputs and outputs (one model each) ---------------------------------------------------
+
+
+# Defined before Routing, which holds one: a model whose field types are all defined when
+# it is created has its validator built once, at import. Defined after, Routing's would be
+# built again by every TypeAdapter of it: once per workflow run in the runner (the
+# converter's adapter cache is per run), about a millisecond each (tests/test_task.py).
+class ClaimOutput(BaseModel):
+    """What the ledger knew when the claim was made."""
+
+    settled: Receipt | None = Field(
+        default=None,
+        description="The ledger's receipt for this task id, when another run settled it: the "
+        "act is not run, and that receipt is the answer.",
+    )
+    other_run: str | None = Field(
+        default=None,
+        description="The first other run that claimed an act of this task id and never settled "
+        "(terminated, failed, reset): its act may have run, so this run does not act.",
+    )
+    other_at: datetime | None = None
+    claimed_for: str | None = Field(
+        default=None,
+        description="The workflow run the claim was recorded for (None from runners before "
+        "this field). A run reset from another keeps that run's recorded answers: one made "
+        "for another run claims nothing for this one.",
+    )
+
+
+class Routing(BaseModel):
+    """Where the steps run, as the runner is configured (read once, recorded in history)."""
+
+    actor_task_queue: str
+    verifier_task_queue: str
+    runner: str = Field(description="Runner worker identity; the receipt's verdict_by.")
+    trusted_keys: list[str] = Field(
+        default_factory=list,
+        description="PEM public keys of the verifiers whose signatures the runner accepts.",
+    )
+    pre_read: bool = Field(
+        default=True, description="The runner reads each step's before-state (the operator's)."
+    )
+    task_may_skip_pre_read: bool = Field(
+        default=False, description="The runner honours a task's pre_read: false."
+    )
+    claim: ClaimOutput | None = Field(
+        default=None,
+        description="Set when the plan claimed the first act for this run (no pre-read between "
+        "them): what the ledger knew then.",
+    )
+    other_claim: ClaimOutput | None = Field(
+        default=None,
+        description="Set when the plan claimed nothing (a pre-read comes first, or the run will "
+        "not act) and found that another run of this task id was about to act and never settled.",
+    )
+    settled: Receipt | None = Field(
+        default=None,
+        description=(
+            "The ledger's receipt for this task id, when an earlier run settled it (Temporal "
+            "forgets closed runs after its retention; the ledger does not): handed back as is, "
+            "and the act is not run again."
+        ),
+    )
+
+
+class PlanInput(BaseModel):
+    task_id: str
+    spec_sha256: str = Field(
+        default="", description="spec_digest() of the task: a settled receipt must be of it."
+    )
+    run_id: str = Field(
+        default="",
+        description="The run planning the task. With no pre-read between the plan and the first "
+        "act (they are then in one workflow task), the plan claims that act for this run.",
+    )
+    pre_read: bool = Field(default=True, description="The task's own pre_read setting.")
+    steps: int = Field(default=0, ge=0, description="How many steps the proof plan declares.")
+    will_act: bool = Field(
+        default=True,
+        description="False for a run that will not act (cancelled before its plan): it claims "
+        "nothing, and its own claim, if an earlier try made one, is not another run's.",
+    )
+
+
+def pre_read_on(routing: Routing, task_pre_read: bool) -> bool:
+    """Whether the before-state is read: the operator's choice (the runner's settings), not the
+    agent's; a task's pre_read: false counts only where the runner allows it."""
+    return routing.pre_read and (task_pre_read or not routing.task_may_skip_pre_read)
+
+
+def pre_reads(routing: Routing, task_pre_read: bool, steps: int) -> bool:
+    """Whether the run reads a before-state before its act (it has plan steps to read)."""
+    return steps > 0 and pre_read_on(routing, task_pre_read)
+
+
+class ActInput(BaseModel):
+    task_id: str
+    attempt: int
+    idempotency_key: str
+    act: ActSpec
+    claimed_for: str | None = Field(
+        default=None,
+        description="The workflow run whose ledger claim this attempt runs under: the actor runs "
+        "it only for that run (None: a runner from before claims named none).",
+    )
+
+
+class VerifyInput(BaseModel):
+    """Read these plan steps; ``before`` holds the pre-read per step (None: not read)."""
+
+    task_id: str
+    attempt: int = Field(description="The act attempt the read belongs to (signed with it).")
+    phase: Literal["before", "after"]
+    contracts: list[Contract]
+    indexes: list[int]
+    before: list[Observation | None] = Field(default_factory=list)
+    read: int = Field(default=1, description="Which read of this phase (probe-error re-reads).")
+    run_id: str = Field(default="", description="The workflow run the read belongs to (signed).")
+    request: str = Field(
+        default="", description="A fresh id for this read (signed): answers to it answer it only."
+    )
+    steps: int | None = Field(
+        default=None,
+        ge=1,
+        description="How many steps the task's plan has (signed with each reading's step), so a "
+        "receipt missing one step's read-back shows it.",
+    )
+
+
+class VerifyReading(BaseModel):
+    """One plan step as the verifier read it: the observation and the signed receipt entry."""
+
+    index: int
+    observation: Observation
+    proof: ProofItem = Field(description="Receipt entry, signed by the verifier when it has a key.")
+    refused: bool = Field(
+        default=False,
+        description="The verifier's configuration does not allow this probe: nothing was "
+        "observed, and reading again cannot change that (never re-read).",
+    )
+
+
+class VerifyOutput(BaseModel):
+    verifier: str
+    key_id: str | None = None
+    readings: list[VerifyReading]
+
+
+class SettleInput(BaseModel):
+    receipt: Receipt
+    after_unknown_write: bool = Field(
+        default=False,
+        description="An act attempt ended in an error: a later attempt of this task may be "
+        "settled already (by the run this one was reset from), and is then the record.",
+    )
+
+
+class ClaimInput(BaseModel):
+    """What a run records in the ledger just before it schedules an act attempt."""
+
+    task_id: str
+    run_id: str
+    attempt: int = Field(ge=1)
+    spec_sha256: str
+
+
+class LookupInput(BaseModel):
+    """Which task's settled receipt to read from the runner's ledger."""
+
+    task_id: str
+
+
+class LookupOutput(BaseModel):
+    """The task's latest settled receipt in the ledger, or None when it holds none."""
+
+    receipt: Receipt | None = None
+
+
+class SettleOutput(BaseModel):
+    appended: bool = Field(description="False when (task_id, attempt) was already in the ledger.")
+    ledger: str = ""
+    settled_at: datetime | None = Field(
+        default=None,
+        description="Set only by runners from before `stored`: the settle time the ledger held "
+        "for this receipt. Kept so their histories replay the same.",
+    )
+    stored: Receipt | None = Field(
+        default=None,
+        description="The ledger's receipt for this task and attempt when an earlier try of "
+        "this run's settle step appended it (the runner stalled or was cut off, and the step "
+        "graded again, maybe seeing a cancel the first try did not): the task ends with it.",
+    )
+
+
+class Step(StrEnum):
+    PLANNED = "planned"
+    PRE_READ = "pre-read"
+    ACT = "act"
+    RECONCILE = "reconcile"
+    VERIFY = "verify"
+    SETTLE = "settle"
+    SETTLED = "settled"
+
+
+class Progress(BaseModel):
+    """Query result: where the task is now."""
+
+    task_id: str
+    step: Step
+    rung: str = Field(
+        description="Highest rung proven so far: planned before the act reports, then the "
+        "grade of its report and cited artifacts (no read-back yet), final once graded."
+    )
+    act_attempt: int = 0
+    verdict: str | None = None
+    proof_level: str | None = Field(
+        default=None, description="Proof level of what is known so far; none before the act."
+    )
+
+
+class ReceiptQuery(BaseModel):
+    """Query result: the receipt so far (verdict empty until the task is graded)."""
+
+    receipt: Receipt
+    settled: bool = False
+
+
+def spec_digest(spec: TaskSpec) -> str:
+    """sha256 of what the task asks (its JSON form without default values, keys sorted): which
+    task a run or receipt is of. Defaults are left out so that a release adding a field with a
+    default still recognises the tasks submitted before it."""
+    body = spec.model_dump(mode="json", exclude_defaults=True)
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return "v1:" + hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,240 @@
+"""The submitted agent task: its act, proof plan, gates, retry budget and time cap."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from landed.probes.contract import Contract
+from landed.receipts.ladder import READ_BACK_KINDS
+
+__all__ = [
+    "DEFAULT_TIME_CAP",
+    "ActSpec",
+    "ApprovalGate",
+    "ConsentGate",
+    "RetryBudget",
+    "StepTimeouts",
+    "TaskSpec",
+    "TaskSpecError",
+    "dod_proof_kind",
+]
+
+#: GOV-4: every task has a time cap; thirty minutes unless the task names another.
+DEFAULT_TIME_CAP = timedelta(minutes=30)
+
+# Probe kind -> the DoD proof kind its read-back is filed under on the receipt. Kinds the DoD
+# lists as read-back (record, http_contains, ...) can carry P3; file and git land as artifacts
+# (P2 at most); a command probe is filed under its own name, which the DoD grades as an
+# assertion: an arbitrary command is not an authoritative system of record.
+_PROOF_KIND = {
+    "record": "record",
+    "http": "http_contains",
+    "provider_object": "provider_object",
+    "payment": "payment",
+    "deployment": "deployment",
+    "sent_log": "sent_log",
+    "call_log": "call_log",
+    "file": "file",
+    "git": "commit",
+    "command": "command",
+}
+
+
+def dod_proof_kind(probe_kind: str) -> str:
+    """The DoD proof kind a probe's reading is filed under (unknown kinds stay as given)."""
+    return _PROOF_KIND.get(probe_kind, probe_kind)
+
+
+class _Strict(BaseModel):
+    """Submitted data: an unknown or misspelt field is an error, never silently dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ActSpec(_Strict):
+    """Which act runs on the actor (a name registered with ``@landed.act``) and its input."""
+
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:-]+$")
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ApprovalGate(_Strict):
+    """GOV-5, carried as data: whether a person must approve before the act runs, and who did.
+
+    ``required`` marks an act that cannot be undone (send, publish, spend, provision, migrate);
+    ``approver`` names who may approve; ``approved_by``/``approved_at`` record the approval given.
+    Not enforced yet: AgentTask records these fields on the receipt as submitted and runs the
+    act either way; holding an unapproved task as ``held`` belongs to landed's governance gates.
+    """
+
+    required: bool = False
+    approver: str | None = None
+    approved_by: str | None = None
+    approved_at: datetime | None = None
+
+
+class ConsentGate(_Strict):
+    """GOV-6, carried as data: whom the act contacts and on what consent basis.
+
+    ``contact`` is the person or address reached (None when the act contacts nobody);
+    ``do_not_contact_source`` names the list checked before contact; ``basis`` records the consent
+    (opt-in id, contract reference). Not enforced yet: the check before contact belongs to
+    landed's governance gates; this model only declares what that check needs.
+    """
+
+    contact: str | None = None
+    do_not_contact_source: str | None = None
+    basis: str | None = None
+
+
+def _within(value: timedelta, low: timedelta, high: timedelta, what: str, e_g: str) -> timedelta:
+    """``value`` if low <= value <= high, else an error naming the bounds and a valid form."""
+    if not low <= value <= high:
+        raise ValueError(
+            f"{what} must be between {_duration(low)} and {_duration(high)}; give seconds or "
+            f"an ISO 8601 duration such as {e_g}"
+        )
+    return value
+
+
+def _duration(value: timedelta) -> str:
+    seconds = int(value.total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("second", 1)):
+        if seconds and seconds % size == 0:
+            n = seconds // size
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return "0"
+
+
+class RetryBudget(_Strict):
+    """Bounds on the only two retries the workflow makes (everything else settles)."""
+
+    verify_attempts: int = Field(
+        default=3, ge=1, le=20, description="Reads of a probe that keeps erroring (probe-error)."
+    )
+    verify_backoff: timedelta = Field(
+        default=timedelta(seconds=1), description="First wait before re-reading; doubles."
+    )
+    act_attempts: int = Field(
+        default=2,
+        ge=1,
+        le=10,
+        description="Act runs when a write is unknown and the read-back shows it did not land.",
+    )
+
+    @field_validator("verify_backoff")
+    @classmethod
+    def _backoff_bounds(cls, value: timedelta) -> timedelta:
+        # A negative wait fails the workflow's timer on the first re-read, and the task would
+        # never settle: refused here, with the field named.
+        return _within(value, timedelta(0), timedelta(hours=1), "verify_backoff", "PT2S")
+
+
+class StepTimeouts(_Strict):
+    """How long a step may go silent before Temporal declares its worker lost."""
+
+    act_heartbeat: timedelta = Field(default=timedelta(seconds=30))
+    verify: timedelta = Field(default=timedelta(minutes=2))
+    verify_heartbeat: timedelta = Field(default=timedelta(seconds=30))
+    settle: timedelta = Field(default=timedelta(seconds=60))
+
+    @field_validator("act_heartbeat", "verify", "verify_heartbeat", "settle")
+    @classmethod
+    def _step_bounds(cls, value: timedelta) -> timedelta:
+        # Temporal refuses a zero or negative activity timeout when the workflow schedules the
+        # step, after the act may have run: the task would never settle. Refused at submit.
+        return _within(value, timedelta(seconds=1), timedelta(days=1), "a step timeout", "PT30S")
+
+
+class TaskSpec(_Strict):
+    """One agent task, named before work starts (DOD-1). ``task_id`` is the workflow id.
+
+    The proof plan lists read-back contracts (probe + expectation) the verifier will run; a task
+    whose plan has no read-back probe can run, but can never reach ``verified``.
+    Probes name sources ("orders-db"), never DSNs or tokens: the verifier resolves them.
+    """
+
+    task_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@/-]*$")
+    owner: str = Field(min_length=1, max_length=200, description="GOV-1: the one agent owning it.")
+    outcome: str = Field(min_length=1, description="The observable after-state (DOD-1).")
+    target: str | None = Field(default=None, description="Where the outcome lives.")
+    proof_plan: list[Contract] = Field(default_factory=list)
+    act: ActSpec
+    idempotency_key: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Passed to every act attempt; defaults to the task id (DOD-10).",
+    )
+    time_cap: timedelta = Field(default=DEFAULT_TIME_CAP, description="GOV-4 time cap.")
+    approval: ApprovalGate = Field(default_factory=ApprovalGate)
+    consent: ConsentGate = Field(default_factory=ConsentGate)
+    business_outcome_class: str | None = Field(
+        default=None, description="P4 class (payment, customer_reached, visible_content, ...)."
+    )
+    loop: str | None = Field(default=None, description="The loop this task belongs to (GOV-9).")
+    pre_read: bool = Field(
+        default=True,
+        description="Ask to skip the before-state read (false). The runner decides: it reads the "
+        "before-state unless LANDED_RUNNER_PRE_READ is off, and honours false here only when "
+        "LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ is on; without a pre-read a constant probe "
+        "(select 45) would pass as proof.",
+    )
+    retry: RetryBudget = Field(default_factory=RetryBudget)
+    timeouts: StepTimeouts = Field(default_factory=StepTimeouts)
+
+    @field_validator("owner")
+    @classmethod
+    def _plain_owner(cls, value: str) -> str:
+        # The owner is a column of the ledger and a cell of the board: a control character
+        # there breaks PostgreSQL's text (NUL) or the terminal showing it.
+        bad = next((c for c in value if ord(c) < 32 or 127 <= ord(c) < 160), None)
+        if bad is not None:
+            raise ValueError(
+                f"owner must be plain text; it holds the control character {bad!r}: name the "
+                "agent without it"
+            )
+        return value
+
+    @field_validator("time_cap")
+    @classmethod
+    def _time_cap_bounds(cls, value: timedelta) -> timedelta:
+        # A field validator, so the error names the field (time_cap), not the document.
+        low, high = timedelta(seconds=1), timedelta(days=7)
+        return _within(value, low, high, "time_cap (GOV-4)", "PT30M")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> TaskSpec:
+        if self.idempotency_key is None:
+            self.idempotency_key = self.task_id
+        return self
+
+    @property
+    def read_back_steps(self) -> list[int]:
+        """Indexes of plan steps whose proof kind can carry P3."""
+        return [
+            i
+            for i, c in enumerate(self.proof_plan)
+            if dod_proof_kind(c.probe.kind) in READ_BACK_KINDS
+        ]
+
+    @property
+    def can_reach_verified(self) -> bool:
+        return bool(self.read_back_steps)
+
+
+class TaskSpecError(ValueError):
+    """A submitted task was rejected; ``problems`` lists (field, reason) pairs."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        lines = "\n".join(f"  {field}: {reason}" for field, reason in problems)
+        super().__init__(f"invalid task spec; fix these fields and submit again:\n{lines}")

@@ -1,0 +1,378 @@
+"""Starting agent tasks from agent code: ``landed.Client``; one task id never acts twice."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, Field
+from temporalio.client import Client as TemporalClient
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+)
+from temporalio.common import (
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
+from temporalio.service import RPCError, RPCStatusCode
+
+from landed.ledger.base import LedgerError
+from landed.receipts.model import Receipt
+from landed.task.messages import (
+    LookupInput,
+    LookupOutput,
+    Progress,
+    ReceiptQuery,
+    Step,
+    spec_digest,
+)
+from landed.task.names import AGENT_TASK_WORKFLOW, LOOKUP_WORKFLOW, SEARCH_ATTRIBUTES
+from landed.task.spec import TaskSpec
+from landed.task.validate import check_spec
+from landed.temporal.plugin import connect, worker_identity
+from landed.temporal.settings import DEFAULT_RUNNER_QUEUE
+
+__all__ = [
+    "Client",
+    "NamespaceNotReady",
+    "RunnerNotAnswering",
+    "TaskHandle",
+    "TaskIdReused",
+    "TaskNotSettled",
+    "TaskStatus",
+]
+
+_OWNER = SearchAttributeKey.for_keyword("LandedOwner")
+_RUNG = SearchAttributeKey.for_keyword("LandedRung")
+
+
+class TaskIdReused(ValueError):
+    """The task id belongs to another task (another spec): it cannot start, and the other
+    task's receipt is not this one's. Give the new task its own task_id."""
+
+
+class NamespaceNotReady(RuntimeError):
+    """The namespace lacks landed's search attributes (no runner has registered them)."""
+
+
+class TaskNotSettled(RuntimeError):
+    """The task's workflow closed without settling a receipt (failed, terminated, timed
+    out): there is no receipt to hand back, and a graded one must not pass for settled."""
+
+
+def _not_settled(task_id: str, how: str) -> str:
+    return (
+        f"task {task_id!r} ended {how} without a settled receipt; read why with `temporal "
+        f"workflow show --workflow-id {task_id}` and the runner's log; to run it again, fix the "
+        f"cause and submit it under a new task_id (this id stays taken by the closed run, and "
+        f"once Temporal forgets that run, a new run of it reads back and settles without acting)"
+    )
+
+
+# A query is answered by the runner's worker; one that is down or stalled must not hold the
+# caller for the SDK's default RPC timeout.
+_QUERY_TIMEOUT = timedelta(seconds=10)
+
+
+# How long a lookup of a forgotten task's receipt waits for a runner to read the ledger.
+_LOOKUP_TIMEOUT = timedelta(seconds=30)
+
+
+class RunnerNotAnswering(RuntimeError):
+    """The task is running, but no runner answered the query in time (stopped or stalled)."""
+
+
+class TaskStatus(BaseModel):
+    """Where a task stands: Temporal's execution status and landed's step, rung and verdict."""
+
+    task_id: str
+    execution: str = Field(
+        description="RUNNING, COMPLETED, FAILED, TIMED_OUT, ..., or FORGOTTEN: Temporal no "
+        "longer holds the run (its retention) and the receipt comes from the runner's ledger"
+    )
+    step: str
+    rung: str
+    verdict: str | None = None
+    settled: bool = False
+
+
+class TaskHandle:
+    """A started (or already existing) task."""
+
+    def __init__(
+        self, handle: WorkflowHandle[Any, Receipt], warnings: list[str], existing: bool
+    ) -> None:
+        self._handle = handle
+        self.task_id = handle.id
+        self.warnings = warnings
+        #: True when this task id was already submitted: nothing new was started.
+        self.existing = existing
+
+    async def result(self) -> Receipt:
+        """Wait for the settled receipt; TaskIdReused when the runner found the id settled in
+        its ledger for another task."""
+        try:
+            return await self._handle.result()
+        except WorkflowFailureError as err:
+            cause: BaseException | None = err.cause
+            while cause is not None:
+                if isinstance(cause, ApplicationError) and cause.type == "TaskIdReused":
+                    raise TaskIdReused(cause.message) from err
+                cause = cause.__cause__ or getattr(cause, "cause", None)
+            raise TaskNotSettled(_not_settled(self.task_id, f"with {err.cause or err}")) from err
+
+    async def progress(self) -> Progress:
+        answer: Progress = await self._handle.query("progress", result_type=Progress)
+        return answer
+
+
+class Client:
+    """landed's client: submit tasks, watch them, fetch their receipts."""
+
+    def __init__(
+        self,
+        temporal: TemporalClient,
+        *,
+        task_queue: str = DEFAULT_RUNNER_QUEUE,
+        lookup_timeout: timedelta = _LOOKUP_TIMEOUT,
+    ):
+        self._temporal = temporal
+        self._task_queue = task_queue
+        # How long reading a forgotten task's receipt waits for a runner to answer.
+        self._lookup_timeout = lookup_timeout
+
+    @classmethod
+    async def connect(
+        cls,
+        address: str | None = None,
+        *,
+        namespace: str | None = None,
+        profile: str | None = None,
+        task_queue: str | None = None,
+        identity: str | None = None,
+    ) -> Client:
+        """Connect like every landed process: Temporal's environment configuration
+        (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS) unless given here.
+        ``task_queue`` is the runner's queue (default LANDED_TASK_QUEUE or landed-runner)."""
+        temporal = await connect(
+            identity=identity or worker_identity("client"),
+            address=address,
+            namespace=namespace,
+            profile=profile,
+        )
+        queue = task_queue or os.environ.get("LANDED_TASK_QUEUE") or DEFAULT_RUNNER_QUEUE
+        return cls(temporal, task_queue=queue)
+
+    @property
+    def temporal(self) -> TemporalClient:
+        return self._temporal
+
+    async def start(self, task: TaskSpec | Mapping[str, Any] | str | bytes) -> TaskHandle:
+        """Validate and start a task; the same task id again returns the existing task.
+
+        Raises TaskSpecError (field and reason) for an invalid spec. The id can never start a
+        second run, whether the first is running or closed: it attaches to that run, and raises
+        TaskIdReused when that run is of another spec.
+        """
+        check = check_spec(task)
+        spec = check.spec
+        try:
+            handle: WorkflowHandle[Any, Receipt] = await self._temporal.start_workflow(
+                AGENT_TASK_WORKFLOW,
+                spec,
+                id=spec.task_id,
+                task_queue=self._task_queue,
+                result_type=Receipt,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                # A running task of this id is reported, not joined blind: it may be another's.
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(_OWNER, spec.owner),
+                        SearchAttributePair(_RUNG, "planned"),
+                    ]
+                ),
+            )
+            existing = False
+        except WorkflowAlreadyStartedError:
+            handle = self._temporal.get_workflow_handle(spec.task_id, result_type=Receipt)
+            theirs = await self._started_digest(handle)
+            digest = spec_digest(spec)
+            if theirs != digest:
+                what = "another task's" if theirs else "a run whose task cannot be read"
+                raise TaskIdReused(
+                    f"task id {spec.task_id!r} is already {what} (its spec {theirs or 'unknown'}, "
+                    f"this one {digest}); its receipt would not be this task's: give the new "
+                    f"task its own task_id"
+                ) from None
+            existing = True
+            desc = await handle.describe()
+            if desc.status not in (
+                WorkflowExecutionStatus.RUNNING,
+                WorkflowExecutionStatus.COMPLETED,
+                WorkflowExecutionStatus.CONTINUED_AS_NEW,
+            ):
+                state = desc.status.name if desc.status is not None else "UNKNOWN"
+                raise TaskNotSettled(_not_settled(spec.task_id, state)) from None
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.INVALID_ARGUMENT and "search attribute" in str(exc):
+                names = " ".join(f"--name {n} --type Keyword" for n in SEARCH_ATTRIBUTES)
+                raise NamespaceNotReady(
+                    f"the namespace lacks landed's search attributes ({exc}); start a landed "
+                    f"runner once (it registers them) or run: temporal operator "
+                    f"search-attribute create {names}"
+                ) from exc
+            raise
+        return TaskHandle(handle, check.warnings, existing)
+
+    async def _started_digest(self, handle: WorkflowHandle[Any, Receipt]) -> str | None:
+        """spec_digest() of the task the existing run was started with (its first event)."""
+        async for event in handle.fetch_history_events():
+            attrs = event.workflow_execution_started_event_attributes
+            if not attrs.HasField("input") or not attrs.input.payloads:
+                return None
+            try:
+                (started,) = await self._temporal.data_converter.decode(
+                    attrs.input.payloads, [TaskSpec]
+                )
+            except (ValueError, TypeError, RuntimeError):  # not a TaskSpec under this id
+                return None
+            return spec_digest(started) if isinstance(started, TaskSpec) else None
+        return None
+
+    async def run(self, task: TaskSpec | Mapping[str, Any] | str | bytes) -> Receipt:
+        """Start (or attach to) a task and wait for its settled receipt."""
+        handle = await self.start(task)
+        return await handle.result()
+
+    async def status(self, task_id: str) -> TaskStatus:
+        """The task's current step and verdict; raises RPCError(NOT_FOUND) for an id neither
+        Temporal nor the runner's ledger knows."""
+        handle = self._temporal.get_workflow_handle(task_id, result_type=Receipt)
+        try:
+            desc = await handle.describe()
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            stored = await self._from_ledger(task_id, err)
+            return TaskStatus(
+                task_id=task_id,
+                execution="FORGOTTEN",
+                step=Step.SETTLED.value,
+                rung=(stored.landed.rung if stored.landed else None) or "unknown",
+                verdict=stored.verdict,
+                settled=True,
+            )
+        execution = desc.status.name if desc.status is not None else "UNKNOWN"
+        if desc.status == WorkflowExecutionStatus.COMPLETED:
+            receipt = await handle.result()
+            rung = receipt.landed.rung if receipt.landed and receipt.landed.rung else "unknown"
+            return TaskStatus(
+                task_id=task_id,
+                execution=execution,
+                step=Step.SETTLED.value,
+                rung=rung,
+                verdict=receipt.verdict,
+                settled=True,
+            )
+        if desc.status == WorkflowExecutionStatus.RUNNING:
+            try:
+                progress: Progress = await handle.query(
+                    "progress", result_type=Progress, rpc_timeout=_QUERY_TIMEOUT
+                )
+            except (WorkflowQueryFailedError, RPCError) as exc:
+                return TaskStatus(
+                    task_id=task_id,
+                    execution=execution,
+                    step=f"unknown (no runner answered: {exc})",
+                    rung="unknown",
+                )
+            return TaskStatus(
+                task_id=task_id,
+                execution=execution,
+                step=progress.step.value,
+                rung=progress.rung,
+                verdict=progress.verdict,
+            )
+        return TaskStatus(task_id=task_id, execution=execution, step="closed", rung="unknown")
+
+    async def receipt(self, task_id: str) -> Receipt:
+        """The settled receipt, or the receipt so far while the task runs.
+
+        A receipt so far has no ``settled_at``: it is not in the ledger yet, whatever its
+        verdict reads. Raises TaskNotSettled when the workflow closed without settling. Once
+        Temporal has dropped the run (its retention), the runner reads the receipt from its
+        ledger; an id neither knows raises RPCError(NOT_FOUND).
+        """
+        handle = self._temporal.get_workflow_handle(task_id, result_type=Receipt)
+        try:
+            desc = await handle.describe()
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            return await self._from_ledger(task_id, err)
+        if desc.status == WorkflowExecutionStatus.COMPLETED:
+            settled: Receipt = await handle.result()
+            return settled
+        if desc.status != WorkflowExecutionStatus.RUNNING:
+            state = desc.status.name if desc.status is not None else "UNKNOWN"
+            raise TaskNotSettled(_not_settled(task_id, state))
+        try:
+            answer: ReceiptQuery = await handle.query(
+                "receipt", result_type=ReceiptQuery, rpc_timeout=_QUERY_TIMEOUT
+            )
+        except (WorkflowQueryFailedError, RPCError) as exc:
+            raise RunnerNotAnswering(
+                f"task {task_id!r} is running, but no runner answered for its receipt so far "
+                f"({exc}); check that `landed worker runner` is up on the task queue "
+                f"{desc.task_queue!r} and not stalled (its log)"
+            ) from exc
+        if answer.settled:
+            return answer.receipt
+        return answer.receipt.model_copy(update={"settled_at": None})
+
+    async def _from_ledger(self, task_id: str, not_found: RPCError) -> Receipt:
+        """The receipt the runner's ledger holds for a task Temporal does not know (any more).
+
+        The client holds no ledger credentials: a runner reads it, in a short workflow of its
+        own. ``not_found`` is raised again when the ledger holds nothing for the id either. The
+        receipt is the ledger's latest under the id; a receipt settled before spec digests
+        existed cannot show which spec it is of.
+        """
+        try:
+            out: LookupOutput = await self._temporal.execute_workflow(
+                LOOKUP_WORKFLOW,
+                LookupInput(task_id=task_id),
+                id=f"landed-lookup-{uuid.uuid4().hex}",
+                task_queue=self._task_queue,
+                result_type=LookupOutput,
+                execution_timeout=self._lookup_timeout,
+            )
+        except WorkflowFailureError as exc:
+            if isinstance(exc.cause, TemporalTimeoutError):
+                raise RunnerNotAnswering(
+                    f"Temporal holds no run of task {task_id!r} (dropped after its retention, or "
+                    f"never submitted), and no runner read its receipt from the ledger within "
+                    f"{self._lookup_timeout.total_seconds():g} s; check that `landed worker "
+                    f"runner` of this release (older ones do not run {LOOKUP_WORKFLOW}) is up on "
+                    f"the task queue {self._task_queue!r}"
+                ) from exc
+            raise LedgerError(
+                f"Temporal holds no run of task {task_id!r}, and the runner on the task queue "
+                f"{self._task_queue!r} could not read its receipt from the ledger "
+                f"({exc.cause or exc}); see that runner's log"
+            ) from exc
+        if out.receipt is None:
+            raise not_found
+        return out.receipt

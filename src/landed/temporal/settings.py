@@ -1,0 +1,202 @@
+"""Per-role settings: each worker role reads only its own prefix (LANDED_ACTOR_, ...)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from landed.temporal.plugin import worker_identity
+
+__all__ = [
+    "DEFAULT_ACTOR_QUEUE",
+    "DEFAULT_RUNNER_QUEUE",
+    "DEFAULT_VERIFIER_QUEUE",
+    "ActorSettings",
+    "RoleSettings",
+    "RunnerSettings",
+    "SeparationError",
+    "VerifierSettings",
+]
+
+DEFAULT_ACTOR_QUEUE = "landed-actor"
+DEFAULT_VERIFIER_QUEUE = "landed-verifier"
+DEFAULT_RUNNER_QUEUE = "landed-runner"
+
+
+class SeparationError(ValueError):
+    """A role was configured so that it would share identity or queue with another role."""
+
+
+def _split(value: Any) -> Any:
+    # "a,b" or a JSON list both work from the environment.
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            import json
+
+            return json.loads(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
+
+
+class RoleSettings(BaseSettings):
+    """What every role has: its queue, its identity, and Temporal's own connection settings
+    (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS) read by the plugin."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    role: ClassVar[str] = "role"
+    task_queue: str
+    identity: str | None = Field(default=None, description="Default: role@host:pid.")
+    max_concurrent_activities: int = Field(default=200, ge=1)
+
+    def resolved_identity(self) -> str:
+        return self.identity or worker_identity(self.role)
+
+    def public_view(self) -> dict[str, Any]:
+        """What the worker prints at start: names, never secret values."""
+        return {"role": self.role, "task_queue": self.task_queue}
+
+
+class ActorSettings(RoleSettings):
+    """The actor holds the agent's own credentials and nothing else."""
+
+    model_config = SettingsConfigDict(env_prefix="LANDED_ACTOR_", extra="ignore")
+
+    role: ClassVar[str] = "actor"
+    task_queue: str = DEFAULT_ACTOR_QUEUE
+    acts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Module paths holding @landed.act functions."
+    )
+    credentials: dict[str, str] = Field(
+        default_factory=dict, description="The agent's own credentials: name -> URL or DSN."
+    )
+    graceful_shutdown_s: float = Field(
+        default=30.0,
+        ge=0,
+        le=3600,
+        description=(
+            "On SIGTERM/SIGINT, how long acts in flight may finish before they are cancelled: "
+            "a deploy drains the actor instead of cutting an act's writes in half."
+        ),
+    )
+
+    verifier_task_queue: str = Field(
+        default=DEFAULT_VERIFIER_QUEUE, description="The verifier's queue, which this must not be."
+    )
+    runner_task_queue: str = Field(
+        default=DEFAULT_RUNNER_QUEUE, description="The runner's queue, which this must not be."
+    )
+
+    _split_acts = field_validator("acts", mode="before")(_split)
+
+    def check_separation(self) -> None:
+        """Refuse to poll the verifier's or the runner's queue: an actor there would receive
+        reads (and the probes' inputs) or workflow tasks meant for the other roles."""
+        for other, queue in (
+            ("verifier", self.verifier_task_queue),
+            ("runner", self.runner_task_queue),
+        ):
+            if self.task_queue == queue:
+                raise SeparationError(
+                    f"the actor's task queue {self.task_queue!r} is the {other}'s; the actor "
+                    f"would receive the {other}'s tasks. Set LANDED_ACTOR_TASK_QUEUE to a queue "
+                    f"of its own (default {DEFAULT_ACTOR_QUEUE})"
+                )
+
+    def public_view(self) -> dict[str, Any]:
+        return {
+            **super().public_view(),
+            "acts": list(self.acts),
+            "credentials": sorted(self.credentials),
+        }
+
+
+class VerifierSettings(RoleSettings):
+    """The verifier holds read credentials to the systems of record and the signing key."""
+
+    model_config = SettingsConfigDict(env_prefix="LANDED_VERIFIER_", extra="ignore")
+
+    role: ClassVar[str] = "verifier"
+    task_queue: str = DEFAULT_VERIFIER_QUEUE
+    signing_key: Path | None = Field(default=None, description="PEM Ed25519 private key.")
+    actor_task_queue: str = Field(
+        default=DEFAULT_ACTOR_QUEUE, description="The actor's queue, which this must not be."
+    )
+    actor_identity: str | None = Field(
+        default=None, description="The actor's identity, which this must not be."
+    )
+
+    def check_separation(self) -> None:
+        """Refuse to run as the actor: same queue, same identity, or an actor@ identity."""
+        identity = self.resolved_identity()
+        # The actor's own settings, where the same environment holds them (one shell, one
+        # unit file): LANDED_VERIFIER_ACTOR_* alone would leave them unchecked.
+        actor_queues = {self.actor_task_queue, os.environ.get("LANDED_ACTOR_TASK_QUEUE")}
+        actor_names = {self.actor_identity, os.environ.get("LANDED_ACTOR_IDENTITY")}
+        if self.task_queue in actor_queues:
+            raise SeparationError(
+                f"the verifier's task queue {self.task_queue!r} is the actor's; a verifier on the "
+                f"actor's queue would run acts or let the actor answer reads. Set "
+                "LANDED_VERIFIER_TASK_QUEUE to a queue of its own "
+                f"(default {DEFAULT_VERIFIER_QUEUE})"
+            )
+        mine = identity.casefold()
+        if mine in {n.casefold() for n in actor_names if n} or mine.startswith("actor@"):
+            raise SeparationError(
+                f"the verifier's identity {identity!r} is the actor's; the actor can't grade "
+                f"itself (DOD-2). Set LANDED_VERIFIER_IDENTITY to the verifier's own name"
+            )
+
+    def public_view(self) -> dict[str, Any]:
+        return {**super().public_view(), "signing_key": bool(self.signing_key)}
+
+
+class RunnerSettings(RoleSettings):
+    """The runner runs the workflows and settle, and holds the ledger credentials."""
+
+    model_config = SettingsConfigDict(env_prefix="LANDED_RUNNER_", extra="ignore")
+
+    role: ClassVar[str] = "runner"
+    task_queue: str = DEFAULT_RUNNER_QUEUE
+    ledger_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("LANDED_RUNNER_LEDGER_URL", "LANDED_LEDGER_URL"),
+        description="Default: sqlite:///.landed/ledger.db.",
+    )
+    actor_task_queue: str = DEFAULT_ACTOR_QUEUE
+    verifier_task_queue: str = DEFAULT_VERIFIER_QUEUE
+    trust: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list, description="Verifier public keys (.pub files or directories)."
+    )
+    max_cached_workflows: int = Field(default=1000, ge=0)
+    sandbox: Literal["shared", "strict"] = Field(
+        default="shared",
+        description="shared: the workflow sandbox shares landed's workflow module across runs "
+        "(about 3 ms less runner CPU per task); strict: it re-imports the module for every run "
+        "with the SDK's restricted standard library, as the SDK does by default.",
+    )
+    pre_read: bool = Field(
+        default=True,
+        description="Read each step's before-state so a proof can't be vacuous (the operator's "
+        "choice, not the task's).",
+    )
+    task_may_skip_pre_read: bool = Field(
+        default=False,
+        description="Honour a task's pre_read: false (for tasks whose probe is keyed to the task "
+        "itself, and benchmarks).",
+    )
+
+    _split_trust = field_validator("trust", mode="before")(_split)
+
+    def public_view(self) -> dict[str, Any]:
+        return {
+            **super().public_view(),
+            "actor_task_queue": self.actor_task_queue,
+            "verifier_task_queue": self.verifier_task_queue,
+            "trusted_keys": len(self.trust),
+        }

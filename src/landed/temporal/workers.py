@@ -1,0 +1,313 @@
+"""The three worker roles, each built from its own settings over its own Temporal connection."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+from temporalio.worker import Interceptor, Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from landed.probes.sources import SourceRegistry, load_registry
+from landed.task.messages import Routing
+from landed.task.names import SEARCH_ATTRIBUTES
+from landed.temporal.plugin import connect, strict_workflow_runner
+from landed.temporal.settings import ActorSettings, RoleSettings, RunnerSettings, VerifierSettings
+
+__all__ = [
+    "ROLES",
+    "RoleError",
+    "build_worker",
+    "check_settings",
+    "ensure_search_attributes",
+    "run_role",
+]
+
+ROLES = ("actor", "verifier", "runner")
+
+
+class RoleError(RuntimeError):
+    """A role cannot start as configured; the message names the setting to fix."""
+
+
+def _private_to_owner(path: Path) -> None:
+    """The signing key is readable by its owner only: whoever else can read it can sign a
+    reading the verifier never made (as ssh refuses a private key others can read)."""
+    from landed.signing import SigningError
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # KeyPair.load names the problem
+    if os.name == "posix" and mode & 0o077:
+        raise SigningError(
+            f"the signing key {path} can be read by others (mode {mode & 0o777:o}); "
+            f"chmod 600 {path}"
+        )
+
+
+def actor_env_problems(environ: Mapping[str, str]) -> list[str]:
+    """Other roles' secrets in the actor's environment, by name: an act could read them."""
+    return sorted(
+        name
+        for name in environ
+        if name.upper().startswith("LANDED_SOURCES__")
+        or name.upper()
+        in {"LANDED_VERIFIER_SIGNING_KEY", "LANDED_LEDGER_URL", "LANDED_RUNNER_LEDGER_URL"}
+    )
+
+
+async def _namespace_exists(client: Client) -> None:
+    """The worker's namespace is served: the SDK would find out only after "ready" was said."""
+    try:
+        await client.workflow_service.describe_namespace(
+            DescribeNamespaceRequest(namespace=client.namespace)
+        )
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        raise RoleError(
+            f"namespace {client.namespace!r} does not exist on "
+            f"{client.service_client.config.target_host}; create it (temporal operator "
+            f"namespace create --namespace {client.namespace}) or set TEMPORAL_NAMESPACE"
+        ) from None
+
+
+async def ensure_search_attributes(client: Client) -> None:
+    """Register landed's Keyword search attributes on the namespace if they are missing.
+
+    A cluster that refuses (no operator permission, Temporal Cloud) gets a message with the
+    command to run once, instead of workflows that fail on their first upsert.
+    """
+    namespace = client.namespace
+    try:
+        listed = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=namespace)
+        )
+    except RPCError as exc:
+        if exc.status not in (RPCStatusCode.PERMISSION_DENIED, RPCStatusCode.UNIMPLEMENTED):
+            raise
+        # Not allowed to look (a namespace-scoped principal, Temporal Cloud): that says nothing
+        # about whether they are registered. Start, and say what to do if workflows fail.
+        cmd = " ".join(f"--name {n} --type Keyword" for n in SEARCH_ATTRIBUTES)
+        print(
+            f"landed: could not list search attributes on namespace {namespace!r} ({exc}); "
+            f"if tasks fail on them, register them once: temporal operator search-attribute "
+            f"create --namespace {namespace} {cmd}",
+            file=sys.stderr,
+        )
+        return
+    try:
+        missing = [n for n in SEARCH_ATTRIBUTES if n not in listed.custom_attributes]
+        if missing:
+            await client.operator_service.add_search_attributes(
+                AddSearchAttributesRequest(
+                    namespace=namespace,
+                    search_attributes={
+                        n: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for n in missing
+                    },
+                )
+            )
+    except Exception as exc:
+        cmd = " ".join(f"--name {n} --type Keyword" for n in SEARCH_ATTRIBUTES)
+        raise RoleError(
+            f"search attributes {', '.join(SEARCH_ATTRIBUTES)} are not registered on namespace "
+            f"{namespace!r} and could not be added ({exc}); run once: "
+            f"temporal operator search-attribute create --namespace {namespace} {cmd}"
+        ) from exc
+
+
+def _load(module: str, name: str) -> Any:
+    # Activities and workflows live outside the core (installed as landed.activities and
+    # landed.workflows); the core reaches them only at run time, by name.
+    return getattr(importlib.import_module(module), name)
+
+
+def _read_pems(paths: list[Path]) -> list[str]:
+    from landed.signing import TrustStore
+
+    TrustStore.load(paths)  # validates every file, naming the bad one
+    pems: list[str] = []
+    for path in paths:
+        files = sorted(path.glob("*.pub")) if path.is_dir() else [path]
+        pems.extend(f.read_text() for f in files)
+    return pems
+
+
+async def build_worker(
+    settings: RoleSettings,
+    client: Client,
+    identity: str,
+    *,
+    registry: SourceRegistry | None = None,
+    interceptors: Sequence[Interceptor] = (),
+) -> tuple[Worker, dict[str, Any], Callable[[], Awaitable[None]] | None]:
+    """The Worker for a role, the facts it prints when ready, and an async cleanup (or None).
+
+    The verifier's sources come from its own settings (LANDED_SOURCES__*, landed.toml) unless
+    ``registry`` is given (embedding, tests). ``interceptors`` join the runner's worker, after
+    those the plugin installs (embedding, tests).
+    """
+    view = {**settings.public_view(), "identity": identity}
+    if isinstance(settings, ActorSettings):
+        from landed.task.acts import collect_acts
+
+        ActActivities = _load("landed.activities.act", "ActActivities")
+        acts = collect_acts(settings.acts)
+        view["acts"] = sorted(acts)
+        act = ActActivities(acts, settings.credentials, identity)
+        worker = Worker(
+            client,
+            task_queue=settings.task_queue,
+            activities=[act.act],
+            identity=identity,
+            max_concurrent_activities=settings.max_concurrent_activities,
+            graceful_shutdown_timeout=timedelta(seconds=settings.graceful_shutdown_s),
+        )
+        return worker, view, None
+    check_settings(settings)
+    if isinstance(settings, VerifierSettings):
+        from landed.signing import KeyPair
+
+        VerifyActivities = _load("landed.activities.verify", "VerifyActivities")
+
+        assert settings.signing_key is not None  # check_settings
+        _private_to_owner(settings.signing_key)
+        key = KeyPair.load(settings.signing_key)
+        if registry is None:
+            registry = load_registry(role="verifier", allow_unsourced=False)
+        from landed.signing import redact_key
+
+        # The key itself stays out of evidence whatever a probe prints (the registry already
+        # redacts every configured source credential).
+        redact_key(registry, key, settings.signing_key)
+        view["key_id"] = key.key_id
+        view["sources"] = sorted(registry.names())
+        verify = VerifyActivities(registry, identity, key)
+        worker = Worker(
+            client,
+            task_queue=settings.task_queue,
+            activities=[verify.verify],
+            identity=identity,
+            max_concurrent_activities=settings.max_concurrent_activities,
+        )
+        return worker, view, registry.aclose
+    if isinstance(settings, RunnerSettings):
+        from landed.ledger.factory import open_ledger
+
+        RunnerActivities = _load("landed.activities.runner", "RunnerActivities")
+        AgentTask = _load("landed.workflows.agent_task", "AgentTask")
+        ReceiptLookup = _load("landed.workflows.receipt_lookup", "ReceiptLookup")
+
+        pems = _read_pems(settings.trust)
+        await ensure_search_attributes(client)
+        ledger = await open_ledger(settings.ledger_url)
+        routing = Routing(
+            actor_task_queue=settings.actor_task_queue,
+            verifier_task_queue=settings.verifier_task_queue,
+            runner=identity,
+            trusted_keys=pems,
+            pre_read=settings.pre_read,
+            task_may_skip_pre_read=settings.task_may_skip_pre_read,
+        )
+        runner = RunnerActivities(ledger, routing)
+        view["ledger"] = ledger.url
+        # The SDK's default sandbox becomes the plugin's, which shares landed's workflow module
+        # across runs; the strict one re-imports it for every run.
+        sandbox = (
+            strict_workflow_runner() if settings.sandbox == "strict" else SandboxedWorkflowRunner()
+        )
+        worker = Worker(
+            client,
+            task_queue=settings.task_queue,
+            workflows=[AgentTask, ReceiptLookup],
+            activities=[runner.plan, runner.claim, runner.settle, runner.lookup],
+            identity=identity,
+            max_cached_workflows=settings.max_cached_workflows,
+            max_concurrent_local_activities=settings.max_concurrent_activities,
+            # plan, claim, settle and lookup only ever run as local activities: no poller asks
+            # the server for remote activity tasks on the runner's queue, none could be routed here.
+            no_remote_activities=True,
+            workflow_runner=sandbox,
+            interceptors=list(interceptors),
+        )
+        return worker, view, ledger.close
+    raise RoleError(f"unknown role settings {type(settings).__name__}")
+
+
+def check_settings(settings: RoleSettings) -> None:
+    """What a role's settings must hold that needs no connection: a role refuses before it
+    connects, so a missing key or trust is named even where Temporal is unreachable."""
+    if isinstance(settings, ActorSettings):
+        settings.check_separation()
+    if isinstance(settings, VerifierSettings):
+        settings.check_separation()
+        if settings.signing_key is None:
+            raise RoleError(
+                "the verifier has no signing key, so nothing it reads could be proven "
+                "offline; make one with `landed keys new` and set "
+                "LANDED_VERIFIER_SIGNING_KEY to its .key file"
+            )
+    if isinstance(settings, RunnerSettings):
+        if not settings.trust:
+            raise RoleError(
+                "the runner trusts no verifier key, so no task could ever be verified; set "
+                "LANDED_RUNNER_TRUST to the verifier's .pub file (from `landed keys new`)"
+            )
+        if settings.verifier_task_queue == settings.actor_task_queue:
+            raise RoleError(
+                "LANDED_RUNNER_VERIFIER_TASK_QUEUE equals LANDED_RUNNER_ACTOR_TASK_QUEUE; the "
+                "verify step must run on the verifier's own queue"
+            )
+
+
+def settings_for(role: str) -> RoleSettings:
+    if role == "actor":
+        return ActorSettings()
+    if role == "verifier":
+        return VerifierSettings()
+    if role == "runner":
+        return RunnerSettings()
+    raise RoleError(f"unknown role {role!r}; use one of {', '.join(ROLES)}")
+
+
+async def run_role(
+    role: str,
+    *,
+    stop: asyncio.Event,
+    on_ready: Callable[[dict[str, Any]], None],
+    address: str | None = None,
+    namespace: str | None = None,
+) -> None:
+    """Connect as the role, run its worker until ``stop`` is set, then shut down cleanly."""
+    settings = settings_for(role)
+    identity = settings.resolved_identity()
+    check_settings(settings)  # before any connection: refuse early, and say why
+    registry = None
+    if isinstance(settings, VerifierSettings):
+        # A bad source is named even where Temporal is unreachable.
+        registry = load_registry(role="verifier", allow_unsourced=False)
+    client = await connect(identity=identity, address=address, namespace=namespace)
+    await _namespace_exists(client)
+    worker, view, cleanup = await build_worker(settings, client, identity, registry=registry)
+    view["address"] = client.service_client.config.target_host
+    view["namespace"] = client.namespace
+    async with worker:
+        on_ready(view)
+        await stop.wait()
+    if cleanup is not None:
+        await cleanup()

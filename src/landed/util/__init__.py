@@ -1,0 +1,1 @@
+"""Leaf helpers every room may use; they import nothing from landed."""

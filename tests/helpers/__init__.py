@@ -1,0 +1,1 @@
+"""What the tests share: real services on loopback, the role stack, and waiting for state."""

@@ -1,0 +1,115 @@
+"""Run the three roles in-process against a real dev server: each its own Client.connect,
+identity and fresh task queue; the runner caches no workflows (every task replays)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client as TemporalClient
+from temporalio.worker import Interceptor
+
+import landed
+from landed.ledger.base import Ledger
+from landed.ledger.factory import open_ledger
+from landed.probes.sources import SourceRegistry
+from landed.signing import KeyPair
+from landed.temporal.plugin import connect
+from landed.temporal.settings import ActorSettings, RunnerSettings, VerifierSettings
+from landed.temporal.workers import build_worker
+
+__all__ = ["Roles", "run_roles"]
+
+
+@dataclass
+class Roles:
+    client: landed.Client
+    temporal: TemporalClient
+    ledger_url: str
+    public_key: Path
+    queues: dict[str, str]
+    identities: dict[str, str]
+
+    async def ledger(self) -> Ledger:
+        return await open_ledger(self.ledger_url, create=False)
+
+
+@asynccontextmanager
+async def run_roles(
+    address: str,
+    tmp_path: Path,
+    *,
+    credentials: Mapping[str, str] | None = None,
+    sources: Mapping[str, Any] | None = None,
+    acts: tuple[str, ...] = ("helpers.acts",),
+    max_cached_workflows: int = 0,
+    identities: Mapping[str, str] | None = None,
+    runner: Mapping[str, Any] | None = None,
+    runner_interceptors: Sequence[Interceptor] = (),
+) -> AsyncIterator[Roles]:
+    """``identities`` overrides role identities (e.g. an actor sharing the verifier's);
+    ``runner`` adds runner settings (the operator's, e.g. task_may_skip_pre_read)."""
+    tag = uuid.uuid4().hex[:10]
+    queues = {r: f"{r}-{tag}" for r in ("actor", "verifier", "runner")}
+    identities = {r: f"{r}@test-{tag}" for r in queues} | {
+        r: f"{name}-{tag}" for r, name in (identities or {}).items()
+    }
+    private, public = KeyPair.generate().save(tmp_path / f"keys-{tag}")
+    ledger_url = f"sqlite:///{tmp_path / f'ledger-{tag}.db'}"
+    settings = {
+        "actor": ActorSettings(
+            task_queue=queues["actor"],
+            identity=identities["actor"],
+            acts=list(acts),
+            credentials=dict(credentials or {}),
+        ),
+        "verifier": VerifierSettings(
+            task_queue=queues["verifier"],
+            identity=identities["verifier"],
+            signing_key=private,
+            actor_task_queue=queues["actor"],
+        ),
+        "runner": RunnerSettings(
+            **{
+                "task_queue": queues["runner"],
+                "identity": identities["runner"],
+                "ledger_url": ledger_url,
+                "actor_task_queue": queues["actor"],
+                "verifier_task_queue": queues["verifier"],
+                "trust": [public],
+                "max_cached_workflows": max_cached_workflows,
+                # Every in-process test runs the workflow under the SDK's full sandbox, which
+                # stops a nondeterministic call in landed's workflow code; `landed dev` and the
+                # real-process tests run it as shipped (shared).
+                "sandbox": "strict",
+                **dict(runner or {}),
+            }
+        ),
+    }
+    registry = SourceRegistry(dict(sources or {}), observer=identities["verifier"])
+    async with AsyncExitStack() as stack:
+        for role, cfg in settings.items():
+            client = await connect(identity=identities[role], address=address)
+            worker, _view, cleanup = await build_worker(
+                cfg,
+                client,
+                identities[role],
+                registry=registry if role == "verifier" else None,
+                interceptors=runner_interceptors if role == "runner" else (),
+            )
+            if cleanup is not None:
+                stack.push_async_callback(cleanup)
+            await stack.enter_async_context(worker)
+        temporal = await connect(identity=f"client@test-{tag}", address=address)
+        yield Roles(
+            client=landed.Client(temporal, task_queue=queues["runner"]),
+            temporal=temporal,
+            ledger_url=ledger_url,
+            public_key=public,
+            queues=queues,
+            identities=identities,
+        )
