@@ -109,3 +109,21 @@ def temporal_dev() -> Iterator[str]:
         yield server.address
     finally:
         server.stop()
+
+
+# `make test-fast` leaves these out: they start Temporal's dev server, the role processes, a
+# fresh virtual environment or the installed `landed` command, each costing seconds.
+_SLOW_FIXTURES = frozenset({"temporal_dev"})
+_SLOW_FOLDERS = frozenset({"temporal"})
+_SLOW_FILES = frozenset({"test_packaging.py"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = item.path
+        if (
+            _SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+            or path.parent.name in _SLOW_FOLDERS
+            or path.name in _SLOW_FILES
+        ):
+            item.add_marker(pytest.mark.slow)

@@ -530,7 +530,7 @@ def test_the_suite_tests_this_source_tree_not_an_installed_copy() -> None:
 
     src = Path(__file__).resolve().parents[2] / "src" / "landed"
     assert Path(landed.__file__).resolve().parent == src
-    assert Path(landed.probes.local.__file__).resolve().parent == src
+    assert Path(landed.probes.local.__file__).resolve().parent == src / "probes"
 
 
 async def test_the_file_reader_stops_at_its_read_limit(tmp_path: Path) -> None:
