@@ -274,6 +274,34 @@ async def test_the_board_shows_user_text_as_text_and_names_a_bad_row(tmp_path: P
     assert not [p.name for p in tmp_path.iterdir() if "out.jsonl" in p.name]  # no temp file left
 
 
+async def test_board_and_export_name_a_forged_row_instead_of_showing_it(tmp_path: Path) -> None:
+    """A well-formed receipt appended with a hash that is not its body's (a writer that is not
+    landed, or a body edited after it settled) is reported, never shown as settled."""
+    import hashlib
+    import sqlite3
+
+    from landed.ledger.base import canonical_json
+
+    path = tmp_path / "l.db"
+    url = f"sqlite:///{path}"
+    async with await open_ledger(url) as ledger:
+        await ledger.append(_unsigned("t1", 1, "failed"))
+    forged = canonical_json(_unsigned("t2", 1, "verified"))
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "INSERT INTO landed_receipts (task_id, attempt, verdict, body_sha256, body)"
+            " VALUES ('t2', 1, 'verified', ?, ?)",
+            (hashlib.sha256(b"what was settled").hexdigest(), forged.decode()),
+        )
+    db.close()
+    board = landed("board", "--ledger", url, "--json", cwd=tmp_path)
+    assert board.returncode == 3, board.stderr
+    assert "row 2 of the ledger" in board.stderr and "body_sha256" in board.stderr
+    assert "t2" not in board.stdout
+    export = landed("receipts", "export", "--ledger", url, cwd=tmp_path)
+    assert export.returncode == 3 and "row 2 of the ledger" in export.stderr, export.stderr
+
+
 async def test_export_latest_writes_only_the_attempt_the_board_shows(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'l.db'}"
     async with await open_ledger(url) as ledger:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import secrets
 import subprocess
@@ -23,7 +24,7 @@ from helpers.ledger_claims import (
 )
 from psycopg import sql
 
-from landed.ledger.base import LedgerConflict, LedgerError, LedgerNotFound
+from landed.ledger.base import LedgerConflict, LedgerError, LedgerNotFound, canonical_json
 from landed.ledger.factory import open_ledger
 from landed.ledger.postgres import split_url
 from landed.receipts.model import LandedExtension, Receipt
@@ -136,6 +137,29 @@ async def test_the_writer_role_can_insert_and_read_but_never_change(seeded: Pg) 
                 await conn.execute(sql.SQL(statement).format(table))
     async with await open_ledger(seeded.owner_url) as ledger:
         assert await ledger.count() == 2
+
+
+async def test_a_row_appended_with_a_stale_hash_is_named_never_shown(seeded: Pg) -> None:
+    """A writer that is not landed can append (INSERT is what the writer role may do); a row
+    whose body does not match its body_sha256 is then a LedgerError naming it on every read."""
+    body = canonical_json(receipt("forged")).decode()
+    table = sql.Identifier(seeded.schema, "landed_receipts")
+    async with await owner_conn(seeded) as conn:
+        await conn.execute(
+            sql.SQL(
+                "INSERT INTO {} (task_id, attempt, verdict, body_sha256, body)"
+                " VALUES ('forged', 1, 'verified', %s, %s)"
+            ).format(table),
+            (hashlib.sha256(b"a stale body").hexdigest(), body),
+        )
+    async with await open_ledger(seeded.owner_url) as ledger:
+        with pytest.raises(LedgerError, match=r"row \d+ of the ledger .* does not match its body"):
+            await ledger.board()
+        with pytest.raises(LedgerError, match="does not match its body"):
+            _ = [r async for r in ledger.iter_receipts()]
+        with pytest.raises(LedgerError, match="does not match its body"):
+            await ledger.latest("forged")
+        assert [r.task_id for r in await ledger.get("a")] == ["a"]
 
 
 async def test_claims_name_the_first_other_run_and_never_change(seeded: Pg) -> None:

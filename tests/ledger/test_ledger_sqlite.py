@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ from landed.ledger.base import (
     canonical_json,
 )
 from landed.ledger.factory import open_ledger
+from landed.ledger.sqlite import SCHEMA_VERSION
 from landed.receipts.model import LandedExtension, Receipt
 
 
@@ -155,7 +157,7 @@ async def test_file_is_wal_full_sync_in_created_directories_and_reopens(tmp_path
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         versions = db.execute("SELECT version FROM landed_schema_version ORDER BY version")
-        assert versions.fetchall() == [(1,), (2,), (3,), (4,)]
+        assert versions.fetchall() == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
 
 
 async def test_default_url_is_dot_landed_ledger_db_unless_the_env_names_one(
@@ -230,6 +232,8 @@ async def test_a_ledger_of_the_first_schema_reads_as_is_and_a_writer_upgrades_it
     from landed.ledger.sqlite import _MIGRATIONS
 
     path = tmp_path / "v1.db"
+    first = canonical_json(receipt("a"))
+    first_sha = hashlib.sha256(first).hexdigest()
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE landed_schema_version (version INTEGER PRIMARY KEY)")
         for statement in _MIGRATIONS[1]:
@@ -237,8 +241,8 @@ async def test_a_ledger_of_the_first_schema_reads_as_is_and_a_writer_upgrades_it
         db.execute("INSERT INTO landed_schema_version VALUES (1)")
         db.execute(
             "INSERT INTO landed_receipts (task_id, attempt, verdict, body_sha256, body)"
-            " VALUES ('a', 1, 'verified', 'x', ?)",
-            (canonical_json(receipt("a")).decode(),),
+            " VALUES ('a', 1, 'verified', ?, ?)",
+            (first_sha, first.decode()),
         )
     db.close()
     async with await open_ledger(url(path), create=False) as ledger:
@@ -246,7 +250,9 @@ async def test_a_ledger_of_the_first_schema_reads_as_is_and_a_writer_upgrades_it
     async with await open_ledger(url(path)) as ledger:
         assert await ledger.append(receipt("b")) is True
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT max(version) FROM landed_schema_version").fetchone() == (4,)
+        assert db.execute("SELECT max(version) FROM landed_schema_version").fetchone() == (
+            SCHEMA_VERSION,
+        )
         replaced = db.execute(
             "REPLACE INTO landed_receipts (task_id, attempt, body_sha256, body)"
             " VALUES ('a', 1, 'y', '{}')"
@@ -254,7 +260,7 @@ async def test_a_ledger_of_the_first_schema_reads_as_is_and_a_writer_upgrades_it
         assert replaced.rowcount == 0
         assert db.execute(
             "SELECT body_sha256 FROM landed_receipts WHERE task_id = 'a'"
-        ).fetchone() == ("x",)
+        ).fetchone() == (first_sha,)
         # The first schema's own insert, as a runner not yet upgraded sends it, still reads as
         # "already there" (no error) on the upgraded file.
         old = db.execute(
@@ -265,6 +271,73 @@ async def test_a_ledger_of_the_first_schema_reads_as_is_and_a_writer_upgrades_it
     db.close()
 
 
+async def test_a_plain_sqlite3_client_cannot_replace_a_row_by_its_rowid(tmp_path: Path) -> None:
+    """REPLACE naming a stored sequence (or a claim's rowid) deletes that row without firing the
+    DELETE trigger in a connection with default pragmas; the ledger refuses it before that."""
+    path = tmp_path / "l.db"
+    async with await open_ledger(url(path)) as ledger:
+        await ledger.append(receipt("a"))
+        await ledger.claim("t", "run-1", 1, "d1")
+    forged = canonical_json(receipt("forged", verdict="verified")).decode()
+    sha = hashlib.sha256(forged.encode()).hexdigest()
+    db = sqlite3.connect(path, isolation_level=None)  # the sqlite3 shell's defaults
+    try:
+        assert db.execute("PRAGMA recursive_triggers").fetchone() == (0,)
+        for verb in ("INSERT OR REPLACE INTO", "REPLACE INTO"):
+            with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+                db.execute(
+                    f"{verb} landed_receipts (sequence, task_id, attempt, body_sha256, body)"
+                    " VALUES (1, 'forged', 1, ?, ?)",
+                    (sha, forged),
+                )
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            db.execute(
+                "INSERT INTO landed_receipts (sequence, task_id, attempt, body_sha256, body)"
+                " VALUES (1, 'forged', 1, ?, ?) ON CONFLICT (sequence) DO UPDATE SET body = 'x'",
+                (sha, forged),
+            )
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            db.execute(
+                "INSERT OR REPLACE INTO landed_claims (rowid, task_id, run_id, attempt,"
+                " spec_sha256, claimed_at) VALUES (1, 'x', 'run-x', 1, 'forged', '2000')"
+            )
+        assert db.execute("SELECT sequence, task_id FROM landed_receipts").fetchall() == [(1, "a")]
+        assert db.execute("SELECT rowid, run_id FROM landed_claims").fetchall() == [(1, "run-1")]
+        # A new row is still an append.
+        db.execute(
+            "INSERT INTO landed_receipts (task_id, attempt, body_sha256, body) VALUES"
+            " ('forged', 1, ?, ?)",
+            (sha, forged),
+        )
+    finally:
+        db.close()
+
+
+async def test_a_row_whose_body_does_not_match_its_hash_is_named_never_shown(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "l.db"
+    async with await open_ledger(url(path)) as ledger:
+        await ledger.append(receipt("a"))
+    body = canonical_json(receipt("b", verdict="verified")).decode()
+    stale = hashlib.sha256(b"another body").hexdigest()
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "INSERT INTO landed_receipts (task_id, attempt, body_sha256, body)"
+            " VALUES ('b', 1, ?, ?)",
+            (stale, body),
+        )
+    db.close()
+    async with await open_ledger(url(path), create=False) as ledger:
+        with pytest.raises(LedgerError, match=r"row 2 of the ledger .* does not match its body"):
+            await ledger.board()
+        with pytest.raises(LedgerError, match="row 2 of the ledger"):
+            _ = [r async for r in ledger.iter_receipts()]
+        with pytest.raises(LedgerError, match="row 2 of the ledger"):
+            await ledger.latest("b")
+        assert [r.task_id for r in await ledger.get("a")] == ["a"]
+
+
 async def test_a_row_that_is_not_a_receipt_is_named_not_a_traceback(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     async with await open_ledger(url(path)) as ledger:
@@ -272,7 +345,8 @@ async def test_a_row_that_is_not_a_receipt_is_named_not_a_traceback(tmp_path: Pa
     with sqlite3.connect(path) as db:
         db.execute(
             "INSERT INTO landed_receipts (task_id, attempt, body_sha256, body)"
-            " VALUES ('b', 1, 'x', 'not json')"
+            " VALUES ('b', 1, ?, 'not json')",
+            (hashlib.sha256(b"not json").hexdigest(),),
         )
     db.close()
     async with await open_ledger(url(path), create=False) as ledger:

@@ -117,12 +117,24 @@ class LedgerRow:
         return (self.task_id, self.attempt)
 
 
-def parse_body(body: bytes | str, sequence: int | None = None) -> Receipt:
-    """A stored receipt; a row that is not one is a LedgerError naming the row."""
+def parse_body(
+    body: bytes | str, sequence: int | None = None, sha256: str | None = None
+) -> Receipt:
+    """A stored receipt; a row that is not one, or whose body does not match the sha256 stored
+    beside it, is a LedgerError naming the row (a reader never shows such a row as settled)."""
+    row = f"row {sequence}" if sequence is not None else "a row"
+    raw = body.encode() if isinstance(body, str) else body
+    if sha256 is not None and hashlib.sha256(raw).hexdigest() != sha256:
+        # landed writes the hash of the exact body it stores; a mismatch means the row was
+        # written or changed by something else (a stale hash, an edited body).
+        raise LedgerError(
+            f"{row} of the ledger (landed_receipts.sequence) does not match its body_sha256: "
+            "its body was changed, or it was written by something other than landed, after it "
+            "settled; copy the ledger aside and inspect that row before trusting the ledger"
+        )
     try:
-        return Receipt.model_validate(orjson.loads(body))
+        return Receipt.model_validate(orjson.loads(raw))
     except (orjson.JSONDecodeError, ValidationError) as exc:
-        row = f"row {sequence}" if sequence is not None else "a row"
         first = str(exc).strip().splitlines()[0][:200]
         raise LedgerError(
             f"{row} of the ledger (landed_receipts.sequence) is not a receipt landed can read "

@@ -105,7 +105,8 @@ class PostgresLedger:
         self._pool = pool
         self._table = sql.Identifier(schema, "landed_receipts")
         self._latest_sql = sql.SQL(
-            "SELECT sequence, body FROM {t} WHERE task_id = %s ORDER BY attempt DESC LIMIT 1"
+            "SELECT sequence, body, body_sha256 FROM {t} WHERE task_id = %s"
+            " ORDER BY attempt DESC LIMIT 1"
         ).format(t=self._table)
         self._commit = GroupCommit(
             self._flush,
@@ -243,13 +244,13 @@ class PostgresLedger:
                 rows = await cur.fetchall()
         except psycopg.Error as exc:
             raise LedgerError(f"reading the ledger at {self.url} failed: {exc}") from exc
-        return [parse_body(body, int(sequence)) for sequence, body in rows]
+        return [parse_body(body, int(sequence), sha) for sequence, body, sha in rows]
 
     async def get(self, task_id: str) -> list[Receipt]:
         return await self._select(
-            sql.SQL("SELECT sequence, body FROM {t} WHERE task_id = %s ORDER BY attempt").format(
-                t=self._table
-            ),
+            sql.SQL(
+                "SELECT sequence, body, body_sha256 FROM {t} WHERE task_id = %s ORDER BY attempt"
+            ).format(t=self._table),
             task_id,
         )
 
@@ -278,7 +279,7 @@ class PostgresLedger:
                 cur = await conn.execute(self._latest_sql, (task_id,))
                 stored = await cur.fetchone()
                 if stored is not None:
-                    return parse_body(stored[1], int(stored[0])), None
+                    return parse_body(stored[1], int(stored[0]), stored[2]), None
                 if record:
                     await conn.execute(
                         sql.SQL(
@@ -309,7 +310,7 @@ class PostgresLedger:
             sql.SQL(
                 # Code point order, as SQLite's: the database's own collation would order
                 # (and page) the same board differently from one server locale to the next.
-                'SELECT DISTINCT ON (task_id COLLATE "C") sequence, body FROM {t}'
+                'SELECT DISTINCT ON (task_id COLLATE "C") sequence, body, body_sha256 FROM {t}'
                 ' ORDER BY task_id COLLATE "C", attempt DESC'
             ).format(t=self._table)
         )
@@ -325,12 +326,12 @@ class PostgresLedger:
                     async with conn.transaction(), conn.cursor(name="landed_export") as cur:
                         cur.itersize = _PAGE
                         await cur.execute(
-                            sql.SQL("SELECT sequence, body FROM {t} ORDER BY sequence").format(
-                                t=self._table
-                            )
+                            sql.SQL(
+                                "SELECT sequence, body, body_sha256 FROM {t} ORDER BY sequence"
+                            ).format(t=self._table)
                         )
-                        async for sequence, body in cur:
-                            yield parse_body(body, int(sequence))
+                        async for sequence, body, sha in cur:
+                            yield parse_body(body, int(sequence), sha)
                 finally:
                     await conn.set_isolation_level(None)
                     await conn.set_autocommit(True)

@@ -26,7 +26,7 @@ __all__ = ["SqliteLedger", "columns", "sqlite_path"]
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _PAGE = 500
 _QUERY = frozenset({"synchronous"})
 
@@ -91,6 +91,24 @@ _MIGRATIONS: dict[int, list[str]] = {
                         AND run_id = NEW.run_id AND attempt = NEW.attempt)
            BEGIN SELECT RAISE(IGNORE); END""",
     ],
+    # A REPLACE that names a stored row by its rowid (receipts: sequence) deletes that row before
+    # inserting its own, and the DELETE trigger does not fire for it in a connection without
+    # recursive_triggers (the sqlite3 shell's default). This trigger runs before conflict
+    # resolution, so the statement aborts and the stored row stays.
+    5: [
+        """CREATE TRIGGER IF NOT EXISTS landed_receipts_no_rowid_rewrite
+           BEFORE INSERT ON landed_receipts
+           WHEN EXISTS (SELECT 1 FROM landed_receipts WHERE sequence = NEW.sequence)
+           BEGIN SELECT RAISE(ABORT,
+               'the landed ledger is append-only: a stored sequence cannot be written again');
+           END""",
+        """CREATE TRIGGER IF NOT EXISTS landed_claims_no_rowid_rewrite
+           BEFORE INSERT ON landed_claims
+           WHEN EXISTS (SELECT 1 FROM landed_claims WHERE rowid = NEW.rowid)
+           BEGIN SELECT RAISE(ABORT,
+               'landed claims are append-only: a stored rowid cannot be written again');
+           END""",
+    ],
 }
 
 # A stored (task_id, attempt) inserts nothing: dropped by the no-replace trigger (schema 2+) or
@@ -101,7 +119,8 @@ _INSERT = """INSERT INTO landed_receipts
 
 
 _LATEST = (
-    "SELECT sequence, body FROM landed_receipts WHERE task_id = ? ORDER BY attempt DESC LIMIT 1"
+    "SELECT sequence, body, body_sha256 FROM landed_receipts WHERE task_id = ?"
+    " ORDER BY attempt DESC LIMIT 1"
 )
 
 
@@ -339,7 +358,7 @@ class SqliteLedger:
 
     def _claim_sync(
         self, task_id: str, run_id: str, attempt: int, spec_sha256: str, at: str, record: bool
-    ) -> tuple[tuple[int, str] | None, tuple[str, int, str, str] | None]:
+    ) -> tuple[tuple[int, str, str] | None, tuple[str, int, str, str] | None]:
         conn = self._db()
         # A lookup alone needs no write lock (WAL readers never wait for the writer).
         conn.execute("BEGIN IMMEDIATE" if record else "BEGIN")
@@ -364,21 +383,23 @@ class SqliteLedger:
                 conn.execute("ROLLBACK")
             raise
         return (
-            None if stored is None else (int(stored[0]), str(stored[1])),
+            None if stored is None else (int(stored[0]), str(stored[1]), str(stored[2])),
             None if row is None else (str(row[0]), int(row[1]), str(row[2]), str(row[3])),
         )
 
-    def _rows_sync(self, sql: str, params: tuple[object, ...]) -> list[tuple[int, str]]:
-        return [(int(r[0]), str(r[1])) for r in self._db().execute(sql, params).fetchall()]
+    def _rows_sync(self, sql: str, params: tuple[object, ...]) -> list[tuple[int, str, str]]:
+        return [
+            (int(r[0]), str(r[1]), str(r[2])) for r in self._db().execute(sql, params).fetchall()
+        ]
 
     def _count_sync(self) -> int:
         return int(self._db().execute("SELECT count(*) FROM landed_receipts").fetchone()[0])
 
-    def _page_sync(self, after: int) -> list[tuple[int, str]]:
+    def _page_sync(self, after: int) -> list[tuple[int, str, str]]:
         return [
-            (int(r[0]), str(r[1]))
+            (int(r[0]), str(r[1]), str(r[2]))
             for r in self._db().execute(
-                "SELECT sequence, body FROM landed_receipts WHERE sequence > ? "
+                "SELECT sequence, body, body_sha256 FROM landed_receipts WHERE sequence > ? "
                 "ORDER BY sequence LIMIT ?",
                 (after, _PAGE),
             )
@@ -399,11 +420,13 @@ class SqliteLedger:
 
     async def _select(self, sql: str, *params: object) -> list[Receipt]:
         rows = await self._run(self._rows_sync, sql, params)
-        return [parse_body(body, sequence) for sequence, body in rows]
+        return [parse_body(body, sequence, sha) for sequence, body, sha in rows]
 
     async def get(self, task_id: str) -> list[Receipt]:
         return await self._select(
-            "SELECT sequence, body FROM landed_receipts WHERE task_id = ? ORDER BY attempt", task_id
+            "SELECT sequence, body, body_sha256 FROM landed_receipts WHERE task_id = ?"
+            " ORDER BY attempt",
+            task_id,
         )
 
     async def latest(self, task_id: str) -> Receipt | None:
@@ -419,7 +442,7 @@ class SqliteLedger:
             self._claim_sync, task_id, run_id, attempt, spec_sha256, now, record
         )
         if stored is not None:
-            return parse_body(stored[1], stored[0]), None
+            return parse_body(stored[1], stored[0], stored[2]), None
         if found is None:
             return None, None
         other, other_attempt, digest, at = found
@@ -427,7 +450,7 @@ class SqliteLedger:
 
     async def board(self) -> list[Receipt]:
         return await self._select(
-            "SELECT sequence, body FROM landed_receipts AS r WHERE attempt = "
+            "SELECT sequence, body, body_sha256 FROM landed_receipts AS r WHERE attempt = "
             "(SELECT max(attempt) FROM landed_receipts WHERE task_id = r.task_id) ORDER BY task_id"
         )
 
@@ -437,8 +460,8 @@ class SqliteLedger:
         after = 0
         while True:
             page = await self._run(self._page_sync, after)
-            for sequence, body in page:
-                yield parse_body(body, sequence)
+            for sequence, body, sha in page:
+                yield parse_body(body, sequence, sha)
             if len(page) < _PAGE:
                 return
             after = page[-1][0]
