@@ -40,6 +40,7 @@ __all__ = [
     "SentLogProbe",
     "probe_digest",
     "probe_problem",
+    "source_problem",
 ]
 
 
@@ -207,10 +208,32 @@ Probe = Annotated[
 # --- expectations ------------------------------------------------------------------------------
 
 
+# A source is named, never located: the verifier resolves the name from its own configuration,
+# so a task cannot point the check at a server (or a credential) its author controls.
+_SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def source_problem(source: str | None) -> str | None:
+    """Why ``source`` is not a source name (a URL, DSN or path), or None. The value itself is
+    never quoted: a DSN given here may carry a password."""
+    if source is None or _SOURCE_NAME.fullmatch(source):
+        return None
+    shape = "a URL or DSN" if "://" in source or "@" in source else "not a name"
+    return (
+        f"source is {shape} (not shown: it may hold a credential); a task names a source the "
+        "verifier configures, e.g. 'orders-db' (letters, digits, '.', '_' and '-', at most 64): "
+        "configure the connection on the verifier (LANDED_SOURCES__NAME__URL or landed.toml) "
+        "and name it here"
+    )
+
+
 def probe_problem(probe: Any) -> str | None:
     """Why ``probe`` cannot be read as it is given, or None. Checked at submit and before each
     read, not when a model is built: a stored task (a workflow's input) must still load."""
     kind = getattr(probe, "kind", None)
+    source = getattr(probe, "source", None)
+    if (why := source_problem(source if isinstance(source, str) else None)) is not None:
+        return why
     texts: list[tuple[str, str]] = []
     if kind == "file":
         texts.append(("path", probe.path))
