@@ -15,6 +15,7 @@ from landed.receipts.model import Approval, BusinessOutcome, LandedExtension, Pr
 from landed.signing import TrustStore
 from landed.task.messages import ActReport
 from landed.task.spec import TaskSpec, dod_proof_kind
+from landed.util.redact import redact_secret_shapes
 
 __all__ = [
     "actor_artifact",
@@ -117,6 +118,9 @@ def assemble_receipt(
         if spec.business_outcome_class
         else None
     )
+    extra = dict(extra or {})
+    if isinstance(extra.get("act_error"), str):
+        extra["act_error"] = redact_secret_shapes(extra["act_error"])
     landed = LandedExtension.model_validate(
         {
             "attempt": attempt,
@@ -124,7 +128,7 @@ def assemble_receipt(
             "loop": spec.loop,
             "idempotency_key": spec.idempotency_key,
             "actor": report.actor,
-            **(extra or {}),
+            **extra,
         }
     )
     return Receipt(
@@ -133,7 +137,9 @@ def assemble_receipt(
         outcome=spec.outcome,
         target=spec.target,
         claimed_status=report.claimed_status,
-        report=report.report,
+        # The agent's own text: an act that printed a key or token must not have it kept in
+        # the append-only ledger for ever (configured secrets are the verifier's to redact).
+        report=redact_secret_shapes(report.report),
         exit_code=report.exit_code,
         proof=[*artifacts, *proofs],
         approval=Approval(

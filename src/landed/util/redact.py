@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from urllib.parse import unquote
 
-__all__ = ["REDACTED", "Redactor", "escape_for_humans"]
+__all__ = ["REDACTED", "Redactor", "escape_for_humans", "redact_secret_shapes"]
 
 REDACTED = "[redacted]"
 
@@ -39,11 +39,41 @@ _URL_PASSWORD = re.compile(
 # password=... in a libpq key/value DSN or a query string.
 _KV_PASSWORD = re.compile(r"(?i)\b(password|passwd|pwd|secret|token|api_key)=([^\s&;]+)")
 
+# A PEM private key block (PKCS#1, PKCS#8, EC, OpenSSH, encrypted, PGP), whole; a block cut
+# before its END line (a message that quotes only its start) up to where its base64 stops.
+_PEM_PRIVATE = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:(?:(?!-----BEGIN )[\s\S]){0,16384}?-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"
+    # Cut short: its header lines and base64 lines, each whole or ending where a message cut it
+    # ("..."); ordinary text after it is left alone.
+    r"|(?:\r?\n(?:[ \t]*[A-Za-z0-9+/=]{4,16384}[ \t]*(?=\r?\n|$|\.\.\.)"
+    r"|(?:Proc-Type|DEK-Info|Comment|Version):[^\n]{0,1024}|[ \t]*(?=\r?\n))){0,512})"
+)
+# Token shapes issued by well-known providers: their prefixes are documented and fixed, so a
+# match is a credential whatever label (if any) stands before it.
+_TOKEN_SHAPES = re.compile(
+    r"\b(?:"
+    r"(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key id
+    r"|gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255}"  # GitHub
+    r"|xox[abposr]-[A-Za-z0-9-]{10,255}"  # Slack
+    r"|[rs]k_(?:live|test)_[A-Za-z0-9]{16,255}"  # Stripe
+    r"|sk-[A-Za-z0-9_-]{20,255}"  # OpenAI, Anthropic (sk-ant-...), sk-proj-...
+    r"|AIza[0-9A-Za-z_-]{35}"  # Google API key
+    r"|eyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,1024}"  # a JWT
+    r")"
+)
+
 # Cheap first look: text without any of these has nothing credential-shaped to redact.
-_HINTS = re.compile(r"(?i)auth|api.?key|cookie|bearer|basic|://|pass|pwd|secret|token")
+_HINTS = re.compile(
+    r"(?i)auth|api.?key|cookie|bearer|basic|://|pass|pwd|secret|token|private key|akia|asia"
+    r"|gh[pousr]_|github_pat_|xox|k_live_|k_test_|sk-|aiza|eyj"
+)
 # The same look for ASCII text, lowercased first: several times faster than (?i), and for ASCII
 # text exactly equivalent (case-insensitive matching of ASCII letters is lowercasing).
-_HINTS_LOWER = re.compile(r"auth|api.?key|cookie|bearer|basic|://|pass|pwd|secret|token")
+_HINTS_LOWER = re.compile(
+    r"auth|api.?key|cookie|bearer|basic|://|pass|pwd|secret|token|private key|akia|asia"
+    r"|gh[pousr]_|github_pat_|xox|k_live_|k_test_|sk-|aiza|eyj"
+)
 
 # C0 controls (except tab and newline), DEL and C1 controls: ESC starts ANSI sequences that can
 # rewrite a terminal, so evidence shown to a person carries them escaped, never raw.
@@ -105,11 +135,23 @@ class Redactor:
                 return text
         elif not _HINTS.search(text):
             return text
+        text = _PEM_PRIVATE.sub(REDACTED, text)
+        text = _TOKEN_SHAPES.sub(REDACTED, text)
         text = _HEADER_LINE.sub(lambda m: m.group(1) + REDACTED, text)
         text = _JSON_HEADER.sub(lambda m: m.group(1) + m.group(2) + REDACTED + m.group(2), text)
         text = _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
         text = _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED + "@", text)
         return _KV_PASSWORD.sub(lambda m: m.group(1) + "=" + REDACTED, text)
+
+
+_SHAPES_ONLY = Redactor()
+
+
+def redact_secret_shapes(text: str) -> str:
+    """``text`` with credential-shaped parts redacted: PEM private keys, provider tokens,
+    authorization headers, passwords in URLs and key=value pairs. For text from an agent (its
+    report, its act's error), where no configured secret list applies."""
+    return _SHAPES_ONLY(text)
 
 
 def _url_encoded(secret: str) -> str:
