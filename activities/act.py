@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -17,7 +18,10 @@ from landed.util.redact import Redactor
 from ._heartbeat import heartbeating
 from ._threads import to_the_end
 
-__all__ = ["ActActivities"]
+__all__ = ["DEFAULT_ACT_THREADS", "ActActivities"]
+
+#: The actor's default activity concurrency (ActorSettings.max_concurrent_activities).
+DEFAULT_ACT_THREADS = 200
 
 
 def _no_beat(*details: object) -> None:
@@ -27,10 +31,21 @@ def _no_beat(*details: object) -> None:
 class ActActivities:
     """The acts this actor may run and the actor's own credentials; nothing else."""
 
-    def __init__(self, acts: Mapping[str, ActFn], credentials: Mapping[str, str], identity: str):
+    def __init__(
+        self,
+        acts: Mapping[str, ActFn],
+        credentials: Mapping[str, str],
+        identity: str,
+        *,
+        threads: int = DEFAULT_ACT_THREADS,
+    ):
         self._acts = dict(acts)
         self._credentials = dict(credentials)
         self._identity = identity
+        # Sync acts run here, one thread per act in flight up to the actor's activity
+        # concurrency (threads start only when needed), never queued behind asyncio's small
+        # default pool where a waiting attempt uses up its time without running.
+        self._threads = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="landed-act")
         # An act's error text travels to the workflow, its receipt and the append-only ledger.
         self._redact = Redactor(self._credentials.values())
 
@@ -109,7 +124,7 @@ class ActActivities:
                 if inspect.iscoroutinefunction(fn):
                     result = await fn(dict(inp.act.input), ctx)
                 else:
-                    result = await to_the_end(fn, dict(inp.act.input), ctx)
+                    result = await to_the_end(fn, dict(inp.act.input), ctx, executor=self._threads)
                     if inspect.isawaitable(result):
                         result = await result
         except ApplicationError as exc:

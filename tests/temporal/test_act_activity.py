@@ -133,3 +133,32 @@ async def test_an_act_scheduled_under_another_runs_claim_runs_nothing() -> None:
     own = _input().model_copy(update={"claimed_for": "run-b"})
     report = await env.run(_run_with(act).act, own)
     assert report.claimed_status == "done" and ran == ["t1"]
+
+
+async def test_fifty_sync_acts_run_at_once_not_queued_behind_a_small_pool() -> None:
+    """Fifty one-second sync acts in flight run together: each waits at a barrier that only
+    fifty running threads can pass (asyncio's default pool, min(32, cpus + 4) threads, would
+    leave most of them queued and the barrier broken)."""
+    import asyncio
+    import threading
+
+    barrier = threading.Barrier(50, timeout=20)
+
+    def slow(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
+        barrier.wait()  # raises BrokenBarrierError unless all fifty run at once
+        return landed.ActReport(claimed_status="done")
+
+    actor = ActActivities({"slow": slow}, {}, "a1", threads=50)
+    inputs = [
+        ActInput(task_id=f"t{i}", attempt=1, idempotency_key=f"t{i}", act=ActSpec(name="slow"))
+        for i in range(50)
+    ]
+    reports = await asyncio.gather(*(ActivityEnvironment().run(actor.act, i) for i in inputs))
+    assert [r.claimed_status for r in reports] == ["done"] * 50
+
+
+def test_the_actor_sizes_its_act_threads_from_its_settings() -> None:
+    from landed.temporal.settings import ActorSettings
+
+    assert ActorSettings(max_concurrent_activities=75).max_concurrent_activities == 75
+    assert ActorSettings(act_threads=12).act_threads == 12

@@ -75,6 +75,15 @@ class ActorSettings(RoleSettings):
     credentials: dict[str, str] = Field(
         default_factory=dict, description="The agent's own credentials: name -> URL or DSN."
     )
+    act_threads: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description=(
+            "Threads that run sync @landed.act functions (default: max_concurrent_activities, "
+            "so every act the actor takes on runs at once instead of queueing)."
+        ),
+    )
     graceful_shutdown_s: float = Field(
         default=30.0,
         ge=0,

@@ -169,7 +169,8 @@ async def build_worker(
         ActActivities = _load("landed.activities.act", "ActActivities")
         acts = collect_acts(settings.acts)
         view["acts"] = sorted(acts)
-        act = ActActivities(acts, settings.credentials, identity)
+        threads = settings.act_threads or settings.max_concurrent_activities
+        act = ActActivities(acts, settings.credentials, identity, threads=threads)
         worker = Worker(
             client,
             task_queue=settings.task_queue,
