@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import random
 import uuid
 from collections.abc import Mapping
 from datetime import timedelta
@@ -93,6 +95,28 @@ class RunnerNotAnswering(RuntimeError):
     """The task is running, but no runner answered the query in time (stopped or stalled)."""
 
 
+# Temporal caps how many long polls one namespace serves at once ("namespace concurrent poller
+# limit exceeded", RESOURCE_EXHAUSTED): thousands of waiters in one process hit it, and the
+# SDK's own retries give up after a few tries. A waiter that is turned away only waits longer:
+# it tries again after a jittered, growing pause, so the waiters spread out instead of retrying
+# in step.
+_BUSY_FIRST_S = 0.2
+_BUSY_MAX_S = 10.0
+
+
+async def wait_result(handle: WorkflowHandle[Any, Receipt]) -> Receipt:
+    """``handle.result()`` that waits through Temporal's poller limit instead of raising it."""
+    pause = _BUSY_FIRST_S
+    while True:
+        try:
+            return await handle.result()
+        except RPCError as err:
+            if err.status != RPCStatusCode.RESOURCE_EXHAUSTED:
+                raise
+        await asyncio.sleep(random.uniform(pause / 2, pause))
+        pause = min(pause * 2, _BUSY_MAX_S)
+
+
 class TaskStatus(BaseModel):
     """Where a task stands: Temporal's execution status and landed's step, rung and verdict."""
 
@@ -123,7 +147,7 @@ class TaskHandle:
         """Wait for the settled receipt; TaskIdReused when the runner found the id settled in
         its ledger for another task."""
         try:
-            return await self._handle.result()
+            return await wait_result(self._handle)
         except WorkflowFailureError as err:
             cause: BaseException | None = err.cause
             while cause is not None:
@@ -276,7 +300,7 @@ class Client:
             )
         execution = desc.status.name if desc.status is not None else "UNKNOWN"
         if desc.status == WorkflowExecutionStatus.COMPLETED:
-            receipt = await handle.result()
+            receipt = await wait_result(handle)
             rung = receipt.landed.rung if receipt.landed and receipt.landed.rung else "unknown"
             return TaskStatus(
                 task_id=task_id,
@@ -323,7 +347,7 @@ class Client:
                 raise
             return await self._from_ledger(task_id, err)
         if desc.status == WorkflowExecutionStatus.COMPLETED:
-            settled: Receipt = await handle.result()
+            settled: Receipt = await wait_result(handle)
             return settled
         if desc.status != WorkflowExecutionStatus.RUNNING:
             state = desc.status.name if desc.status is not None else "UNKNOWN"
