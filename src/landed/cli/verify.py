@@ -16,7 +16,8 @@ from landed.cli.out import fail
 from landed.probes.coerce import coerce_expectation, coerce_probe
 from landed.probes.contract import Outcome
 from landed.probes.observe import DEFAULT_EVIDENCE_CAP, observe
-from landed.probes.sources import ConfigError, load_registry
+from landed.probes.settings import ConfigError
+from landed.probes.sources import load_registry
 from landed.probes.verdict import InvalidContract, Verdict
 
 EXIT_LANDED = 0

@@ -39,7 +39,8 @@ from landed.probes.reading import (
     cut,
     make_evidence,
 )
-from landed.probes.sources import SourceConfig, SourceKind, SourceRegistry
+from landed.probes.settings import SourceConfig, SourceKind
+from landed.probes.sources import SourceRegistry
 from landed.probes.sql import read_record
 from landed.probes.verdict import InvalidContract
 from landed.util.redact import Redactor, escape_for_humans
