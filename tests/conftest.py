@@ -102,7 +102,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def temporal_dev() -> Iterator[str]:
     """Temporal's dev server from .venv/bin/temporal (in memory, headless, free port, landed's
     search attributes registered), shared by the session; yields its host:port."""
-    from landed.dev.stack import DevServer
+    from landed.dev.server import DevServer
 
     server = DevServer(headless=True).start()
     try:

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     )
     from landed.probes.gate import gate, verify
     from landed.probes.observe import observe
-    from landed.probes.sources import SourceConfig, SourceRegistry
+    from landed.probes.settings import SourceConfig
+    from landed.probes.sources import SourceRegistry
     from landed.probes.verdict import (
         Duplicated,
         Empty,
@@ -164,7 +165,7 @@ _EXPORTS: dict[str, str] = {
     "TrustStore": "landed.signing",
     "sign_proof": "landed.signing",
     "verify_proof": "landed.signing",
-    "SourceConfig": "landed.probes.sources",
+    "SourceConfig": "landed.probes.settings",
     "SourceRegistry": "landed.probes.sources",
     "ActReport": "landed.task.messages",
     "ActSpec": "landed.task.spec",

@@ -302,6 +302,77 @@ def check_proof(
     )
 
 
+def _malformed_context(landed: Mapping[str, Any]) -> str | None:
+    """Why the signed phase, run, request or plan step cannot be what was signed, if so."""
+    signed = (landed.get("phase", AFTER), landed.get("run_id", ""), landed.get("request", ""))
+    if not all(isinstance(v, str) for v in signed):
+        return "the signed phase, run id or request is malformed (landed.phase, .run_id, .request)"
+    signed_step, signed_steps = landed.get("step"), landed.get("steps")
+    if signed_steps is not None and not (
+        isinstance(signed_step, int)
+        and isinstance(signed_steps, int)
+        and not isinstance(signed_step, bool)
+        and not isinstance(signed_steps, bool)
+        and 0 <= signed_step < signed_steps
+    ):
+        return "the signed plan step is malformed (landed.step, .steps)"
+    return None
+
+
+def _signature_problem(
+    public_key: Ed25519PublicKey,
+    signed: SignedObservation,
+    signature: bytes,
+    proof: ProofItem,
+    observation: Observation,
+    landed: Mapping[str, Any],
+    task_id: str,
+    attempt: int,
+) -> str | None:
+    """Why the signature does not cover this receipt's claim for this task and attempt, if so."""
+    try:
+        payload = observation_payload(
+            task_id=task_id,
+            attempt=attempt,
+            proof=proof,
+            observation=observation,
+            phase=landed.get("phase", AFTER),
+            run_id=landed.get("run_id", ""),
+            request=landed.get("request", ""),
+            step=landed.get("step"),
+            steps=landed.get("steps"),
+        )
+    except TypeError as exc:  # orjson: an integer past 64 bits, which nothing signed holds
+        return f"the signed observation cannot be put in its signed form: {exc}"
+    if hashlib.sha256(payload).hexdigest() != signed.payload_sha256:
+        return "the signed claim differs from this receipt: it was changed after signing"
+    try:
+        public_key.verify(signature, payload)
+    except InvalidSignature:
+        return f"the signature does not verify with key {signed.key_id}"
+    return None
+
+
+def _other_context(signed_phase: str, phase: str) -> str | None:
+    if signed_phase == phase:
+        return None
+    if phase == AFTER:
+        return (
+            f"the signed reading is a {signed_phase!r} reading (the state before the act), "
+            "not a read-back after it"
+        )
+    return f"the signed reading is a {signed_phase!r} reading, not a {phase!r} reading"
+
+
+def _other_run(signed_run: str, run_id: str) -> str | None:
+    if signed_run == run_id:
+        return None
+    return (
+        f"the reading was signed for workflow run {signed_run or '(none)'!r}, not this "
+        f"receipt's run {run_id or '(none)'!r}: it was carried over from another run"
+    )
+
+
 def check_reading(
     proof: ProofItem,
     trusted: Mapping[str, Ed25519PublicKey],
@@ -333,52 +404,16 @@ def check_reading(
     public_key = trusted.get(signed.key_id)
     if public_key is None:
         return f"key {signed.key_id} is not trusted; pass its public key with --trust"
-    signed_phase = landed.get("phase", AFTER)
-    signed_run = landed.get("run_id", "")
-    signed_request = landed.get("request", "")
-    if not all(isinstance(v, str) for v in (signed_phase, signed_run, signed_request)):
-        return "the signed phase, run id or request is malformed (landed.phase, .run_id, .request)"
-    signed_step, signed_steps = landed.get("step"), landed.get("steps")
-    if signed_steps is not None and not (
-        isinstance(signed_step, int)
-        and isinstance(signed_steps, int)
-        and not isinstance(signed_step, bool)
-        and not isinstance(signed_steps, bool)
-        and 0 <= signed_step < signed_steps
-    ):
-        return "the signed plan step is malformed (landed.step, .steps)"
-    try:
-        payload = observation_payload(
-            task_id=task_id,
-            attempt=attempt,
-            proof=proof,
-            observation=observation,
-            phase=signed_phase,
-            run_id=signed_run,
-            request=signed_request,
-            step=signed_step,
-            steps=signed_steps,
+    problem = (
+        _malformed_context(landed)
+        or _signature_problem(
+            public_key, signed, signature, proof, observation, landed, task_id, attempt
         )
-    except TypeError as exc:  # orjson: an integer past 64 bits, which nothing signed holds
-        return f"the signed observation cannot be put in its signed form: {exc}"
-    if hashlib.sha256(payload).hexdigest() != signed.payload_sha256:
-        return "the signed claim differs from this receipt: it was changed after signing"
-    try:
-        public_key.verify(signature, payload)
-    except InvalidSignature:
-        return f"the signature does not verify with key {signed.key_id}"
-    if signed_phase != phase:
-        if phase == AFTER:
-            return (
-                f"the signed reading is a {signed_phase!r} reading (the state before the act), "
-                "not a read-back after it"
-            )
-        return f"the signed reading is a {signed_phase!r} reading, not a {phase!r} reading"
-    if signed_run != run_id:
-        return (
-            f"the reading was signed for workflow run {signed_run or '(none)'!r}, not this "
-            f"receipt's run {run_id or '(none)'!r}: it was carried over from another run"
-        )
+        or _other_context(landed.get("phase", AFTER), phase)
+        or _other_run(landed.get("run_id", ""), run_id)
+    )
+    if problem is not None:
+        return problem
     # As the grader reads it: "PASS" and " pass " are a pass there, so they must be here.
     says_pass = (proof.result or "").strip().lower() == Outcome.PASS.value
     if says_pass and observation.outcome != Outcome.PASS:

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from landed import Receipt, grade
 from landed.cli import app
-from landed.cli.check import _task_bytes, _task_json
+from landed.cli.check_sinks import _task_bytes, _task_json
 from landed.receipts.check import Record
 from landed.receipts.grading import RawGrade
 from landed.receipts.ladder import ProofLevel, Status

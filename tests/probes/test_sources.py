@@ -9,14 +9,8 @@ import pytest
 from landed.probes.contract import CommandProbe, Count, Outcome, RecordProbe
 from landed.probes.observe import observe
 from landed.probes.reading import ProbeError
-from landed.probes.sources import (
-    ConfigError,
-    LandedSettings,
-    SourceConfig,
-    SourceRegistry,
-    canonical_name,
-    load_registry,
-)
+from landed.probes.settings import ConfigError, LandedSettings, SourceConfig, canonical_name
+from landed.probes.sources import SourceRegistry, load_registry
 
 
 def test_kind_is_inferred_from_the_url_scheme() -> None:

@@ -15,7 +15,8 @@ from pydantic import ValidationError
 
 from landed.probes.contract import Contract, Outcome
 from landed.probes.policy import refusal
-from landed.probes.sources import LandedSettings, SourceConfig, SourceRegistry
+from landed.probes.settings import LandedSettings, SourceConfig
+from landed.probes.sources import SourceRegistry
 from landed.receipts.grading import Grade
 from landed.receipts.model import ProofItem
 from landed.signing import KeyPair, redact_key

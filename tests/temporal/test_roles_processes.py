@@ -29,7 +29,9 @@ from test_agent_task import publish_task, rows_task
 
 import landed
 from landed.cli.dev import _or_free
-from landed.dev.stack import DevStack, free_port, role_env
+from landed.dev.roles import role_env
+from landed.dev.server import free_port
+from landed.dev.stack import DevStack
 from landed.ledger.factory import open_ledger
 from landed.signing import TrustStore
 from landed.task.names import AGENT_TASK_WORKFLOW
@@ -384,7 +386,7 @@ def test_bad_connection_settings_and_misplaced_secrets_exit_3_naming_the_fix(
 async def test_landed_dev_ignores_the_users_temporal_settings_and_holds_its_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from landed.dev.stack import DevError
+    from landed.dev.server import DevError
 
     # The user's own cluster settings (an API key and a profile with TLS) must not reach the
     # embedded server or its health check, which would then speak TLS to it.
@@ -437,7 +439,7 @@ def test_a_port_another_process_serves_is_refused_with_the_servers_reason(
 ) -> None:
     """Something else listens on the frontend port (a stack started at the same moment bound
     it first): answering on it is not enough, the listener must be the server just started."""
-    from landed.dev.stack import DevError, DevServer
+    from landed.dev.server import DevError, DevServer
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
         held.bind(("127.0.0.1", 0))
@@ -456,7 +458,7 @@ def test_a_port_picked_for_the_server_and_lost_is_picked_again(
 ) -> None:
     """A free port can be taken between picking and binding it (the server picks its internal
     services' ports the same way): a port nobody named that is lost is picked again."""
-    import landed.dev.stack as dev
+    import landed.dev.server as dev
 
     real = dev.free_port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
@@ -476,7 +478,7 @@ def test_a_port_picked_for_the_server_and_lost_is_picked_again(
 
 def test_the_dev_server_asks_nothing_of_the_internet() -> None:
     """No version check at start (a DNS query for temporal.io) and no newsfeed in the Web UI."""
-    from landed.dev.stack import DevServer
+    from landed.dev.server import DevServer
 
     argv = DevServer(port=1, ui_port=2, metrics_port=3).argv()
     assert "frontend.enableServerVersionCheck=false" in argv

@@ -23,7 +23,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from landed.dev.stack import DevError, role_env
+from landed.dev.roles import role_env
+from landed.dev.server import DevError
 from landed.task.acts import ActLoadError, collect_acts
 from landed.task.messages import ActReport
 from landed.task.spec import DEFAULT_TIME_CAP, TaskSpec, TaskSpecError

@@ -344,7 +344,7 @@ def demo(
     Exit codes: 0 every scenario got its expected verdict and its receipt is in the ledger;
     1 one did not; 3 could not start.
     """
-    from landed.dev.stack import DevError
+    from landed.dev.server import DevError
 
     def show(rows: list[dict[str, Any]], info: dict[str, Any], elapsed: float) -> None:
         if as_json:

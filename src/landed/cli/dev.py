@@ -121,7 +121,7 @@ def dev(
     Exit codes: 0 stopped on request; 1 a process died; 3 could not start (message names why;
     under --json also as one {"error", "message"} object on stdout).
     """
-    from landed.dev.stack import DevError
+    from landed.dev.server import DevError
 
     try:
         status = asyncio.run(_run_dev(home, in_memory, headless, port, ui_port, as_json))

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from landed.cli import app
-from landed.cli.check import _safe
+from landed.cli.check_render import _safe
 from landed.cli.out import ReportConsole, emit, fail, reader_left
 from landed.ledger.base import LedgerError, canonical_json
 from landed.ledger.factory import open_ledger

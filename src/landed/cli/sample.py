@@ -10,7 +10,8 @@ import orjson
 import typer
 
 from landed.cli import app
-from landed.cli.check import CheckReport, render_text
+from landed.cli.check_render import render_text
+from landed.cli.check_sinks import CheckReport
 from landed.cli.out import ReportConsole, emit
 from landed.receipts.check import check_stream
 from landed.receipts.ladder import ProofLevel, Status

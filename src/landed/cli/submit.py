@@ -67,6 +67,19 @@ def submit(
     its task id already belongs to another task; 130 interrupted (Ctrl-C): a task already started
     runs on, and submitting the same file again attaches to it.
     """
+    data = _checked_task(task_file, as_json)
+    out = _submitted(data, wait, address, namespace, task_queue, as_json)
+    receipt = out.get("receipt")
+    if as_json:
+        print(json.dumps(out, indent=2))
+    else:
+        _print_result(out, receipt)
+    if receipt is not None and receipt.get("verdict") not in ("verified", "reconciled"):
+        raise typer.Exit(1)
+
+
+def _checked_task(task_file: Path, as_json: bool) -> bytes:
+    """The task file's bytes once check_spec accepts them; its warnings go to stderr."""
     from landed.task.spec import TaskSpecError
     from landed.task.validate import check_spec
 
@@ -88,14 +101,21 @@ def submit(
     if not as_json:
         for warning in check.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-    from temporalio.client import WorkflowFailureError
-    from temporalio.service import RPCError
+    return data
 
-    from landed.temporal.client import NamespaceNotReady, TaskIdReused, TaskNotSettled
 
+def _submitted(
+    data: bytes,
+    wait: bool,
+    address: str | None,
+    namespace: str | None,
+    task_queue: str | None,
+    as_json: bool,
+) -> dict[str, Any]:
+    """What Temporal answered for the submission; each way it can fail exits with its code."""
     started: dict[str, Any] = {}
     try:
-        out = asyncio.run(_submit(data, wait, address, namespace, task_queue, started))
+        return asyncio.run(_submit(data, wait, address, namespace, task_queue, started))
     except KeyboardInterrupt:
         if "task_id" in started:
             why = (
@@ -109,51 +129,59 @@ def submit(
                 "submit the same file again (it attaches and never acts twice)"
             )
         raise _fail(why, 130, as_json, "interrupted") from None
-    except TaskIdReused as exc:
-        raise _fail(str(exc), 3, as_json, "task id reused") from None
-    except TaskNotSettled as exc:
-        raise _fail(str(exc), 1, as_json, "workflow failed") from None
-    except WorkflowFailureError as exc:
+    except Exception as exc:  # never a traceback: name what went wrong
+        why, code, error = _submit_failure(exc)
+        raise _fail(why, code, as_json, error) from None
+
+
+def _submit_failure(exc: Exception) -> tuple[str, int, str]:
+    """Why a submission failed, its exit code and its --json error."""
+    from temporalio.client import WorkflowFailureError
+    from temporalio.service import RPCError
+
+    from landed.temporal.client import NamespaceNotReady, TaskIdReused, TaskNotSettled
+
+    if isinstance(exc, TaskIdReused):
+        return str(exc), 3, "task id reused"
+    if isinstance(exc, TaskNotSettled):
+        return str(exc), 1, "workflow failed"
+    if isinstance(exc, WorkflowFailureError):
         cause = exc.cause if exc.cause is not None else exc
         why = (
             f"the task's workflow failed before settling ({type(cause).__name__}: "
             f"{_line(cause)}); nothing was settled as done: read its history in the Temporal "
             "UI, fix the cause and submit it under a new task_id"
         )
-        raise _fail(why, 1, as_json, "workflow failed") from None
-    except RPCError as exc:
+        return why, 1, "workflow failed"
+    if isinstance(exc, RPCError):
         why = (
             f"Temporal refused the request ({exc.status.name}: {_line(exc)}); check --address, "
             "--namespace and --task-queue (or TEMPORAL_ADDRESS)"
         )
-        raise _fail(why, 1, as_json, "refused by Temporal") from None
-    except NamespaceNotReady as exc:
-        raise _fail(str(exc), 1, as_json, "namespace not ready") from None
-    except (RuntimeError, OSError, TimeoutError) as exc:
+        return why, 1, "refused by Temporal"
+    if isinstance(exc, NamespaceNotReady):
+        return str(exc), 1, "namespace not ready"
+    if isinstance(exc, (RuntimeError, OSError, TimeoutError)):
         why = (
             f"cannot reach Temporal ({_line(exc)}); start it with `landed dev`, or set "
             "TEMPORAL_ADDRESS to the address your server (or `landed dev`) printed"
         )
-        raise _fail(why, 1, as_json, "Temporal unreachable") from None
-    except Exception as exc:  # never a traceback: name what went wrong
-        why = (
-            f"the submission failed ({type(exc).__name__}: {_line(exc)}); it may or may not "
-            "have started; submitting it again attaches to it and never acts twice"
+        return why, 1, "Temporal unreachable"
+    why = (
+        f"the submission failed ({type(exc).__name__}: {_line(exc)}); it may or may not "
+        "have started; submitting it again attaches to it and never acts twice"
+    )
+    return why, 1, "submission failed"
+
+
+def _print_result(out: dict[str, Any], receipt: dict[str, Any] | None) -> None:
+    verb = "already submitted" if out["existing"] else "started"
+    print(f"{out['task_id']}: {verb}")
+    if receipt is not None:
+        landed = receipt.get("landed", {})
+        print(
+            f"verdict {receipt.get('verdict')} ({landed.get('proof_level')}) by "
+            f"{receipt.get('verdict_by')}"
         )
-        raise _fail(why, 1, as_json, "submission failed") from None
-    receipt = out.get("receipt")
-    if as_json:
-        print(json.dumps(out, indent=2))
-    else:
-        verb = "already submitted" if out["existing"] else "started"
-        print(f"{out['task_id']}: {verb}")
-        if receipt is not None:
-            landed = receipt.get("landed", {})
-            print(
-                f"verdict {receipt.get('verdict')} ({landed.get('proof_level')}) by "
-                f"{receipt.get('verdict_by')}"
-            )
-            for finding in landed.get("findings", []):
-                print(f"  {finding}")
-    if receipt is not None and receipt.get("verdict") not in ("verified", "reconciled"):
-        raise typer.Exit(1)
+        for finding in landed.get("findings", []):
+            print(f"  {finding}")

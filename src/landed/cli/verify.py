@@ -7,7 +7,7 @@ import json
 import math
 import os
 import shlex
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -16,7 +16,8 @@ from landed.cli.out import fail
 from landed.probes.coerce import coerce_expectation, coerce_probe
 from landed.probes.contract import Outcome
 from landed.probes.observe import DEFAULT_EVIDENCE_CAP, observe
-from landed.probes.sources import ConfigError, load_registry
+from landed.probes.settings import ConfigError
+from landed.probes.sources import SourceRegistry, load_registry
 from landed.probes.verdict import InvalidContract, Verdict
 
 EXIT_LANDED = 0
@@ -110,8 +111,9 @@ def _expectation(
 
 
 def _command_probe(
-    cmd: str, *, shell: bool, env_names: list[str], timeout: float
+    cmd: str, *, shell: bool, env_names: list[str], timeout: float, source: str | None
 ) -> tuple[dict[str, Any], list[str]]:
+    """The command probe --probe asks for, and the values of the --env variables it passes."""
     env: dict[str, str] = {}
     for name in env_names:
         if name not in os.environ:
@@ -134,7 +136,57 @@ def _command_probe(
                 err=True,
             )
     probe = {"kind": "command", "argv": argv, "shell": shell, "env": env, "timeout_s": timeout}
+    if source:
+        probe["source"] = source
     return probe, list(env.values())
+
+
+def _read_probe(
+    http: str | None, sql: tuple[str, str] | None, source: str | None, status: int, timeout: float
+) -> dict[str, Any]:
+    """The probe --http or --sql asks for."""
+    if http:
+        return {
+            "kind": "http",
+            "url": http,
+            "source": source,
+            "status": status,
+            "timeout_s": timeout,
+        }
+    assert sql is not None
+    return {
+        "kind": "record",
+        "source": sql[0],
+        "query": sql[1],
+        "timeout_s": timeout,
+    }
+
+
+async def _observe_once(
+    registry: SourceRegistry, probe: Any, expect: Any, evidence_cap: int, action: str
+) -> Verdict:
+    async with registry:
+        observation = await observe(
+            probe,
+            expect,
+            registry=registry,
+            observer=registry.observer,
+            evidence_cap=evidence_cap,
+        )
+    return Verdict.of(action, observation)
+
+
+def _report(verdict: Verdict, *, as_json: bool) -> NoReturn:
+    """Print the verdict and exit with its code."""
+    if as_json:
+        typer.echo(verdict.model_dump_json(indent=2))
+    else:
+        _print_human(verdict)
+    if verdict.landed:
+        raise typer.Exit(EXIT_LANDED)
+    raise typer.Exit(
+        EXIT_PROBE_FAILED if verdict.outcome is Outcome.PROBE_ERROR else EXIT_NOT_LANDED
+    )
 
 
 def _print_human(verdict: Verdict) -> None:
@@ -201,9 +253,8 @@ def verify_command(
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
 ) -> None:
     sql_pair = sql if sql and all(part is not None for part in sql) else None
-    chosen = [p for p in (probe_cmd, http, sql_pair) if p]
     try:
-        if len(chosen) != 1:
+        if len([p for p in (probe_cmd, http, sql_pair) if p]) != 1:
             raise typer.BadParameter("give exactly one of --probe, --http or --sql")
         expect = _expectation(
             count=count,
@@ -218,32 +269,14 @@ def verify_command(
         raise fail(
             str(exc), EXIT_PROBE_FAILED, json_error="invalid probe" if as_json else None
         ) from None
-    secrets: list[str] = []
     try:
         if probe_cmd:
             probe, secrets = _command_probe(
-                probe_cmd, shell=shell, env_names=env_names, timeout=timeout
+                probe_cmd, shell=shell, env_names=env_names, timeout=timeout, source=source
             )
-            if source:
-                probe["source"] = source
-        elif http:
-            probe = {
-                "kind": "http",
-                "url": http,
-                "source": source,
-                "status": status,
-                "timeout_s": timeout,
-            }
         else:
-            assert sql_pair is not None
-            probe = {
-                "kind": "record",
-                "source": sql_pair[0],
-                "query": sql_pair[1],
-                "timeout_s": timeout,
-            }
-        probe_model = coerce_probe(probe)
-        expect_model = coerce_expectation(expect)
+            probe, secrets = _read_probe(http, sql_pair, source, status, timeout), []
+        probe_model, expect_model = coerce_probe(probe), coerce_expectation(expect)
         # The CLI runs with the user's own authority (they configure it), so probes without a
         # source (a local command, an absolute URL) stay allowed here; the verifier worker, which
         # runs probes a task supplies, reads only what its configuration allows.
@@ -253,25 +286,5 @@ def verify_command(
     except (InvalidContract, ConfigError) as exc:
         what = "invalid probe" if isinstance(exc, InvalidContract) else "configuration"
         raise fail(str(exc), EXIT_PROBE_FAILED, json_error=what if as_json else None) from None
-
-    async def run() -> Verdict:
-        async with registry:
-            observation = await observe(
-                probe_model,
-                expect_model,
-                registry=registry,
-                observer=registry.observer,
-                evidence_cap=evidence_cap,
-            )
-        return Verdict.of(action, observation)
-
-    verdict = asyncio.run(run())
-    if as_json:
-        typer.echo(verdict.model_dump_json(indent=2))
-    else:
-        _print_human(verdict)
-    if verdict.landed:
-        raise typer.Exit(EXIT_LANDED)
-    raise typer.Exit(
-        EXIT_PROBE_FAILED if verdict.outcome is Outcome.PROBE_ERROR else EXIT_NOT_LANDED
-    )
+    verdict = asyncio.run(_observe_once(registry, probe_model, expect_model, evidence_cap, action))
+    _report(verdict, as_json=as_json)

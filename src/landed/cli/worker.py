@@ -66,7 +66,7 @@ def worker(
     (the message names the setting to fix).
     """
     from landed.ledger.base import LedgerError
-    from landed.probes.sources import ConfigError, settings_problems
+    from landed.probes.settings import ConfigError, settings_problems
     from landed.signing import SigningError
     from landed.task.acts import ActLoadError
     from landed.temporal.plugin import ConnectionSettingsError

@@ -6,7 +6,8 @@ from typing import Any
 
 from landed.probes.contract import Observation
 from landed.probes.observe import DEFAULT_EVIDENCE_CAP, observe
-from landed.probes.sources import SourceRegistry, default_observer
+from landed.probes.settings import default_observer
+from landed.probes.sources import SourceRegistry
 from landed.probes.verdict import InvalidContract, Verdict, error_for
 
 __all__ = ["gate", "verify"]

@@ -19,7 +19,8 @@ from pydantic import ValidationError
 from landed.probes.coerce import describe_error
 from landed.probes.contract import Contract, Outcome
 from landed.probes.observe import observe
-from landed.probes.sources import ConfigError, SourceRegistry, load_registry
+from landed.probes.settings import ConfigError
+from landed.probes.sources import SourceRegistry, load_registry
 from landed.probes.verdict import WEAK_NOTE, Verdict
 from landed.util.redact import escape_for_humans
 

@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 
 from landed.probes.contract import CommandProbe, FileProbe, GitProbe
-from landed.probes.http import _unavailable, fetch
+from landed.probes.fetch import _unavailable, fetch
 from landed.probes.process import ProcessResult, run_process
 from landed.probes.reading import Capture, Limits, ProbeError, Reading
-from landed.probes.sources import SourceConfig, SourceRegistry
+from landed.probes.settings import SourceConfig
+from landed.probes.sources import SourceRegistry
 
 __all__ = [
     "PASSED_ENV",

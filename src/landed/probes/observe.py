@@ -39,7 +39,8 @@ from landed.probes.reading import (
     cut,
     make_evidence,
 )
-from landed.probes.sources import SourceConfig, SourceKind, SourceRegistry
+from landed.probes.settings import SourceConfig, SourceKind
+from landed.probes.sources import SourceRegistry
 from landed.probes.sql import read_record
 from landed.probes.verdict import InvalidContract
 from landed.util.redact import Redactor, escape_for_humans
@@ -111,6 +112,36 @@ async def _read(
 _MESSAGE_CAP = 4096
 
 
+def _check_before(probe: Any, expectation: str, before: Observation) -> None:
+    """Refuse a before reading that is not of this same probe under this same expectation."""
+    if before.kind != probe.kind or before.expectation != expectation:
+        raise ValueError(
+            f"the before reading is of {before.kind} under {before.expectation}, not of "
+            f"{probe.kind} under {expectation}: pass the before reading of this same probe"
+        )
+    if before.probe_sha256 and before.probe_sha256 != probe_digest(probe):
+        # Same kind and label, another probe (another table, another URL): its "before" says
+        # nothing about what this probe reads, and a change against it proves nothing.
+        raise ValueError(
+            "the before reading is of another probe (its probe_sha256 differs): pass the "
+            "before reading of this same probe"
+        )
+
+
+async def _read_and_judge(
+    probe: Any, expect: Any, registry: SourceRegistry, limits: Limits
+) -> tuple[Judgement, Capture | None]:
+    """The judgement of one reading and the capture its evidence is made from."""
+    reading, problem, partial = await _read(probe, registry, limits)
+    if reading is None:
+        return Judgement(Outcome.PROBE_ERROR, problem), partial
+    try:
+        judgement = judge(expect, reading, probe_kind=probe.kind)
+    except Exception as exc:  # fail closed: a judging bug is not a verdict
+        judgement = Judgement(Outcome.PROBE_ERROR, f"judging failed: {type(exc).__name__}: {exc}")
+    return judgement, reading.capture
+
+
 async def observe(
     probe: Any,
     expect: Any,
@@ -141,33 +172,12 @@ async def observe(
     # keeps as a secret ("production"), or credential-shaped text ("?token="), unverifiable,
     # since the workflow holds every reading to its step's exact label.
     expectation = label_for(probe, expect)
-    if before is not None and (before.kind != probe.kind or before.expectation != expectation):
-        raise ValueError(
-            f"the before reading is of {before.kind} under {before.expectation}, not of "
-            f"{probe.kind} under {expectation}: pass the before reading of this same probe"
-        )
-    if before is not None and before.probe_sha256 and before.probe_sha256 != probe_digest(probe):
-        # Same kind and label, another probe (another table, another URL): its "before" says
-        # nothing about what this probe reads, and a change against it proves nothing.
-        raise ValueError(
-            "the before reading is of another probe (its probe_sha256 differs): pass the "
-            "before reading of this same probe"
-        )
+    if before is not None:
+        _check_before(probe, expectation, before)
     observed_at = datetime.now(UTC)
     started = time.perf_counter()
     limits = Limits(getattr(probe, "timeout_s", 30.0), read_cap, read_limit)
-    reading, problem, partial = await _read(probe, registry, limits)
-    if reading is None:
-        judgement = Judgement(Outcome.PROBE_ERROR, problem)
-        capture = partial
-    else:
-        try:
-            judgement = judge(expect, reading, probe_kind=probe.kind)
-        except Exception as exc:  # fail closed: a judging bug is not a verdict
-            judgement = Judgement(
-                Outcome.PROBE_ERROR, f"judging failed: {type(exc).__name__}: {exc}"
-            )
-        capture = reading.capture
+    judgement, capture = await _read_and_judge(probe, expect, registry, limits)
     if before is not None:
         judgement = judge_with_before(expect, judgement, before)
     duration_ms = round((time.perf_counter() - started) * 1000, 3)

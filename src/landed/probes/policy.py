@@ -11,7 +11,8 @@ from typing import Any
 from landed.probes.contract import CommandProbe
 from landed.probes.local import open_below
 from landed.probes.reading import ProbeError
-from landed.probes.sources import SourceRegistry, command_words, config_key
+from landed.probes.settings import command_words, config_key
+from landed.probes.sources import SourceRegistry
 
 __all__ = ["key_secrets", "refusal"]
 

@@ -16,7 +16,8 @@ from uuid import UUID
 
 from landed.probes.contract import RecordProbe
 from landed.probes.reading import Limits, ProbeError, RawJson, Reading, exact_float, strict_json
-from landed.probes.sources import SourceConfig, SourceRegistry
+from landed.probes.settings import SourceConfig
+from landed.probes.sources import SourceRegistry
 from landed.util.paths import user_path
 
 __all__ = ["MAX_ROWS", "jsonable", "read_record"]

@@ -171,9 +171,20 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
     """Validate a task at submit; raise TaskSpecError naming each bad field and why."""
     built = data if isinstance(data, TaskSpec) else None
-    if built is not None:
-        # Re-validated: pydantic does not check assignments made after construction.
-        data = _as_json(built)
+    # A built spec is re-validated: pydantic does not check assignments made after construction.
+    source = _as_json(data) if isinstance(data, TaskSpec) else data
+    raw = _read_document(source)
+    _refuse_non_finite(raw)
+    spec = _validate(raw)
+    if built is not None or not (isinstance(source, str | bytes) or _plain(raw)):
+        spec = _as_sent(spec, built)
+    _refuse_bad_probes(spec)
+    _refuse_oversize(spec)
+    return SubmitCheck(spec=spec, warnings=_warnings(spec))
+
+
+def _read_document(data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
+    """The task as a dict, from JSON text or a mapping; anything else is a document error."""
     try:
         raw = (
             json.loads(data, object_pairs_hook=_no_duplicate_keys)
@@ -204,6 +215,10 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
         raise TaskSpecError([("(document)", f"not a task spec: {exc}")]) from None
     if not isinstance(raw, dict):
         raise TaskSpecError([("(document)", "a task spec is a JSON object")])
+    return raw
+
+
+def _refuse_non_finite(raw: dict[str, Any]) -> None:
     try:
         json.dumps(raw, allow_nan=False, default=str)
     except ValueError:
@@ -219,9 +234,12 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
             ]
         ) from None
     except (TypeError, RecursionError):
-        pass  # judged below, where the field is named
+        pass  # judged by the model, where the field is named
+
+
+def _validate(raw: dict[str, Any]) -> TaskSpec:
     try:
-        spec = TaskSpec.model_validate(raw)
+        return TaskSpec.model_validate(raw)
     except RecursionError:
         raise TaskSpecError(
             [("(document)", "JSON nested too deeply to read; a task spec is a flat object")]
@@ -233,16 +251,22 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
                 for err in exc.errors()
             ]
         ) from None
-    if built is not None or not (isinstance(data, str | bytes) or _plain(raw)):
-        # Values built in code reach the act and the verifier as JSON: a Decimal would arrive
-        # as text, a set as a list, a datetime as text, an integer key as text. Refused here,
-        # so what runs is what was submitted.
-        sent = built if built is not None else spec
-        again = spec if built is not None else TaskSpec.model_validate_json(_as_json(spec))
-        change = _changed(sent.model_dump(), again.model_dump(), ())
-        if change is not None:
-            raise TaskSpecError([change])
-        spec = again
+
+
+def _as_sent(spec: TaskSpec, built: TaskSpec | None) -> TaskSpec:
+    """The spec as the act and the verifier will receive it, refused if JSON changes it."""
+    # Values built in code reach the act and the verifier as JSON: a Decimal would arrive
+    # as text, a set as a list, a datetime as text, an integer key as text. Refused here,
+    # so what runs is what was submitted.
+    sent = built if built is not None else spec
+    again = spec if built is not None else TaskSpec.model_validate_json(_as_json(spec))
+    change = _changed(sent.model_dump(), again.model_dump(), ())
+    if change is not None:
+        raise TaskSpecError([change])
+    return again
+
+
+def _refuse_bad_probes(spec: TaskSpec) -> None:
     problems = [
         (f"proof_plan.{i}.probe", why)
         for i, contract in enumerate(spec.proof_plan)
@@ -250,6 +274,9 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
     ]
     if problems:
         raise TaskSpecError(problems)
+
+
+def _refuse_oversize(spec: TaskSpec) -> None:
     size = len(_as_json(spec).encode())
     if size > MAX_SPEC_BYTES:
         raise TaskSpecError(
@@ -262,6 +289,10 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
                 )
             ]
         )
+
+
+def _warnings(spec: TaskSpec) -> list[str]:
+    """What a valid task may still get wrong: it can never be verified, or proves little."""
     warnings: list[str] = []
     if not spec.proof_plan:
         warnings.append(
@@ -291,7 +322,7 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
             warnings.append(
                 f"proof_plan.{i}.expect is non_empty, the weak default: any output passes it"
             )
-    return SubmitCheck(spec=spec, warnings=warnings)
+    return warnings
 
 
 # --- what the act returns -----------------------------------------------------------------------
