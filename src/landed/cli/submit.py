@@ -81,10 +81,19 @@ def submit(
 def _checked_task(task_file: Path, as_json: bool) -> bytes:
     """The task file's bytes once check_spec accepts them; its warnings go to stderr."""
     from landed.task.spec import TaskSpecError
-    from landed.task.validate import check_spec
+    from landed.task.validate import MAX_SPEC_BYTES, MAX_TASK_FILE_BYTES, check_spec
+    from landed.util.strictjson import TooLarge, read_at_most
 
+    source = sys.stdin.buffer if str(task_file) == "-" else task_file
     try:
-        data = sys.stdin.buffer.read() if str(task_file) == "-" else task_file.read_bytes()
+        data = read_at_most(source, MAX_TASK_FILE_BYTES, f"the task file {task_file}")
+    except TooLarge as exc:
+        raise _fail(
+            f"{exc}; a task is at most {MAX_SPEC_BYTES:,} bytes as JSON",
+            3,
+            as_json,
+            "task file too large",
+        ) from None
     except OSError as exc:
         why = f"cannot read {task_file}: {exc.strerror or exc}"
         raise _fail(why, 3, as_json, "unreadable task file") from None

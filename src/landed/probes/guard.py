@@ -22,6 +22,7 @@ from landed.probes.observe import observe
 from landed.probes.settings import ConfigError
 from landed.probes.sources import SourceRegistry, load_registry
 from landed.probes.verdict import WEAK_NOTE, Verdict
+from landed.util import strictjson
 from landed.util.redact import escape_for_humans
 
 __all__ = [
@@ -92,18 +93,19 @@ class GuardResult:
 def load_contracts(path: Path) -> tuple[list[tuple[int, Contract]], list[_Item]]:
     """Parse JSONL contracts. Unreadable files raise; each bad line is returned as a problem."""
     try:
-        size = path.stat().st_size
-        if size > MAX_CONTRACTS_BYTES:
-            raise ContractsUnreadable(
-                f"{path} is {size} bytes, more than {MAX_CONTRACTS_BYTES}: not a contracts file"
-            )
-        text = path.read_bytes().decode("utf-8")
+        # Bounded as read, not by the size the file claims: a FIFO or a device has none.
+        raw = strictjson.read_at_most(path, MAX_CONTRACTS_BYTES, str(path))
+        text = raw.decode("utf-8")
         if text.startswith("\ufeff"):  # a UTF-8 byte-order mark, as some editors write
             text = text[1:]
     except FileNotFoundError:
         raise ContractsUnreadable(
             f"the contracts file {path} does not exist; create it (one JSON contract per line) "
             "or fix --contracts"
+        ) from None
+    except strictjson.TooLarge:
+        raise ContractsUnreadable(
+            f"{path} holds more than {MAX_CONTRACTS_BYTES} bytes: not a contracts file"
         ) from None
     except UnicodeDecodeError:
         raise ContractsUnreadable(f"{path} is not UTF-8 text") from None
@@ -117,7 +119,10 @@ def load_contracts(path: Path) -> tuple[list[tuple[int, Contract]], list[_Item]]
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            data = strictjson.loads(line)
+        except strictjson.DuplicateKey as exc:
+            problems.append(_Item(number, "?", problem=str(exc)))
+            continue
         except ValueError as exc:
             problems.append(_Item(number, "?", problem=f"not JSON ({exc})"))
             continue

@@ -25,7 +25,11 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from landed.util import strictjson
 from landed.util.paths import expand_home
+
+# landed.toml names sources; one larger than this is not one (or is a device).
+_MAX_CONFIG_BYTES = 1 << 20
 
 __all__ = [
     "ConfigError",
@@ -222,8 +226,11 @@ class _TomlFile(PydanticBaseSettingsSource):
                     f"the config file {path} does not exist; create it or fix the path"
                 )
             return {}
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
+        try:
+            text = strictjson.read_at_most(path, _MAX_CONFIG_BYTES, f"the config file {path}")
+            data = tomllib.loads(text.decode("utf-8"))
+        except (strictjson.TooLarge, UnicodeDecodeError) as exc:
+            raise ValueError(f"{exc}; landed.toml is a small TOML file of sources") from None
         data = data.get("landed", data) if isinstance(data.get("landed"), dict) else data
         return _normalise({k: v for k, v in data.items() if k != "config_file"})
 

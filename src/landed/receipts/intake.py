@@ -13,6 +13,7 @@ from landed.receipts.model import Receipt
 
 __all__ = [
     "MAX_LINE_BYTES",
+    "MAX_SKIP_BYTES",
     "ByteSource",
     "FastReceipt",
     "InvalidLine",
@@ -28,6 +29,9 @@ __all__ = [
 #: The longest line landed reads as one receipt. A longer one is reported invalid and skipped
 #: without ever being held in memory whole.
 MAX_LINE_BYTES: Final = 1 << 20
+#: After a line over its limit, how far landed reads looking for its end before it stops
+#: reading the input altogether (a stream that sends no newline is not JSONL).
+MAX_SKIP_BYTES: Final = 16 << 20
 
 _BOM: Final = b"\xef\xbb\xbf"
 _UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
@@ -99,12 +103,20 @@ def read_batches(
     number = 0  # lines handed out so far
     tail = b""  # the start of a line whose newline has not been read yet
     skipping = False  # inside a line already reported as too long: drop up to its newline
+    skipped = 0  # bytes of that line dropped so far
     while block:
         lines = (tail + block if tail else block).split(b"\n")
         tail = lines.pop()
         if skipping and lines:
             del lines[0]  # the end of the over-long line
             skipping = False
+        elif skipping:
+            skipped += len(block)
+            if skipped > MAX_SKIP_BYTES:
+                # No newline in sight: a device, or a stream with no line breaks. Reading on
+                # would spin for ever without reporting anything.
+                yield [InvalidLine(line=number + 1, reason=_no_newline(number))]
+                return
         batch: Sequence[bytes | InvalidLine] = lines
         if lines and max(map(len, lines)) > max_line_bytes:
             batch = [
@@ -120,6 +132,7 @@ def read_batches(
             batch = [*batch, over]
             tail = b""
             skipping = True
+            skipped = 0
         if batch:
             number += len(batch)
             yield batch
@@ -132,6 +145,14 @@ _UTF16 = (
     "the input starts with a UTF-16 byte-order mark; landed reads UTF-8 JSONL: "
     "re-encode the file as UTF-8"
 )
+
+
+def _no_newline(line: int) -> str:
+    return (
+        f"no newline came within {MAX_SKIP_BYTES:,} bytes after line {line}, which was too "
+        "long: this is not JSONL (a device, or a stream without line breaks), so landed stopped "
+        "reading it; give it a file of one receipt per line"
+    )
 
 
 def _too_long(limit: int) -> str:

@@ -15,9 +15,11 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from landed.probes.contract import probe_problem
 from landed.task.spec import TaskSpec, TaskSpecError
+from landed.util import strictjson
 
 __all__ = [
     "MAX_SPEC_BYTES",
+    "MAX_TASK_FILE_BYTES",
     "SubmitCheck",
     "check_spec",
 ]
@@ -39,6 +41,9 @@ class SubmitCheck(BaseModel):
 # and must fit too: a task near the limit would act and then never settle. So a task may hold
 # far less than a payload.
 MAX_SPEC_BYTES = 256 * 1024
+#: The most ``landed submit`` reads of a task file: room for indentation around a task of
+#: MAX_SPEC_BYTES; a longer file (or /dev/zero) is refused after this many bytes plus one.
+MAX_TASK_FILE_BYTES = 4 * MAX_SPEC_BYTES
 
 
 _JSON_DATA = (
@@ -155,19 +160,6 @@ def _changed(sent: Any, read: Any, path: tuple[object, ...]) -> tuple[str, str] 
     )
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise _DuplicateKey(key)
-        found[key] = value
-    return found
-
-
 def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
     """Validate a task at submit; raise TaskSpecError naming each bad field and why."""
     built = data if isinstance(data, TaskSpec) else None
@@ -186,21 +178,9 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
 def _read_document(data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
     """The task as a dict, from JSON text or a mapping; anything else is a document error."""
     try:
-        raw = (
-            json.loads(data, object_pairs_hook=_no_duplicate_keys)
-            if isinstance(data, str | bytes)
-            else dict(data)
-        )
-    except _DuplicateKey as exc:
-        raise TaskSpecError(
-            [
-                (
-                    "(document)",
-                    f"the key {exc.args[0]!r} appears twice in one object; JSON readers "
-                    "disagree on which one counts, so give it once",
-                )
-            ]
-        ) from None
+        raw = strictjson.loads(data) if isinstance(data, str | bytes) else dict(data)
+    except strictjson.DuplicateKey as exc:
+        raise TaskSpecError([("(document)", str(exc))]) from None
     except UnicodeDecodeError:
         raise TaskSpecError(
             [("(document)", "not UTF-8 JSON text (binary data?); give the task spec as JSON")]
