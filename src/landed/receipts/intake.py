@@ -31,7 +31,7 @@ __all__ = [
 MAX_LINE_BYTES: Final = 1 << 20
 #: After a line over its limit, how far landed reads looking for its end before it stops
 #: reading the input altogether (a stream that sends no newline is not JSONL).
-MAX_SKIP_BYTES: Final = 16 << 20
+MAX_SKIP_BYTES: Final = 256 << 20
 
 _BOM: Final = b"\xef\xbb\xbf"
 _UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
