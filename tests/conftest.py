@@ -111,8 +111,9 @@ def temporal_dev() -> Iterator[str]:
         server.stop()
 
 
-# `make test-fast` leaves these out: they start Temporal's dev server, the role processes, a
-# fresh virtual environment or the installed `landed` command, each costing seconds.
+# `make test-fast` leaves these out: they start Temporal's dev server, the role processes or a
+# fresh virtual environment. Other tests that take more than about a third of a second (the
+# installed `landed` command, a lock timeout, long property runs) carry @pytest.mark.slow.
 _SLOW_FIXTURES = frozenset({"temporal_dev"})
 _SLOW_FOLDERS = frozenset({"temporal"})
 _SLOW_FILES = frozenset({"test_packaging.py"})

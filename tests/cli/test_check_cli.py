@@ -79,6 +79,7 @@ def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[b
 # --- exit codes, from a real process -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_exit_0_when_every_done_claim_meets_its_bar(tmp_path: Path) -> None:
     path = jsonl(tmp_path / "ok.jsonl", receipt("a"), receipt("b", claimed_status="held", proof=[]))
     proc = run("check", str(path))
@@ -87,6 +88,7 @@ def test_exit_0_when_every_done_claim_meets_its_bar(tmp_path: Path) -> None:
     assert proc.stderr == b""
 
 
+@pytest.mark.slow
 def test_exit_1_when_a_done_claim_misses_its_bar(tmp_path: Path) -> None:
     path = jsonl(tmp_path / "miss.jsonl", receipt("a"), {"status": "done"})
     proc = run("check", str(path))
@@ -94,6 +96,7 @@ def test_exit_1_when_a_done_claim_misses_its_bar(tmp_path: Path) -> None:
     assert b"line-2" in proc.stdout and b"DOD-6" in proc.stdout
 
 
+@pytest.mark.slow
 def test_exit_3_on_invalid_lines_with_file_and_line_and_the_rest_scored(tmp_path: Path) -> None:
     path = jsonl(tmp_path / "bad.jsonl", receipt("a"), b"{not json", receipt("c"))
     proc = run("check", str(path))
@@ -110,6 +113,7 @@ def test_exit_3_on_invalid_lines_with_file_and_line_and_the_rest_scored(tmp_path
     ("content", "expected"),
     [(None, "no such file"), (b"", "no receipts"), (b"\x00\x01\x02\xff", "not valid JSON")],
 )
+@pytest.mark.slow
 def test_exit_3_on_unusable_input_never_a_traceback(
     tmp_path: Path, content: bytes | None, expected: str
 ) -> None:
@@ -125,6 +129,7 @@ def test_exit_3_on_unusable_input_never_a_traceback(
         assert "not scored" in text and "governance scorecard" not in text, text
 
 
+@pytest.mark.slow
 def test_an_unreadable_trust_key_exits_3_before_scoring(tmp_path: Path) -> None:
     path = jsonl(tmp_path / "ok.jsonl", receipt("a"))
     proc = run("check", str(path), "--trust", str(tmp_path / "missing.pub"))
@@ -138,12 +143,14 @@ def test_an_unreadable_trust_key_exits_3_before_scoring(tmp_path: Path) -> None:
     assert answer["error"] == "trust unavailable" and "missing.pub" in answer["message"]
 
 
+@pytest.mark.slow
 def test_stdin_is_read_with_a_dash() -> None:
     proc = run("check", "-", "--json", stdin=orjson.dumps(receipt("piped")) + b"\n")
     assert proc.returncode == 0
     assert orjson.loads(proc.stdout)["tasks"][0]["task_id"] == "piped"
 
 
+@pytest.mark.slow
 def test_help_names_the_exit_codes() -> None:
     proc = run("check", "--help")
     assert proc.returncode == 0
@@ -151,6 +158,7 @@ def test_help_names_the_exit_codes() -> None:
     assert b"Exit codes: 0" in text and b"1 at least one does not" in text and b"3 invalid" in text
 
 
+@pytest.mark.slow
 def test_the_sample_command_confirms_every_expected_verdict() -> None:
     proc = run("sample", "--json")
     assert proc.returncode == 0, proc.stdout.decode()
@@ -316,6 +324,7 @@ def live_receipt(task_id: str, url: str, **proof: Any) -> dict[str, Any]:
     return receipt(task_id, outcome="The page on the local test server", target=url, proof=[item])
 
 
+@pytest.mark.slow
 def test_live_downgrades_proofs_that_no_longer_hold(tmp_path: Path, site: str) -> None:
     path = jsonl(
         tmp_path / "live.jsonl",
@@ -355,6 +364,7 @@ def test_live_downgrades_proofs_that_no_longer_hold(tmp_path: Path, site: str) -
     assert b"re-reading" not in proc.stderr  # no progress bar when stderr is not a terminal
 
 
+@pytest.mark.slow
 def test_live_shows_a_progress_bar_on_a_terminal_and_keeps_stdout_clean(
     tmp_path: Path, site: str
 ) -> None:
@@ -452,6 +462,7 @@ sys.exit(code)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("as_json", [True, False])
 @pytest.mark.parametrize("max_rows", [3, 200])
 def test_two_processes_give_exactly_the_one_process_report(
@@ -481,6 +492,7 @@ def test_two_processes_give_exactly_the_one_process_report(
 # --- user text in the text report ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_id", ["[/]", "\x1b[2J", "[bold red]fake[/]", "a\u202eb"])
 def test_task_ids_are_shown_as_text_never_as_markup_or_control_codes(
     tmp_path: Path, task_id: str
@@ -498,6 +510,7 @@ def test_task_ids_are_shown_as_text_never_as_markup_or_control_codes(
     assert "[red]f\\x1b.jsonl" in out.replace("\n", "")  # the file name is text too
 
 
+@pytest.mark.slow
 def test_live_leaves_a_ref_it_cannot_reread_as_it_is_with_a_note(tmp_path: Path, site: str) -> None:
     # The workflow cites a configured source ("site:/pricing"), not a URL: --live cannot re-read
     # it, so the proof neither gains nor loses anything, and the report says why.
@@ -543,6 +556,7 @@ _texts = st.text(max_size=30) | st.none()
         max_size=20,
     )
 )
+@pytest.mark.slow
 def test_each_json_task_is_byte_for_byte_the_reference_encoding(
     tasks: list[tuple[Any, ...]],
 ) -> None:
@@ -563,6 +577,7 @@ def test_emoji_codes_and_markup_in_a_task_id_print_as_written(tmp_path: Path) ->
     assert "deploy:rocket:prod" in out and "\U0001f680" not in out
 
 
+@pytest.mark.slow
 def test_live_reads_public_pages_only_unless_told(tmp_path: Path, site: str) -> None:
     """Receipts come from agents: a ref on loopback (by address or by a name that resolves
     there) is not fetched by default, so the checker cannot be made to read, and report on,
@@ -584,6 +599,7 @@ def test_live_reads_public_pages_only_unless_told(tmp_path: Path, site: str) -> 
     assert by_address["meets_bar"], by_address
 
 
+@pytest.mark.slow
 def test_a_proof_live_found_gone_is_not_also_said_to_have_failed(tmp_path: Path, site: str) -> None:
     path = jsonl(tmp_path / "gone.jsonl", live_receipt("gone", f"{site}/missing"))
     proc = run("check", str(path), "--json", "--live", "--live-private", "--timeout", "2")

@@ -49,6 +49,7 @@ def test_json_after_a_double_dash_is_an_argument_not_the_flag() -> None:
     assert result.stdout == ""
 
 
+@pytest.mark.slow
 def test_the_installed_command_answers_in_json_too() -> None:
     done = subprocess.run(
         [LANDED, "verify", "--json", "--probe", "echo 1", "--count", "x"],
@@ -61,6 +62,7 @@ def test_the_installed_command_answers_in_json_too() -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_landed_demo_that_cannot_use_its_dir_says_so_in_json_with_exit_3(tmp_path: Path) -> None:
     taken = tmp_path / "a-file"
     taken.write_text("")

@@ -77,6 +77,7 @@ def keys(tmp_path: Path) -> dict[str, Any]:
     return info
 
 
+@pytest.mark.slow
 def test_keys_new_writes_a_0600_private_key_and_prints_its_id(
     tmp_path: Path, keys: dict[str, Any]
 ) -> None:
@@ -99,6 +100,7 @@ def test_keys_new_writes_a_0600_private_key_and_prints_its_id(
         assert "Traceback" not in failed.stderr and "no[" in failed.stderr
 
 
+@pytest.mark.slow
 async def test_board_export_and_check_trust_over_a_real_ledger(
     tmp_path: Path, keys: dict[str, Any]
 ) -> None:
@@ -171,6 +173,7 @@ def _tampered(key: KeyPair) -> list[dict[str, Any]]:
     return [flipped, edited, moved, dropped, stranger.model_dump(mode="json", by_alias=True)]
 
 
+@pytest.mark.slow
 def test_check_trust_downgrades_tampered_receipts_to_assertions(
     tmp_path: Path, keys: dict[str, Any]
 ) -> None:
@@ -201,6 +204,7 @@ def test_check_trust_downgrades_tampered_receipts_to_assertions(
         assert "DOD-2" in {f["rule"] for f in task["findings"]}
 
 
+@pytest.mark.slow
 def test_check_trust_with_a_bad_key_file_is_invalid_input(
     tmp_path: Path, keys: dict[str, Any]
 ) -> None:
@@ -212,6 +216,7 @@ def test_check_trust_with_a_bad_key_file_is_invalid_input(
     assert "Traceback" not in missing.stderr + private.stderr
 
 
+@pytest.mark.slow
 def test_board_and_export_without_a_ledger_say_so(tmp_path: Path) -> None:
     board = landed("board", cwd=tmp_path)
     assert board.returncode == 3 and "no ledger at .landed/ledger.db" in board.stderr
@@ -220,6 +225,7 @@ def test_board_and_export_without_a_ledger_say_so(tmp_path: Path) -> None:
     assert not (tmp_path / ".landed").exists()  # reading never creates a ledger
 
 
+@pytest.mark.slow
 def test_ledger_init_makes_an_empty_file_a_ledger_and_keeps_one_there(tmp_path: Path) -> None:
     empty = tmp_path / "empty.db"
     empty.touch()
@@ -248,6 +254,7 @@ def _unsigned(task_id: str, attempt: int, verdict: str, owner: str = "agent-a") 
     )
 
 
+@pytest.mark.slow
 async def test_the_board_shows_user_text_as_text_and_names_a_bad_row(tmp_path: Path) -> None:
     import sqlite3
 
@@ -274,6 +281,7 @@ async def test_the_board_shows_user_text_as_text_and_names_a_bad_row(tmp_path: P
     assert not [p.name for p in tmp_path.iterdir() if "out.jsonl" in p.name]  # no temp file left
 
 
+@pytest.mark.slow
 async def test_board_and_export_name_a_forged_row_instead_of_showing_it(tmp_path: Path) -> None:
     """A well-formed receipt appended with a hash that is not its body's (a writer that is not
     landed, or a body edited after it settled) is reported, never shown as settled."""
@@ -302,6 +310,7 @@ async def test_board_and_export_name_a_forged_row_instead_of_showing_it(tmp_path
     assert export.returncode == 3 and "row 2 of the ledger" in export.stderr, export.stderr
 
 
+@pytest.mark.slow
 async def test_export_latest_writes_only_the_attempt_the_board_shows(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'l.db'}"
     async with await open_ledger(url) as ledger:
@@ -314,6 +323,7 @@ async def test_export_latest_writes_only_the_attempt_the_board_shows(tmp_path: P
     assert [json.loads(x)["verdict"] for x in latest.stdout.splitlines()] == ["verified"]
 
 
+@pytest.mark.slow
 def test_keys_new_prints_a_path_with_brackets_and_colons_as_written(tmp_path: Path) -> None:
     out_dir = tmp_path / "k[/bold]:rocket:"
     made = landed("keys", "new", "--out", out_dir, cwd=tmp_path)
@@ -337,6 +347,7 @@ def _to_a_closed_pipe(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]
         os.close(write)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
 async def test_a_report_whose_reader_left_keeps_its_own_exit_code(
     tmp_path: Path, json_flag: list[str]

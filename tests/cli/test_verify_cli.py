@@ -38,6 +38,7 @@ def server() -> Iterator[LocalHTTP]:
     srv.stop()
 
 
+@pytest.mark.slow
 def test_installed_command_exit_codes_0_1_3() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LANDED_")}
     cases = [
@@ -74,6 +75,7 @@ def test_more_than_claimed_is_duplicated() -> None:
     assert code == 1 and "outcome: duplicated" in out
 
 
+@pytest.mark.slow
 def test_empty_output_error_and_timeout_are_reported_as_such() -> None:
     code, out, _ = cli("--probe", "true", "--count", "0")
     assert code == 1 and "outcome: empty" in out and "the probe returned nothing" in out
@@ -195,6 +197,7 @@ def test_errors_under_json_are_one_json_object_on_stdout(
     assert says in " ".join(err.split())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_at_least_must_be_a_finite_number(value: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LANDED_")}

@@ -318,6 +318,7 @@ async def test_bad_schema_name_and_unreachable_server_are_clear_errors(pg: Pg) -
         await open_ledger("postgresql://postgres@127.0.0.1:1/none?connect_timeout=1")
 
 
+@pytest.mark.slow
 def test_ledger_init_creates_the_ledger_the_board_then_reads(pg: Pg, tmp_path: Path) -> None:
     """`landed ledger init`, run as the owner, migrates an empty schema (table, trigger, the
     INSERT-only role); the board then shows an empty ledger instead of "no ledger"."""
@@ -384,16 +385,19 @@ async def test_one_receipt_the_server_refuses_does_not_fail_the_others_in_its_ba
         assert [r.task_id for r in await ledger.board()] == ["good"]
 
 
+@pytest.mark.slow
 async def test_two_connections_claiming_one_task_at_once_see_each_other(pg: Pg) -> None:
     async with await open_ledger(pg.owner_url) as one, await open_ledger(pg.owner_url) as other:
         await check_concurrent_claims(one, other)
 
 
+@pytest.mark.slow
 async def test_two_writers_appending_in_opposite_orders_both_succeed(pg: Pg) -> None:
     async with await open_ledger(pg.owner_url) as one, await open_ledger(pg.owner_url) as other:
         await check_opposite_orders_do_not_deadlock(one, other)
 
 
+@pytest.mark.slow
 async def test_a_claim_blocked_by_a_lock_nobody_releases_fails_instead_of_waiting(pg: Pg) -> None:
     """Any client of the database can take advisory locks (a probe's query, say) and keep them
     for its session: the claim gives up after its lock timeout with a clear error."""

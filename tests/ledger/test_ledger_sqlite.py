@@ -140,6 +140,7 @@ async def test_concurrent_appends_of_one_attempt_store_one_row(tmp_path: Path) -
         assert db.execute("SELECT count(*) FROM landed_receipts").fetchone() == (1,)
 
 
+@pytest.mark.slow
 async def test_concurrent_settles_of_distinct_tasks_all_land(tmp_path: Path) -> None:
     # Group commit: many appends share a transaction, and each caller still gets its own answer.
     async with await open_ledger(url(tmp_path / "l.db")) as ledger:
@@ -648,6 +649,7 @@ async def test_an_attempt_sqlite_cannot_hold_fails_only_its_own_settle(tmp_path:
         assert await ledger.count() == 5
 
 
+@pytest.mark.slow
 async def test_a_close_that_gives_up_leaves_no_queued_settle_unwritten(tmp_path: Path) -> None:
     """Another process holds the file's write lock while a flush waits on it and more settles
     queue behind; a close() cancelled by its deadline must not cancel that flush, and the next

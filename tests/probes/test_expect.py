@@ -141,6 +141,7 @@ def test_contains_regex_equals() -> None:
     assert outcome(Equals(value=True), text("1")) is Outcome.MISMATCH
 
 
+@pytest.mark.slow
 def test_regex_that_backtracks_forever_is_cut_off_not_hung() -> None:
     hostile = text("a" * 60 + "!")
     result = judge(Regex(value=r"(a|aa)+$"), hostile, probe_kind="command")
@@ -506,6 +507,7 @@ def test_strict_equal_holds_at_every_depth(a: object, b: object, equal: bool) ->
     assert (got is Outcome.PASS) is equal, (a, b, got)
 
 
+@pytest.mark.slow
 @given(value=json_values, other=json_values)
 def test_property_strict_equal_agrees_with_a_typed_oracle(value: object, other: object) -> None:
     assert strict_equal(value, other) == (_typed(value) == _typed(other))

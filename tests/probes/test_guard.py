@@ -69,6 +69,7 @@ def parallel(*calls: tuple[list[str], str | None]) -> list[subprocess.CompletedP
         return list(pool.map(lambda c: run(c[0], c[1]), calls))
 
 
+@pytest.mark.slow
 def test_hook_and_cli_share_one_decision(tmp_path: Path) -> None:
     good = write(tmp_path, "good.jsonl", PASSING, WEAK)
     bad = write(tmp_path, "bad.jsonl", PASSING, ZERO, UNKNOWN)
@@ -88,6 +89,7 @@ def test_hook_and_cli_share_one_decision(tmp_path: Path) -> None:
     assert "the probe returned 2 bytes: 0" in hook_bad.stderr
 
 
+@pytest.mark.slow
 def test_cli_blocks_unless_all_pass_and_names_weak_passes(tmp_path: Path) -> None:
     good = write(tmp_path, "good.jsonl", PASSING, WEAK)
     done = run(["--contracts", str(good), "--json"])
@@ -131,6 +133,7 @@ def test_bad_contract_lines_block_in_process(
     assert any(needle in reason for reason in result.reasons), result.reasons
 
 
+@pytest.mark.slow
 def test_unknown_expectation_blocks_instead_of_degrading_to_non_empty(tmp_path: Path) -> None:
     path = write(tmp_path, "c.jsonl", UNKNOWN)
     done = run(["--contracts", "c.jsonl", "--hook", "claude-code"], hook_input(tmp_path))
@@ -139,6 +142,7 @@ def test_unknown_expectation_blocks_instead_of_degrading_to_non_empty(tmp_path: 
     assert path.exists()
 
 
+@pytest.mark.slow
 def test_unreadable_and_unparseable_contract_files_block(tmp_path: Path) -> None:
     binary = tmp_path / "binary.jsonl"
     binary.write_bytes(b"\xff\xfe\x00garbage")
@@ -154,6 +158,7 @@ def test_unreadable_and_unparseable_contract_files_block(tmp_path: Path) -> None
     assert a_dir.returncode == 2 and "landed guard blocked" in a_dir.stderr
 
 
+@pytest.mark.slow
 def test_hook_fails_closed_when_guard_itself_throws(tmp_path: Path) -> None:
     write(tmp_path, "c.jsonl", PASSING)
     # A cwd with a NUL byte makes path handling raise ValueError deep inside guard: a real,
@@ -178,6 +183,7 @@ def test_guard_crash_in_process_blocks(tmp_path: Path, monkeypatch: pytest.Monke
     assert result.block and "guard itself failed (RuntimeError: boom)" in result.reasons[0]
 
 
+@pytest.mark.slow
 def test_stop_hook_active_still_blocks_and_says_so(tmp_path: Path) -> None:
     write(tmp_path, "c.jsonl", ZERO)
     done = run(
@@ -188,6 +194,7 @@ def test_stop_hook_active_still_blocks_and_says_so(tmp_path: Path) -> None:
     assert "fails closed" in done.stderr
 
 
+@pytest.mark.slow
 def test_broken_verifier_configuration_blocks(tmp_path: Path) -> None:
     path = write(tmp_path, "c.jsonl", PASSING)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LANDED_")} | {
@@ -222,6 +229,7 @@ def test_unknown_hook_name_blocks(tmp_path: Path) -> None:
     assert result.block and "unknown hook" in result.reasons[0]
 
 
+@pytest.mark.slow
 def test_a_contracts_file_with_a_utf8_bom_is_read_and_the_summary_says_what_was_seen(
     tmp_path: Path,
 ) -> None:
@@ -234,6 +242,7 @@ def test_a_contracts_file_with_a_utf8_bom_is_read_and_the_summary_says_what_was_
     assert "contract(s) landed" not in done.stdout
 
 
+@pytest.mark.slow
 def test_a_contracts_action_is_shown_as_text_never_as_terminal_codes_or_new_lines(
     tmp_path: Path,
 ) -> None:
@@ -247,6 +256,7 @@ def test_a_contracts_action_is_shown_as_text_never_as_terminal_codes_or_new_line
     assert "\\x1b[31m red\\nline 9 (fake)" in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_a_line_separator_inside_a_json_string_does_not_split_the_contract(tmp_path: Path) -> None:
     line = json.dumps(
         {

@@ -105,6 +105,7 @@ async def test_http_connection_refused_is_a_probe_error() -> None:
     assert obs.outcome is Outcome.PROBE_ERROR
 
 
+@pytest.mark.slow
 async def test_http_hanging_server_is_bounded_by_the_timeout(
     server: LocalHTTP, registry: SourceRegistry
 ) -> None:
@@ -116,6 +117,7 @@ async def test_http_hanging_server_is_bounded_by_the_timeout(
     assert "within 0.5s" in obs.message
 
 
+@pytest.mark.slow
 async def test_http_hundred_megabyte_body_is_read_bounded(
     server: LocalHTTP, registry: SourceRegistry
 ) -> None:

@@ -73,6 +73,7 @@ async def test_command_source_env_overrides_the_probe() -> None:
     assert obs.evidence is not None and obs.evidence.text == "[redacted]\n"
 
 
+@pytest.mark.slow
 async def test_command_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     marker = tmp_path / "grandchild-alive"
     script = f"(sleep 1; touch {marker}) & sleep 30"
@@ -85,6 +86,7 @@ async def test_command_timeout_kills_the_whole_process_group(tmp_path: Path) -> 
     assert not marker.exists(), "the background grandchild outlived the timeout"
 
 
+@pytest.mark.slow
 async def test_command_that_leaves_a_child_holding_the_pipe_still_finishes() -> None:
     started = time.monotonic()
     obs = await see(

@@ -175,6 +175,7 @@ async def test_sqlite_runs_one_statement_only(sqlite_registry: SourceRegistry) -
     assert obs.outcome is Outcome.PROBE_ERROR
 
 
+@pytest.mark.slow
 async def test_sqlite_runaway_query_is_interrupted_at_the_timeout(
     sqlite_registry: SourceRegistry,
 ) -> None:
@@ -320,6 +321,7 @@ async def test_a_source_role_with_powers_on_the_server_is_refused(
     assert not marker.exists()
 
 
+@pytest.mark.slow
 async def test_postgres_slow_query_is_a_probe_error_within_the_timeout(
     pg_registry: SourceRegistry,
 ) -> None:
@@ -331,6 +333,7 @@ async def test_postgres_slow_query_is_a_probe_error_within_the_timeout(
     assert after.outcome is Outcome.PASS  # the pooled connection survived the cancel
 
 
+@pytest.mark.slow
 async def test_postgres_huge_result_is_refused_not_buffered(pg_registry: SourceRegistry) -> None:
     obs = await read(pg_registry, "select generate_series(1, 5000000)", NonEmpty())
     assert obs.outcome is Outcome.PROBE_ERROR
@@ -481,6 +484,7 @@ async def test_a_superuser_login_with_a_lesser_session_role_is_refused(
     assert obs.outcome is Outcome.PROBE_ERROR and "a superuser" in obs.message, obs.message
 
 
+@pytest.mark.slow
 async def test_a_power_granted_while_the_pool_runs_refuses_its_older_connections(
     postgres_dsn: str,
 ) -> None:

@@ -185,6 +185,7 @@ def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
     return subprocess.run([LANDED, *args], capture_output=True, text=True, env=full, timeout=60)
 
 
+@pytest.mark.slow
 def test_cli_output_never_shows_the_canary(server: LocalHTTP, tmp_path: Path) -> None:
     env = {"LANDED_SOURCES__PSP__URL": server.base, "LANDED_SOURCES__PSP__TOKEN": CANARY}
     for extra in ([], ["--json"]):
@@ -216,6 +217,7 @@ def test_cli_output_never_shows_the_canary(server: LocalHTTP, tmp_path: Path) ->
     assert CANARY not in passed.stdout + passed.stderr
 
 
+@pytest.mark.slow
 def test_guard_output_never_shows_the_canary(server: LocalHTTP, tmp_path: Path) -> None:
     contracts = tmp_path / "c.jsonl"
     contracts.write_text(
@@ -285,6 +287,7 @@ async def test_an_expectation_naming_a_verifier_secret_is_judged_under_the_plans
             assert obs.expectation == label_for(probe, expect)
 
 
+@pytest.mark.slow
 def test_a_long_secret_compiles_and_its_cut_start_is_redacted() -> None:
     """A PEM key or a long JWT is an ordinary credential; the cut-prefix pattern must compile
     for it (one nested group per character exceeded the compiler's recursion before)."""

@@ -61,6 +61,7 @@ async def test_client_start_refuses_before_reaching_temporal() -> None:
         await client.start(_task(DSN))
 
 
+@pytest.mark.slow
 def test_landed_submit_exits_3_and_never_connects(tmp_path: Path) -> None:
     task = tmp_path / "task.json"
     task.write_text(json.dumps(_task(DSN)))

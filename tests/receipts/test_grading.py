@@ -672,6 +672,7 @@ _receipts = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(r=_receipts, sign=st.sampled_from([None, True, False]))
 def test_grading_never_raises_and_explains_every_miss(r: Receipt, sign: bool | None) -> None:

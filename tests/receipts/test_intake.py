@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -287,6 +288,7 @@ _record = st.dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(record=_record)
 def test_the_fast_reader_agrees_with_pydantic(record: dict[str, Any]) -> None:
@@ -305,6 +307,7 @@ def test_the_fast_reader_agrees_with_pydantic(record: dict[str, Any]) -> None:
         st.one_of(st.binary(max_size=80), st.just(GOOD_LINE), st.just(b"\n")), max_size=8
     )
 )
+@pytest.mark.slow
 def test_the_reader_never_raises_on_any_bytes(chunks: list[bytes]) -> None:
     data = b"".join(chunks)
     for record in read_receipts(io.BytesIO(data), max_line_bytes=64):
@@ -366,6 +369,7 @@ def _plain_lines(data: bytes, limit: int) -> list[bytes | int]:
     chunk_bytes=st.integers(min_value=1, max_value=9),
     limit=st.integers(min_value=1, max_value=10),
 )
+@pytest.mark.slow
 def test_batched_reading_agrees_with_a_plain_split(
     chunks: list[bytes], chunk_bytes: int, limit: int
 ) -> None:
