@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers.http import LocalHTTP
+from helpers.wait import until, until_sync
 from landed.activities._threads import to_the_end
 from landed.activities.builtin_acts import command, http_request, sql_execute
 
@@ -93,11 +94,8 @@ async def test_a_cancelled_command_act_leaves_nothing_running(tmp_path: Path) ->
     marker, started = tmp_path / "late-write", tmp_path / "started"
     script = f"touch {started}; sleep 1.5 && touch {marker} & sleep 1.5 && touch {marker}; wait"
     task = asyncio.create_task(command({"argv": ["sh", "-c", script]}, _ctx()))
-    for _ in range(200):  # cancel once the command runs, however slow the machine is
-        if started.exists():
-            break
-        await asyncio.sleep(0.02)
-    assert started.exists(), "the command never started"
+    # Cancel once the command runs, however slow the machine is.
+    await until("the command started", started.exists, timeout=4, every=0.02)
     await asyncio.sleep(0.1)  # its two writers are forked by now
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -154,10 +152,7 @@ def test_a_command_act_stops_when_its_actor_is_killed(tmp_path: Path) -> None:
     )
     proc = subprocess.Popen([sys.executable, "-c", actor])
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not pid_file.exists():
-            time.sleep(0.02)
-        assert pid_file.exists(), "the command never started"
+        until_sync("the command started", pid_file.exists, timeout=30, every=0.02)
         proc.kill()
         proc.wait(timeout=10)
         time.sleep(2.5)

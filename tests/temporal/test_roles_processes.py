@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 from helpers.sor import Site, act_runs, make_rows_db, row_count
+from helpers.wait import until, until_sync
 from temporalio.api.enums.v1 import EventType
 from test_agent_task import publish_task, rows_task
 
@@ -89,11 +90,7 @@ async def _running(
 
 
 async def _until(what: str, check: Callable[[], bool], timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached within {timeout:.0f}s: {what}")
-        await asyncio.sleep(0.05)
+    await until(what, check, timeout=timeout)
 
 
 def _environ(pid: int) -> dict[str, str]:
@@ -501,9 +498,8 @@ def test_ctrl_c_while_landed_dev_starts_stops_it_there(tmp_path: Path) -> None:
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(_children(dev.pid)) < 4:
-            time.sleep(0.1)  # the server and the three roles have started
+        # the server and the three roles have started
+        until_sync("four children", lambda: len(_children(dev.pid)) >= 4, timeout=60, every=0.1)
         started = _children(dev.pid)
         assert len(started) == 4, started
         time.sleep(1.0)  # the actor is in its import, the others are ready
