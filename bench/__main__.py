@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, str] = {
     "probe_http": "bench.probe_http",
     "probe_command": "bench.probe_command",
     "probe_record": "bench.probe_record",
+    "chaos": "bench.chaos",
 }
 
 

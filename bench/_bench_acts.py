@@ -7,7 +7,7 @@ from typing import Any
 
 import landed
 
-__all__ = ["mark"]
+__all__ = ["chaos_mark", "mark"]
 
 
 @landed.act("bench.mark")
@@ -15,4 +15,17 @@ def mark(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
     path = ctx.credential("bench-db").removeprefix("sqlite:///")
     with sqlite3.connect(path, timeout=60) as conn:
         conn.execute("insert into marks (task) values (?)", [ctx.task_id])
+    return landed.ActReport(claimed_status="done", report="Marked the task.", exit_code=0)
+
+
+@landed.act("bench.chaos_mark")
+def chaos_mark(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
+    """One mark row, with a pause before and after the write, so that a kill lands in either."""
+    import time
+
+    path = ctx.credential("bench-db").removeprefix("sqlite:///")
+    time.sleep(float(spec.get("before_s", 0)))
+    with sqlite3.connect(path, timeout=60) as conn:
+        conn.execute("insert into marks (task) values (?)", [ctx.task_id])
+    time.sleep(float(spec.get("after_s", 0)))
     return landed.ActReport(claimed_status="done", report="Marked the task.", exit_code=0)

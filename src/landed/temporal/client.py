@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import time
 import uuid
 from collections.abc import Mapping
 from datetime import timedelta
@@ -104,14 +105,28 @@ _BUSY_FIRST_S = 0.2
 _BUSY_MAX_S = 10.0
 
 
+# A server that restarts (a deploy, a crash) answers UNAVAILABLE for a moment; a waiter waits
+# that long, and no longer: past it the server is gone, which the caller must hear.
+_UNAVAILABLE_FOR_S = 120.0
+
+
 async def wait_result(handle: WorkflowHandle[Any, Receipt]) -> Receipt:
-    """``handle.result()`` that waits through Temporal's poller limit instead of raising it."""
+    """``handle.result()`` that waits through Temporal's poller limit and a server restart
+    instead of raising them (nothing was observed either time: the task runs on)."""
     pause = _BUSY_FIRST_S
+    unavailable_since: float | None = None
     while True:
         try:
             return await handle.result()
         except RPCError as err:
-            if err.status != RPCStatusCode.RESOURCE_EXHAUSTED:
+            now = time.monotonic()
+            if err.status == RPCStatusCode.UNAVAILABLE:
+                unavailable_since = unavailable_since or now
+                if now - unavailable_since > _UNAVAILABLE_FOR_S:
+                    raise
+            elif err.status == RPCStatusCode.RESOURCE_EXHAUSTED:
+                unavailable_since = None
+            else:
                 raise
         await asyncio.sleep(random.uniform(pause / 2, pause))
         pause = min(pause * 2, _BUSY_MAX_S)
