@@ -70,17 +70,11 @@ LANDED_RUNG = SearchAttributeKey.for_keyword("LandedRung")
 # The act runs once per attempt: Temporal must never re-run it behind the workflow's back,
 # because a retry without a read-back first is exactly the duplicate DOD-10 forbids.
 _ACT_ONCE = RetryPolicy(maximum_attempts=1)
-# A read is side-effect free, so a lost verifier (crash, timeout) is simply asked again.
-# A malformed act report is read back as an unknown write (runs started earlier settled it as
-# refused); the patch marker keeps both kinds of history replaying.
-_BAD_REPORT_READ = "landed-bad-report-is-unknown-write"
-# Runs recorded before claims existed schedule each act with no claim before it.
-_CLAIM_BEFORE_ACT = "landed-claim-before-act"
 # A run reset from another claims again when it schedules the act holding the other's claim.
+# The marker records a decision taken at run time (this workflow task decided to claim again),
+# which a replay of the reset run cannot take again from the run id (see _claim_holds).
 _CLAIM_AGAIN_AFTER_RESET = "landed-claim-again-after-reset"
-# A probe-error is not read again when waiting for it would pass the time cap; runs recorded
-# before re-read anyway.
-_READ_WITHIN_CAP = "landed-read-within-cap"
+# A read is side-effect free, so a lost verifier (crash, timeout) is simply asked again.
 VERIFY_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
@@ -571,8 +565,7 @@ class AgentTask:
                 if (
                     isinstance(cause, ApplicationError)
                     and cause.non_retryable
-                    # Runs recorded before this reading took the refusal path: replay them so.
-                    and (cause.type != "BadActReport" or not workflow.patched(_BAD_REPORT_READ))
+                    and cause.type != "BadActReport"
                 ):
                     # The act refused before doing anything (an unknown act): re-running cannot
                     # help. The read-back below still settles what is there. A malformed report
@@ -652,8 +645,6 @@ class AgentTask:
         if planned is not None and _claim_holds(planned, attempt):
             self._claimed_for = planned.claimed_for
             return self._judge_claim(planned)
-        if not workflow.patched(_CLAIM_BEFORE_ACT):
-            return True  # a run recorded before claims existed: replayed as it ran
         out = await self._claim(spec, attempt, remaining)
         if planned is None and not _claim_holds(out, attempt):
             # The answer was recorded by the run this one was reset from (a reset keeps the
@@ -738,7 +729,7 @@ class AgentTask:
         wait = spec.retry.verify_backoff
         for read in range(1, spec.retry.verify_attempts + 1):
             if read > 1:
-                if self._past_cap(wait) and workflow.patched(_READ_WITHIN_CAP):
+                if self._past_cap(wait):
                     break  # no time left to wait and read again (GOV-4): not observed
                 await workflow.sleep(wait)
                 wait = wait * 2

@@ -1113,7 +1113,7 @@ async def test_replay_recorded_histories(
                 "replay-rerun", db, expect=1, batch="rr", write=1, fail="before", fail_attempts=1
             )
         )
-        # A malformed report after the write: the unknown-write path behind its patch marker.
+        # A malformed report after the write: read back as an unknown write (DOD-10).
         bad = rows_task("replay-badreport", db, expect=3, batch="rb")
         bad["act"] = {"name": "test.rows_bad_report", "input": {"batch": "rb"}}
         await roles.client.run(bad)
