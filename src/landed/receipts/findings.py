@@ -7,6 +7,7 @@ Each function here states one rule's finding (or what it found wrong); ``evaluat
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from landed.receipts.ladder import ARTIFACT_KINDS, READ_BACK_KINDS
@@ -95,8 +96,10 @@ def check_revenue(
         )
 
 
+@lru_cache(maxsize=1024)
 def is_weak_label(expect: str) -> bool:
-    """An expect that names the weak default ("non_empty (weak default)"), not a text to find."""
+    """An expect that names the weak default ("non_empty (weak default)"), not a text to find.
+    Memoised: expectations repeat across receipts (one per plan step), and grading reads each."""
     name = _kind_name(expect)
     return name.startswith(("non_empty", "nonempty")) or "weak_default" in name
 

@@ -9,17 +9,16 @@ the findings each rule states in ``landed.receipts.findings``, what grading read
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from landed.receipts.claims import (
     ACTOR_NAMES,
     Claim,
-    StatusFacts,
     claim_bar,
-    read_claims,
     status_facts,
+    verdict_claims,
 )
 from landed.receipts.findings import (
     BUSINESS_READ_KINDS,
@@ -43,6 +42,7 @@ from landed.receipts.model import ProofItem, Receipt
 from landed.receipts.views import ProofView, ReceiptView
 from landed.receipts.words import (
     DONE_CLAIM_WORDS,
+    MEMO_TEXT,
     NOT_DONE_PHRASES,
     NOT_DONE_WORDS,
     POSITIVE_IDIOMS,
@@ -51,7 +51,8 @@ from landed.receipts.words import (
     clip,
     is_loopback,
     outcome_families,
-    report_words,
+    read_report,
+    report_facts,
     scaffold_signal,
     words,
 )
@@ -170,26 +171,63 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
     """Grade anything shaped like a receipt; ``signed(i)`` says whether proof ``i``'s signature
     verifies. This is the only grading logic: ``grade`` and ``landed check`` both call it.
 
-    It runs once per receipt on files of millions, so it is written for CPython's speed: a few
-    calls per receipt, plain ints for levels, and the word rules behind set operations that run
-    in C. The steps: the claims, the proof's level, the word rules, the honest status, the bar.
-    """
+    The steps: the claims, the proof's level, the word rules (DOD-8, DOD-7), the honest status
+    (DOD-6) and the bar. It runs once per receipt on files of millions, so it is written for
+    CPython's speed: few calls on the usual path (a call costs as much as a rule), plain ints for
+    levels, memos of what repeats, and the word rules behind set operations that run in C."""
     findings: Findings = []
     owner = view.owner
     owner = owner.strip().lower() if owner else ""
     status = status_facts(view.claimed_status)
-    claim = read_claims(view, status, owner, findings)
-    claims_done = claim.bar >= 0
+    verdict = view.verdict
+    if verdict:
+        claim, said = verdict_claims(view.claimed_status, verdict, view.verdict_by, owner)
+        findings.extend(said)
+    else:
+        claim = status.claim
     # With signatures checked, the read-backs that counted through a signature (their indexes):
     # only those can carry what unsigned fields claim (P4, revenue).
     counted: list[int] | None = None if signed is None else []
+    claims_done = claim.bar >= 0
     level = _proof_level(view, owner, claims_done, signed, counted, findings)
-    level, not_done, said_by = _word_rules(view, status, level, claims_done, findings)
-    proven = _honest_status(status, claim, level, not_done)
+    # What a report says is read once per distinct report (reports repeat: agents write them
+    # from templates), up to a length that keeps the memo's memory bounded.
+    report = view.report
+    if not report:
+        not_done = found = None
+    elif len(report) <= MEMO_TEXT:
+        not_done, found = report_facts(report)
+    else:
+        not_done, found = read_report(report)
+    target = view.target
+    if target or found is not None:
+        scaffold = scaffold_signal(target, found, view.outcome)
+        if scaffold is not None:
+            level = _scaffold_capped(scaffold, level, claims_done, findings)
+    # DOD-7: the report's (and the status's own) words beat the status.
+    said_by = "the report says"
+    if not_done is None:
+        not_done, said_by = status.not_done, "the status itself says"
+    # The agent's own side-state word is never upgraded, then the verifier's; else the proof's
+    # rung, capped by the words and by a rung the verifier held the task to.
+    proven = status.side or claim.side
+    if proven is None:
+        proven = _RUNG_OF_LEVEL[level]
+        if not_done is not None and _RANKS[proven] > _EXECUTED_RANK:
+            proven = Status.EXECUTED
+        if claim.rung is not None and _RANKS[claim.rung] < _RANKS[proven]:
+            proven = claim.rung
     if not_done is not None and (claims_done or _RUNG_OF_LEVEL[level] is not proven):
         why = "the agent's own words beat its status, so the task is not done"
         findings.append(("DOD-7", f"{said_by} '{not_done}': {why}"))
-    meets_bar = _meets_bar(view, status, claim, level, proven, not_done, findings)
+    meets_bar = True
+    if claims_done:
+        if level < claim.bar or not_done is not None or claim.overruled is not None:
+            meets_bar = False
+            if level < claim.bar or claim.overruled is not None:
+                _bar_not_met(view, claim, level, proven, findings)
+    elif status.rung is not None and _RANKS[status.rung] > _RANKS[proven]:
+        findings.append(("DOD-6", _rung_above(status.rung, level, proven)))
     # tuple.__new__ skips NamedTuple's Python-level constructor: this runs per receipt.
     return tuple.__new__(
         RawGrade,
@@ -235,23 +273,29 @@ def _proof_level(
         if gone:
             passed = False
         if kind in READ_BACK_KINDS:
-            if passed:
-                proves = _passed_read_back(view, item, number, kind, owner, signed, findings)
-                if proves == 3:
-                    level = 3
-                    if counted is not None:
-                        counted.append(number - 1)
-                elif proves == 2 and level < 2:
-                    level = 2
+            if not passed:
+                if _read_back_failed(number, kind, result, gone, landed, findings):
+                    disagreed.append(number)
                 continue
-            if not gone:
-                why = f"did not pass (result={clip(str(result))!r}); it proves nothing"
-                findings.append(("DOD-5", f"read-back #{number} ({kind}) {why}"))
-            if result is not None or landed:
-                # A read of the system of record that disagrees (or no longer holds live). One
-                # with no result was never made: unchecked, it proves nothing, and it is not
-                # known to be missing either.
-                disagreed.append(number)
+            # The usual read-back counts: its rules are checked here first, since a call per
+            # read-back costs on millions of receipts; any other takes them all, for its finding.
+            ref, checker, expect = item.ref, item.checked_by, item.expect
+            checker = checker.strip().lower() if checker else ""
+            # DOD-4: a page check must name a text to find, not the weak non_empty default.
+            weak = kind == "http_contains" and not (
+                isinstance(expect, str) and expect.strip() and not is_weak_label(expect)
+            )
+            usual = signed is None and checker and checker not in ACTOR_NAMES and checker != owner
+            if usual and ref and not ref.isspace() and not weak and not is_loopback(ref):
+                level = 3
+                continue
+            proves = _passed_read_back(view, item, number, kind, weak, owner, signed, findings)
+            if proves == 3:
+                level = 3
+                if counted is not None:
+                    counted.append(number - 1)
+            elif proves == 2 and level < 2:
+                level = 2
         elif kind in ARTIFACT_KINDS:
             ref = item.ref
             if not passed:
@@ -267,7 +311,27 @@ def _proof_level(
         elif claims_done:
             why = "is neither a read-back kind nor an artifact kind; it counts as an assertion"
             findings.append(("DOD-4", f"proof #{number} kind '{clip(kind, 40)}' {why}"))
-    return _held_level(view, level, disagreed, unresolved, signed, counted, findings)
+    if (
+        disagreed
+        or unresolved
+        or signed is not None
+        or (level == 3 and view.business_outcome is not None)
+    ):
+        return _held_level(view, level, disagreed, unresolved, signed, counted, findings)
+    return level  # nothing below can change it: the common case, without the call
+
+
+def _read_back_failed(
+    number: int, kind: str, result: str | None, gone: bool, landed: Any, findings: Findings
+) -> bool:
+    """A read-back that did not pass proves nothing (DOD-5; one that failed a live re-read has
+    said why already). True when it was made and disagrees, or no longer holds live: one
+    passing read cannot outvote it. One with no result was never made: unchecked, it proves
+    nothing, and it is not known to be missing either."""
+    if not gone:
+        why = f"did not pass (result={clip(str(result))!r}); it proves nothing"
+        findings.append(("DOD-5", f"read-back #{number} ({kind}) {why}"))
+    return result is not None or bool(landed)
 
 
 def _passed_read_back(
@@ -275,6 +339,7 @@ def _passed_read_back(
     item: ProofView,
     number: int,
     kind: str,
+    weak: bool,
     owner: str,
     signed: Callable[[int], bool] | None,
     findings: Findings,
@@ -284,15 +349,12 @@ def _passed_read_back(
     ref = item.ref
     checker = item.checked_by
     checker = checker.strip().lower() if checker else ""
-    expect = item.expect
     if not ref or ref.isspace():
         why = "cites no ref; cited proof must resolve, so it counts as an assertion"
         findings.append(("DOD-5", f"read-back #{number} ({kind}) {why}"))
     elif not checker or checker in ACTOR_NAMES or checker == owner:
         findings.append(("DOD-2", self_checked(number, kind, item.checked_by, checker)))
-    elif kind == "http_contains" and not (
-        isinstance(expect, str) and expect.strip() and not is_weak_label(expect)
-    ):
+    elif weak:
         why = (
             "has no expect text (the weak non_empty default is none), so it shows only that the "
             "page answered; it counts as an assertion"
@@ -370,73 +432,32 @@ def _held_level(
     return level
 
 
-def _word_rules(
-    view: ReceiptView, status: StatusFacts, level: int, claims_done: bool, findings: Findings
-) -> tuple[int, str | None, str]:
-    """DOD-8 caps the level at an artifact when the target or the report names a scaffold; and
-    the first DOD-7 phrase of the report (else of the status itself), with who says it."""
-    report = view.report
-    not_done, report_scaffold = report_words(report) if report else (None, None)
-    target = view.target
-    if target or report_scaffold is not None:
-        scaffold = scaffold_signal(target, report_scaffold, view.outcome)
-        if scaffold is not None:
-            capped = 2 if level > 2 else level
-            if claims_done or capped != level:
-                findings.append(
-                    (
-                        "DOD-8",
-                        f"{scaffold} is a scaffold, not the live outcome, and the outcome does "
-                        f"not name it as the deliverable; the proof counts at most as "
-                        f"{_NAMES[capped]}",
-                    )
-                )
-            level = capped
-    # DOD-7: the report's (and the status's own) words beat the status.
-    if not_done is None:
-        return level, status.not_done, "the status itself says"
-    return level, not_done, "the report says"
+def _scaffold_capped(scaffold: str, level: int, claims_done: bool, findings: Findings) -> int:
+    """A scaffold named by the target or the report caps the proof at an artifact (DOD-8)."""
+    capped = 2 if level > 2 else level
+    if claims_done or capped != level:
+        why = (
+            "is a scaffold, not the live outcome, and the outcome does not name it as the "
+            f"deliverable; the proof counts at most as {_NAMES[capped]}"
+        )
+        findings.append(("DOD-8", f"{scaffold} {why}"))
+    return capped
 
 
-def _honest_status(status: StatusFacts, claim: Claim, level: int, not_done: str | None) -> Status:
-    """The highest rung honestly provable (DOD-6)."""
-    if status.side is not None:
-        return status.side  # the agent's own side-state word is never upgraded
-    if claim.side is not None:
-        return claim.side
-    proven = _RUNG_OF_LEVEL[level]
-    if not_done is not None and _RANKS[proven] > _EXECUTED_RANK:
-        proven = Status.EXECUTED
-    if claim.rung is not None and _RANKS[claim.rung] < _RANKS[proven]:
-        proven = claim.rung
-    return proven
+def _rung_above(rung: Status, level: int, proven: Status) -> str:
+    """The DOD-6 finding of a rung claimed above what the proof shows."""
+    return (
+        f"claimed_status '{_VALUES[rung]}' is above what the proof shows ({_NAMES[level]}); the "
+        f"highest honest status is '{_VALUES[proven]}'"
+    )
 
 
-def _meets_bar(
-    view: ReceiptView,
-    status: StatusFacts,
-    claim: Claim,
-    level: int,
-    proven: Status,
-    not_done: str | None,
-    findings: Findings,
-) -> bool:
-    """Whether a done claim is carried by its proof (DOD-6, DOD-3, DOD-2); no claim meets it,
-    though a rung claimed above the proof is named."""
-    if claim.bar < 0:
-        rung = status.rung
-        if rung is not None and _RANKS[rung] > _RANKS[proven]:
-            findings.append(
-                (
-                    "DOD-6",
-                    f"claimed_status '{_VALUES[rung]}' is above what the proof shows "
-                    f"({_NAMES[level]}); the highest honest status is '{_VALUES[proven]}'",
-                )
-            )
-        return True
-    meets_bar = True
+def _bar_not_met(
+    view: ReceiptView, claim: Claim, level: int, proven: Status, findings: Findings
+) -> None:
+    """Why a done claim is not carried: its proof is below its bar (DOD-6; an exit code proves
+    nothing, DOD-3), or an independent verdict says it is not done (DOD-2)."""
     if level < claim.bar:
-        meets_bar = False
         findings.append(
             (
                 "DOD-6",
@@ -453,9 +474,5 @@ def _meets_bar(
                     "landed; it proves nothing",
                 )
             )
-    if not_done is not None:
-        meets_bar = False
     if claim.overruled is not None:
-        meets_bar = False
         findings.append(("DOD-2", claim.overruled))
-    return meets_bar

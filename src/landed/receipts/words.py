@@ -16,6 +16,7 @@ from landed.receipts.ladder import DONE_WORDS, fold_text
 
 __all__ = [
     "DONE_CLAIM_WORDS",
+    "MEMO_TEXT",
     "NOT_DONE_PHRASES",
     "NOT_DONE_WORDS",
     "POSITIVE_IDIOMS",
@@ -26,7 +27,7 @@ __all__ = [
     "is_loopback",
     "outcome_families",
     "read_report",
-    "report_words",
+    "report_facts",
     "scaffold_signal",
     "words",
 ]
@@ -167,7 +168,7 @@ def is_loopback(text: str) -> bool:
 
 # Reports up to this many characters are memoised; longer ones are read each time, so the memo's
 # memory stays bounded (4,096 entries of at most 2 KB).
-_MEMO_TEXT = 2048
+MEMO_TEXT = 2048
 
 
 def read_report(report: str) -> tuple[str | None, str | None]:
@@ -200,7 +201,8 @@ def first_not_done(text: str, tokens: list[bytes] | None = None) -> str | None:
     return _first_phrase(tokens, _B_NOT_DONE, _B_NOT_DONE_FIRST, _B_NOT_DONE_PHRASES)
 
 
-_report_facts = lru_cache(maxsize=4096)(read_report)
+#: ``read_report`` memoised, for reports up to ``MEMO_TEXT`` characters.
+report_facts = lru_cache(maxsize=4096)(read_report)
 _B_REPORT_TRIGGERS = _B_NOT_DONE | _B_NOT_DONE_FIRST | _B_SCAFFOLD_SET | _B_SCAFFOLD_FIRST
 _B_TARGET_TRIGGERS = _B_SCAFFOLD_IN_TARGET | _B_SCAFFOLD_FIRST
 _B_OUTCOME_TRIGGERS = _B_REPLACING | _B_SCAFFOLD_SET | _B_SCAFFOLD_FIRST | _B_LOCAL
@@ -248,10 +250,3 @@ def scaffold_signal(target: str | None, found: str | None, outcome: str | None) 
 def _family(found: str) -> str:
     first, _, second = found.partition(" ")
     return SCAFFOLD_PHRASES[(first, second)] if second else SCAFFOLD_WORDS[first]
-
-
-def report_words(report: str) -> tuple[str | None, str | None]:
-    """What the word rules find in a report: its first DOD-7 phrase and its first scaffold word
-    or phrase (DOD-8). Read once per distinct report (reports repeat: agents write them from
-    templates), up to a length that keeps the memo's memory bounded."""
-    return _report_facts(report) if len(report) <= _MEMO_TEXT else read_report(report)
