@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from helpers.roles import Roles, run_roles
 from helpers.sor import Site, act_runs, make_rows_db, row_count
+from helpers.wait import until
 from landed.activities.verify import VerifyActivities
 from landed.workflows.agent_task import AgentTask
 from temporalio import activity, workflow
@@ -360,12 +361,17 @@ async def test_same_task_id_twice_acts_once(
 async def _at_step(handle: landed.TaskHandle, step: str) -> Progress:
     """Poll the task's progress query until it reports ``step``; fail after 10 s, so a test
     that means to act during that step never acts during another."""
-    for _ in range(200):
+    seen: list[str] = []
+
+    async def at_step() -> Progress | None:
         progress = await handle.progress()
-        if progress.step == step:
-            return progress
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"the task never reached step {step!r}; last seen {progress.step!r}")
+        seen.append(progress.step)
+        return progress if progress.step == step else None
+
+    try:
+        return await until(f"the task reaching step {step!r}", at_step, timeout=10)
+    except AssertionError as err:
+        raise AssertionError(f"{err}; last step seen {seen[-1:]!r}") from None
 
 
 async def _held_in_act(
@@ -396,12 +402,11 @@ async def test_queries_and_search_attributes(
         assert status.settled and status.verdict == "verified"
         # Visibility is eventually consistent: poll the list query briefly.
         query = 'LandedVerdict="verified" and LandedOwner="agent-a" and WorkflowId="query-1"'
-        found: list[str] = []
-        for _ in range(100):
-            found = [w.id async for w in roles.temporal.list_workflows(query)]
-            if found:
-                break
-            await asyncio.sleep(0.1)
+
+        async def listed() -> list[str]:
+            return [w.id async for w in roles.temporal.list_workflows(query)]
+
+        found = await until("the task listed by its verdict and owner", listed, timeout=10)
         assert found == ["query-1"]
 
 
@@ -518,18 +523,13 @@ async def test_a_run_that_closed_unsettled_is_never_acted_again_by_a_later_run(
     # Without a pre-read, the plan claims the first act itself (the same workflow task).
     async with _roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
         await _held_in_act(roles, db, gate, task_id, task_id, pre_read=pre_read)
-        for _ in range(200):  # the actor has started the act (the step shows it scheduled)
-            if act_runs(db, task_id):
-                break
-            await asyncio.sleep(0.05)
+        # The actor has started the act (the step shows it scheduled).
+        await until("the actor starting the act", lambda: act_runs(db, task_id), timeout=10)
         first = roles.temporal.get_workflow_handle(task_id)
         await first.terminate("an operator stopped it")
         if landed_before:
             gate.touch()  # the act's thread still writes its row
-            for _ in range(200):
-                if row_count(db, task_id) == 1:
-                    break
-                await asyncio.sleep(0.05)
+            await until("the act's row", lambda: row_count(db, task_id) == 1, timeout=10)
         task = rows_task(task_id, db, expect=1, batch=task_id, write=1, wait_for_file=str(gate))
         task["pre_read"] = pre_read
         # A run that acted again would wait on the closed gate: bounded, so it fails, not hangs.
@@ -618,10 +618,7 @@ async def test_a_reset_that_schedules_the_act_again_does_not_act_twice(
     wid = f"reset-mid-{pre_read}"
     async with _roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
         await _held_in_act(roles, db, gate, wid, wid, pre_read=pre_read)
-        for _ in range(200):
-            if act_runs(db, wid):
-                break
-            await asyncio.sleep(0.05)
+        await until("the actor starting the act", lambda: act_runs(db, wid), timeout=10)
         reset_run = await _reset_to_last_workflow_task(roles, wid)
         gate.touch()  # the old run's act finishes its write
         receipt = await _result_of_run(roles, wid, reset_run)
@@ -774,10 +771,7 @@ async def test_a_reset_keeping_the_claim_but_not_the_act_claims_again(
         task_may_skip_pre_read=True,
     ) as roles:
         await _held_in_act(roles, db, gate, wid, wid, pre_read=pre_read)
-        for _ in range(200):
-            if act_runs(db, wid):
-                break
-            await asyncio.sleep(0.05)
+        await until("the actor starting the act", lambda: act_runs(db, wid), timeout=10)
         history = await roles.temporal.get_workflow_handle(wid).fetch_history()
         kinds = [e.event_type for e in history.events]
         act = len(kinds) - 1 - kinds[::-1].index(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
@@ -836,10 +830,7 @@ async def test_a_reset_keeping_a_second_attempts_claim_but_not_its_act_claims_ag
         task_may_skip_pre_read=True,
     ) as roles:
         await roles.client.start(task)
-        for _ in range(400):
-            if len(act_runs(db, wid)) == 2:
-                break
-            await asyncio.sleep(0.05)
+        await until("the act's second attempt", lambda: len(act_runs(db, wid)) == 2, timeout=20)
         assert act_runs(db, wid) == [(1, wid), (2, wid)]  # the second attempt waits at the gate
         reset_run = await _reset_to_last_workflow_task(roles, wid)
         gate.touch()
@@ -922,8 +913,8 @@ async def test_the_first_act_is_claimed_by_the_plan_unless_a_pre_read_comes_betw
             markers[pre_read] = sum(
                 e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED for e in history.events
             )
-    # plan + settle; plan + claim + settle + the claim step's patch marker
-    assert markers == {False: 2, True: 4}
+    # plan + settle; plan + claim + settle
+    assert markers == {False: 2, True: 3}
 
 
 async def test_a_run_stopped_before_its_act_leaves_no_claim_and_a_later_run_acts(
@@ -953,10 +944,8 @@ async def test_a_task_cancelled_mid_act_reads_back_and_settles_once(
     task["timeouts"] = {"act_heartbeat": 2.0}  # the cancel reaches the actor within ~2 s
     async with _roles(temporal_dev, tmp_path, db, site) as roles:
         handle = await roles.client.start(task)
-        for _ in range(400):  # the actor has started the act (it logs itself, then waits)
-            if act_runs(db, "cancel-act"):
-                break
-            await asyncio.sleep(0.05)
+        # The actor has started the act (it logs itself, then waits).
+        await until("the actor starting the act", lambda: act_runs(db, "cancel-act"), timeout=20)
         await roles.temporal.get_workflow_handle("cancel-act").cancel()
         await asyncio.sleep(3.0)
         gate.touch()  # the cancelled act's thread still writes: the read-back must see it
@@ -1113,7 +1102,7 @@ async def test_replay_recorded_histories(
                 "replay-rerun", db, expect=1, batch="rr", write=1, fail="before", fail_attempts=1
             )
         )
-        # A malformed report after the write: the unknown-write path behind its patch marker.
+        # A malformed report after the write: read back as an unknown write (DOD-10).
         bad = rows_task("replay-badreport", db, expect=3, batch="rb")
         bad["act"] = {"name": "test.rows_bad_report", "input": {"batch": "rb"}}
         await roles.client.run(bad)

@@ -1,0 +1,98 @@
+"""The task verdict's rules beyond one receipt's grade: what a run knows and a receipt can't show.
+
+``grade`` (``landed.receipts.grading``) reads one receipt; the workflow then holds the grade to
+what only the run knows: the plan it declared, a run of the same task id that may have acted,
+an act whose write is unknown, a cancel. Each rule here is a plain function of data, so the
+workflow calls it and unit tests check it without Temporal.
+
+None of these rules applies to a bare receipt in ``landed check``: a receipt does not carry its
+plan (only the verifier's signed readings name their step and the plan's length, and a step
+the runner marked not observed names neither), nor whether another run acted, nor a cancel.
+The checker's counterpart for a signed plan is ``_missing_steps`` in ``landed.receipts.findings``:
+a signed plan with a step that did not pass or is missing proves no more than an artifact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from landed.receipts.ladder import Status
+
+__all__ = [
+    "CANCEL_FINDING",
+    "PlanStep",
+    "TaskVerdict",
+    "hold_to_plan",
+    "hold_to_run",
+    "unknown_write_finding",
+]
+
+#: The finding of a task cancelled while it ran: the verdict rests on the read-back.
+CANCEL_FINDING = (
+    "the task was cancelled while it ran: no act started after the cancel, and the verdict rests "
+    "on what was read back"
+)
+
+
+class PlanStep(NamedTuple):
+    """One declared plan step as it read back: its action and its read-back's result."""
+
+    action: str
+    result: str | None
+
+
+class TaskVerdict(NamedTuple):
+    """The verdict's rung, whether the claim meets its bar, and the findings in receipt form."""
+
+    status: Status
+    meets_bar: bool
+    findings: tuple[str, ...]
+
+
+def hold_to_plan(verdict: TaskVerdict, claims_done: bool, steps: Sequence[PlanStep]) -> TaskVerdict:
+    """Every declared plan step must read back pass (DOD-5).
+
+    ``grade`` credits the strongest read-back; a task's plan is done only when every step it
+    declared reads back as pass, so any other step caps the verdict at executed, and each such
+    step gets a finding. Not applied by ``landed check``: see the module docstring.
+    """
+    failed = [(i, step) for i, step in enumerate(steps) if step.result != "pass"]
+    if not failed:
+        return verdict
+    status, meets_bar = verdict.status, verdict.meets_bar
+    if status.is_done or status.rank > Status.EXECUTED.rank:
+        status = Status.EXECUTED
+        meets_bar = meets_bar and not claims_done
+    findings = tuple(
+        f"DOD-5: plan step #{i + 1} ({step.action!r}) read back {step.result}, so the task is "
+        "not verified whatever the other steps show"
+        for i, step in failed
+    )
+    return TaskVerdict(status, meets_bar, verdict.findings + findings)
+
+
+def hold_to_run(
+    verdict: TaskVerdict, *, lost_run: bool, unknown_write: str | None, cancelled: bool
+) -> TaskVerdict:
+    """What the run knows about its act holds the verdict down and is said in its findings.
+
+    A lost run (another run of the task id was about to act and never settled) caps the
+    verdict at planned: what the read-back finds may be that run's act or may have been there
+    before it, so like a vacuous read-back it proves nothing this task did. An unknown write
+    adds its DOD-10 finding; a cancel adds ``CANCEL_FINDING``. Not applied by ``landed
+    check``: a receipt records none of these facts (see the module docstring).
+    """
+    status, findings = verdict.status, verdict.findings
+    if lost_run and status.rank > Status.PLANNED.rank:
+        status = Status.PLANNED
+    if unknown_write is not None:
+        findings += (unknown_write_finding(unknown_write),)
+    if cancelled:
+        findings += (CANCEL_FINDING,)
+    return TaskVerdict(status, verdict.meets_bar, findings)
+
+
+def unknown_write_finding(why: str) -> str:
+    """The DOD-10 finding of an act whose write is unknown, in receipt form."""
+    return f"DOD-10: {why}"
