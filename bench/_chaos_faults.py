@@ -33,11 +33,13 @@ def schedule(rng: random.Random, *, duration_s: float) -> list[Fault]:
     )
 
 
-async def inject(stack: Any, faults: list[Fault], started: float) -> None:
+async def inject(stack: Any, faults: list[Fault], started: float, applied: list[Fault]) -> None:
     """Apply each fault at its moment: SIGKILL a role and start it again (it must report ready
-    before the next fault), or stop the server and start it on the same database file."""
+    before the next fault), or stop the server and start it on the same database file. Each
+    fault, at the moment it really happened, goes into ``applied``."""
     for fault in faults:
         await asyncio.sleep(max(0.0, fault.at_s - (time.monotonic() - started)))
+        applied.append(Fault(round(time.monotonic() - started, 2), fault.target))
         if fault.target == "server":
             await asyncio.to_thread(stack.server.restart)
             continue
