@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-__all__ = ["Site", "make_rows_db", "row_count"]
+__all__ = ["Site", "act_runs", "make_rows_db", "publish_task", "row_count", "rows_task"]
 
 
 def make_rows_db(path: Path, preexisting: int = 0, batch: str = "b") -> Path:
@@ -135,3 +135,49 @@ class Site:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+
+
+# --- tasks over these systems of record --------------------------------------------------
+
+
+def rows_task(task_id: str, db: Path, *, expect: int, batch: str, **act: Any) -> dict[str, Any]:
+    return {
+        "task_id": task_id,
+        "owner": "agent-a",
+        "outcome": f"{expect} rows of batch {batch} are in the rows table",
+        "target": "rows-db: table rows",
+        "act": {"name": "test.rows", "input": {"batch": batch, **act}},
+        "proof_plan": [
+            {
+                "action": f"insert {expect} rows",
+                "probe": {
+                    "kind": "record",
+                    "source": "rows-db",
+                    "query": "select count(*) from rows where batch = ?",
+                    "params": [batch],
+                },
+                "expect": {"type": "count", "value": expect},
+            }
+        ],
+        "retry": {"verify_backoff": 0.2},
+        "timeouts": {"act_heartbeat": 2, "verify_heartbeat": 2},
+    }
+
+
+def publish_task(task_id: str, slug: str) -> dict[str, Any]:
+    return {
+        "task_id": task_id,
+        "owner": "agent-b",
+        "outcome": f"one post {slug} is on the site",
+        "target": "site: /posts",
+        "act": {"name": "test.publish", "input": {"slug": slug}},
+        "proof_plan": [
+            {
+                "action": "publish one post",
+                "probe": {"kind": "http", "source": "site", "url": f"/posts/count?slug={slug}"},
+                "expect": {"type": "count", "value": 1},
+            }
+        ],
+        "retry": {"verify_backoff": 0.2},
+        "timeouts": {"act_heartbeat": 2, "verify_heartbeat": 2},
+    }

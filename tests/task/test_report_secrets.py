@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from helpers.roles import run_roles
-from helpers.sor import make_rows_db
+from helpers.sor import make_rows_db, rows_task
 
 from landed.ledger.base import canonical_json
 from landed.task.assemble import assemble_receipt
@@ -82,23 +82,7 @@ async def test_a_task_whose_act_prints_a_private_key_settles_without_it(
     temporal_dev: str, tmp_path: Path
 ) -> None:
     db = make_rows_db(tmp_path / "rows.db")
-    task = {
-        **SPEC.model_dump(mode="json", exclude_none=True),
-        "task_id": "t-secret-e2e",
-        "act": {"name": "test.rows", "input": {"batch": "b", "write": 1, "report": PEM}},
-        "proof_plan": [
-            {
-                "action": "insert 1 row",
-                "probe": {
-                    "kind": "record",
-                    "source": "rows-db",
-                    "query": "select count(*) from rows where batch = ?",
-                    "params": ["b"],
-                },
-                "expect": {"type": "count", "value": 1},
-            }
-        ],
-    }
+    task = rows_task("t-secret-e2e", db, expect=1, batch="b", write=1, report=PEM)
     async with run_roles(
         temporal_dev,
         tmp_path,

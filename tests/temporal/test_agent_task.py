@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from helpers.roles import Roles, run_roles
-from helpers.sor import Site, act_runs, make_rows_db, row_count
+from helpers.sor import Site, act_runs, make_rows_db, publish_task, row_count, rows_task
 from helpers.wait import until
 from landed.activities.verify import VerifyActivities
 from landed.workflows.agent_task import AgentTask
@@ -74,49 +74,6 @@ HISTORIES = Path(__file__).parent / "histories"
 # Histories made with the test's timer after the claiming step: they replay with it only.
 TIMER_HISTORIES = HISTORIES / "claim_then_timer"
 _CLAIM_AGAIN_PATCH = "landed-claim-again-after-reset"
-
-
-def rows_task(task_id: str, db: Path, *, expect: int, batch: str, **act: Any) -> dict[str, Any]:
-    return {
-        "task_id": task_id,
-        "owner": "agent-a",
-        "outcome": f"{expect} rows of batch {batch} are in the rows table",
-        "target": "rows-db: table rows",
-        "act": {"name": "test.rows", "input": {"batch": batch, **act}},
-        "proof_plan": [
-            {
-                "action": f"insert {expect} rows",
-                "probe": {
-                    "kind": "record",
-                    "source": "rows-db",
-                    "query": "select count(*) from rows where batch = ?",
-                    "params": [batch],
-                },
-                "expect": {"type": "count", "value": expect},
-            }
-        ],
-        "retry": {"verify_backoff": 0.2},
-        "timeouts": {"act_heartbeat": 2, "verify_heartbeat": 2},
-    }
-
-
-def publish_task(task_id: str, slug: str) -> dict[str, Any]:
-    return {
-        "task_id": task_id,
-        "owner": "agent-b",
-        "outcome": f"one post {slug} is on the site",
-        "target": "site: /posts",
-        "act": {"name": "test.publish", "input": {"slug": slug}},
-        "proof_plan": [
-            {
-                "action": "publish one post",
-                "probe": {"kind": "http", "source": "site", "url": f"/posts/count?slug={slug}"},
-                "expect": {"type": "count", "value": 1},
-            }
-        ],
-        "retry": {"verify_backoff": 0.2},
-        "timeouts": {"act_heartbeat": 2, "verify_heartbeat": 2},
-    }
 
 
 @pytest.fixture

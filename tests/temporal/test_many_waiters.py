@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from helpers.roles import run_roles
-from helpers.sor import make_rows_db
+from helpers.sor import make_rows_db, rows_task
 from helpers.wait import until
 
 WAITERS = 2_000
@@ -21,29 +21,8 @@ async def test_two_thousand_waiters_in_one_process_all_get_the_receipt(
 ) -> None:
     db = make_rows_db(tmp_path / "rows.db")
     gate = tmp_path / "go"
-    task = {
-        "task_id": "waited-on",
-        "owner": "agent-a",
-        "outcome": "1 row of batch w is in the rows table",
-        "target": "rows-db: table rows",
-        "act": {
-            "name": "test.rows",
-            "input": {"batch": "w", "write": 1, "wait_for_file": str(gate)},
-        },
-        "proof_plan": [
-            {
-                "action": "insert 1 row",
-                "probe": {
-                    "kind": "record",
-                    "source": "rows-db",
-                    "query": "select count(*) from rows where batch = ?",
-                    "params": ["w"],
-                },
-                "expect": {"type": "count", "value": 1},
-            }
-        ],
-        "timeouts": {"act_heartbeat": 5},
-    }
+    task = rows_task("waited-on", db, expect=1, batch="w", write=1, wait_for_file=str(gate))
+    task["timeouts"] = {"act_heartbeat": 5}
     async with run_roles(
         temporal_dev,
         tmp_path,

@@ -23,10 +23,9 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers.sor import Site, act_runs, make_rows_db, row_count
+from helpers.sor import Site, act_runs, make_rows_db, publish_task, row_count, rows_task
 from helpers.wait import until, until_sync
 from temporalio.api.enums.v1 import EventType
-from test_agent_task import publish_task, rows_task
 
 import landed
 from landed.cli.dev import _or_free
