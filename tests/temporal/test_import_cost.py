@@ -158,3 +158,33 @@ async def test_the_sandbox_shortcuts_give_the_sdks_own_answers(
         assert fast is not None and fast.workflow_id == instance.get_info().workflow_id
         store = instance.get_external_store_context(info)
         assert store == _runner._Instance.get_external_store_context(instance, info)
+
+
+def _loaded_after(code: str) -> list[str]:
+    """The workflow and activity modules a fresh interpreter holds after running ``code``."""
+    probe = (
+        f"import sys; {code}; "
+        "print(sorted(m for m in sys.modules "
+        "if m.startswith(('landed.workflows.', 'landed.activities.'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    loaded: list[str] = ast.literal_eval(out.strip())
+    return loaded
+
+
+def test_each_role_loads_only_its_own_workflows_and_activities() -> None:
+    # The CLI and the dev stack import the worker assembly before any role is chosen.
+    assert _loaded_after("import landed.temporal.workers") == []
+    # The actor: its act activity and the built-in acts, not the verifier's probes or the
+    # runner's workflows.
+    actor = _loaded_after(
+        "from landed.temporal import registry; registry.actor(registry.actor_acts([]), {}, 'a')"
+    )
+    assert actor == [
+        "landed.activities._heartbeat",
+        "landed.activities._threads",
+        "landed.activities.act",
+        "landed.activities.builtin_acts",
+    ]
