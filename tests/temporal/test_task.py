@@ -36,6 +36,7 @@ from landed.temporal.plugin import (
     landed_plugin,
     strict_workflow_runner,
 )
+from landed.temporal.registry import actor_acts
 from landed.temporal.settings import SeparationError, VerifierSettings
 
 RECORD = {
@@ -460,7 +461,7 @@ def _self_signed(key_path: Path) -> str:
 
 
 def test_collect_acts_finds_builtins_and_rejects_missing(tmp_path: Path) -> None:
-    acts = collect_acts([])
+    acts = actor_acts([])  # the actor's registry hands collect_acts the built-in acts' module
     assert {"http.request", "sql.execute", "command"} <= set(acts)
     with pytest.raises(ActLoadError, match="cannot import act module"):
         collect_acts(["no_such_module_for_landed"])

@@ -5,14 +5,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, TypeVar
 
 from landed.task.messages import ActReport
 
-__all__ = ["BUILTIN_ACTS_MODULE", "ActContext", "ActFn", "ActLoadError", "act", "collect_acts"]
-
-#: The module holding landed's built-in acts (http.request, sql.execute, command).
-BUILTIN_ACTS_MODULE = "landed.activities.builtin_acts"
+__all__ = ["ActContext", "ActFn", "ActLoadError", "act", "collect_acts"]
 
 ActFn = Callable[[dict[str, Any], "ActContext"], Awaitable[ActReport] | ActReport]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,27 +63,35 @@ class ActLoadError(RuntimeError):
     """An act module could not be imported or declares a name twice."""
 
 
-def collect_acts(modules: Iterable[str], *, builtins: bool = True) -> dict[str, ActFn]:
-    """Import each module path and collect its ``@landed.act`` functions by name."""
-    paths = [BUILTIN_ACTS_MODULE, *modules] if builtins else list(modules)
+def collect_acts(modules: Iterable[ModuleType | str]) -> dict[str, ActFn]:
+    """Collect the ``@landed.act`` functions of each module, by act name.
+
+    A module comes as an object (landed's built-in acts, which the actor's worker assembly
+    imports) or as a path imported here (the user's modules named in LANDED_ACTOR_ACTS).
+    """
     found: dict[str, ActFn] = {}
     origin: dict[str, str] = {}
-    for path in paths:
-        try:
-            module = importlib.import_module(path)
-        except Exception as exc:
-            raise ActLoadError(
-                f"cannot import act module {path!r}: {exc}; check the module path given to "
-                f"LANDED_ACTOR_ACTS (it must be importable from the actor's working directory)"
-            ) from exc
+    for given in modules:
+        module = given if isinstance(given, ModuleType) else _import_act_module(given)
         for value in vars(module).values():
             name = getattr(value, _MARK, None)
             if not isinstance(name, str) or not callable(value):
                 continue
             if name in found and found[name] is not value:
                 raise ActLoadError(
-                    f"act {name!r} is declared in both {origin[name]} and {path}; rename one"
+                    f"act {name!r} is declared in both {origin[name]} and {module.__name__}; "
+                    "rename one"
                 )
             found[name] = value
-            origin[name] = path
+            origin[name] = module.__name__
     return found
+
+
+def _import_act_module(path: str) -> ModuleType:
+    try:
+        return importlib.import_module(path)
+    except Exception as exc:
+        raise ActLoadError(
+            f"cannot import act module {path!r}: {exc}; check the module path given to "
+            f"LANDED_ACTOR_ACTS (it must be importable from the actor's working directory)"
+        ) from exc

@@ -1,50 +1,21 @@
-"""The one Temporal plugin every landed client and worker goes through, and how they connect."""
+"""The one Temporal plugin every landed client and worker goes through, and how they connect.
+
+The plugin sets the pydantic data converter and shares landed's deterministic code with the
+workflow sandbox; it does both through the SDK's public plugin API, as Temporal's own plugins do.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import importlib.abc
-import importlib.machinery
-import importlib.util
-import os
-import re
-import socket
-import sys
-import threading
 from collections.abc import Mapping, Sequence
-from types import CodeType
-from typing import Any, cast
 
 from temporalio.client import Client
-from temporalio.client import Interceptor as ClientInterceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.envconfig import ClientConfigProfile
 from temporalio.plugin import SimplePlugin
-from temporalio.service import TLSConfig
-from temporalio.worker import Interceptor as WorkerInterceptor
-from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
+from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
-from temporalio.workflow import _Definition
 
-try:
-    from temporalio.worker.workflow_sandbox._in_sandbox import InSandbox
-    from temporalio.worker.workflow_sandbox._runner import _Instance
-except ImportError:  # pragma: no cover - an SDK without them runs its own sandbox unchanged
-    _Instance = None  # type: ignore[assignment,misc]
-    InSandbox = None  # type: ignore[assignment,misc]
-
-# The context shortcut below relies on this SDK shape (sdk-python 1.35); any other shape gets
-# the SDK's own path.
-_DIRECT_CONTEXT = (
-    _Instance is not None
-    and InSandbox is not None
-    and all(
-        hasattr(cls, name)
-        for cls in (_Instance, InSandbox)
-        for name in ("get_serialization_context", "get_external_store_context")
-    )
-)
+from landed.temporal.connection import ConnectionSettingsError, connect_options, worker_identity
 
 __all__ = [
     "PLUGIN_NAME",
@@ -54,7 +25,6 @@ __all__ = [
     "connect_options",
     "landed_plugin",
     "strict_workflow_runner",
-    "tracing_interceptors",
     "worker_identity",
 ]
 
@@ -69,7 +39,8 @@ _WORKFLOW_PACKAGE = "landed.workflows"
 # max_cached_workflows=0 per activation.
 SANDBOX_PASSTHROUGH: tuple[str, ...] = (
     # pydantic builds validators at class creation; re-importing it per run is slow, and the
-    # pydantic data converter hands the workflow instances of the worker's own classes.
+    # pydantic data converter hands the workflow instances of the worker's own classes. (The
+    # SDK's defaults share pydantic too; listed so landed does not depend on them.)
     "pydantic",
     "pydantic_core",
     # pydantic's runtime dependencies, imported with it.
@@ -78,7 +49,7 @@ SANDBOX_PASSTHROUGH: tuple[str, ...] = (
     "typing_extensions",
     # JSON encoding used by landed's models; a C extension that must not be loaded twice.
     "orjson",
-    # Imported by landed's settings module through landed/__init__; pure configuration code.
+    # Imported by landed's settings modules; pure configuration code.
     "pydantic_settings",
     # Signature checks in the workflow (Ed25519 verification is deterministic); a compiled
     # extension that cannot be imported twice in one process.
@@ -95,207 +66,51 @@ SANDBOX_PASSTHROUGH: tuple[str, ...] = (
     "landed.task.assemble",
     # Verifying the verifier's signatures against the runner's trusted keys. Pure.
     "landed.signing",
-    # landed's own workflow code (AgentTask). Re-imported per run, its class body and the
-    # inspection @workflow.defn makes of it cost the runner about 3 ms of CPU per task
-    # (measured: an eighth of its CPU). Its module level holds only constants, and no code in
-    # it writes to them (tested); each run's state lives on its instance, so one copy serves
-    # every run. What sharing gives up: a call the sandbox would stop (datetime.now, random)
-    # made from this module's own code is not stopped at run time. The test suite therefore
-    # runs its in-process runners, and replays every recorded history, under the SDK's sandbox
-    # with this module re-imported as the SDK does by default (strict_workflow_runner; a
-    # runner's LANDED_RUNNER_SANDBOX=strict), where such a call fails the workflow task.
+    # landed's own workflow code (AgentTask, ReceiptLookup). Re-imported per run, its class
+    # body and the inspection @workflow.defn makes of it cost the runner about 3 ms of CPU per
+    # task (measured: an eighth of its CPU). Its module level holds only constants, and no
+    # code in it writes to them (tested); each run's state lives on its instance, so one copy
+    # serves every run. What sharing gives up: a call the sandbox would stop (datetime.now,
+    # random) made from this module's own code is not stopped at run time. The test suite
+    # therefore runs its in-process runners, and replays every recorded history, under the
+    # SDK's sandbox with this module re-imported as the SDK does by default
+    # (strict_workflow_runner; a runner's LANDED_RUNNER_SANDBOX=strict), where such a call
+    # fails the workflow task.
     _WORKFLOW_PACKAGE,
 )
-# The sandbox as the SDK runs workflow code by default (each run re-imports the workflow
-# module with the restricted standard library), with landed's pure core still shared.
-_STRICT_PASSTHROUGH: tuple[str, ...] = tuple(
-    m for m in SANDBOX_PASSTHROUGH if m != _WORKFLOW_PACKAGE
+
+# The rest of landed's core, room by room (a test fails when a room is added and not listed).
+# Under the strict runner the workflow module is re-imported per run; the rooms it imports
+# (probes, receipts, signing, task) are shared so each run does not execute them again. Every
+# room is shared, not only those: the house plan (make layers) keeps each from importing
+# workflows or activities, none does I/O or keeps run state at import, and workflow code calls
+# none of their I/O, so no room can bring a second, sandboxed copy of the core into a run.
+_CORE_ROOMS: tuple[str, ...] = (
+    "landed.cli",
+    "landed.dev",
+    "landed.ledger",
+    "landed.probes",
+    "landed.receipts",
+    "landed.signing",
+    "landed.task",
+    "landed.temporal",
+    "landed.util",
 )
 
 
-def _core_modules() -> tuple[str, ...]:
-    """Every other module of landed's core (src/landed/_*.py).
-
-    Importing the workflow module imports the ``landed`` package first, and its __init__ imports
-    the public API; with each core module shared, that costs a dict lookup per name instead of
-    executing the core again per workflow run. Core modules never import workflows or
-    activities (the house plan forbids it), and workflow code calls none of their I/O.
-    """
-    import pkgutil
-
-    import landed
-
-    return tuple(
-        f"landed.{m.name}"
-        for m in pkgutil.iter_modules(landed.__path__)
-        if not m.name.startswith("__") and m.name not in ("workflows", "activities")
-    )
+class _StrictRunner(SandboxedWorkflowRunner):
+    """The SDK's sandbox runner, marked as asked for by name so the plugin leaves it as it is."""
 
 
-def tracing_interceptors() -> list[ClientInterceptor | WorkerInterceptor]:
-    """The single place where tracing joins every client and worker (none yet).
-
-    Telemetry adds its OpenTelemetry interceptor here; SimplePlugin applies client interceptors
-    to clients and worker interceptors to workers and replayers.
-    """
-    return []
-
-
-class _SourceLoader(importlib.machinery.SourceFileLoader):
-    """A source loader that compiles each version of a file once per process."""
-
-    def __init__(self, fullname: str, path: str, cache: _CompileOnce) -> None:
-        super().__init__(fullname, path)
-        self._cache = cache
-
-    def get_code(self, fullname: str) -> CodeType | None:
-        stat = os.stat(self.path)
-        # Keyed like Python's own bytecode cache: an edited file compiles again.
-        key = (self.path, stat.st_mtime_ns, stat.st_size)
-        code = self._cache.code.get(key)
-        if code is None:
-            code = super().get_code(fullname)
-            if code is not None:
-                self._cache.code[key] = code
-        return code
-
-
-class _CompileOnce(importlib.abc.MetaPathFinder):
-    """Serves the modules the sandbox re-imports for each workflow run from code compiled once.
-
-    The sandbox executes a workflow's module (and the packages above it) afresh for every run,
-    so a run starts from clean module state: a user's workflow module, the ``landed`` package
-    above landed's own, and landed's workflow module itself under the strict runner. Compiling
-    that source again each time is the costliest part of starting a run when Python has no
-    bytecode cache to read (an editable install, PYTHONDONTWRITEBYTECODE, a read-only tree).
-    Executing the same code object again is what Python does with a .pyc; each run still gets
-    fresh module state.
-    """
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-        self.code: dict[tuple[str, int, int], CodeType] = {}
-        # Where each module was found (file, package search path): finding it again walks the
-        # import path with a stat per entry, for an answer that doesn't change.
-        self._found: dict[tuple[str, tuple[str, ...] | None], tuple[str, list[str] | None]] = {}
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: Any = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in self.names:
-            return None
-        key = (fullname, tuple(path) if path is not None else None)
-        found = self._found.get(key)
-        if found is not None and os.path.isfile(found[0]):
-            origin, locations = found
-            return importlib.util.spec_from_file_location(
-                fullname,
-                origin,
-                loader=_SourceLoader(fullname, origin, self),
-                submodule_search_locations=None if locations is None else list(locations),
-            )
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec: importlib.machinery.ModuleSpec | None = finder.find_spec(fullname, path, target)
-            if spec is None:
-                continue
-            loader = spec.loader
-            if type(loader) is importlib.machinery.SourceFileLoader and spec.origin:
-                spec.loader = _SourceLoader(fullname, spec.origin, self)
-                locations = spec.submodule_search_locations
-                self._found[key] = (spec.origin, None if locations is None else list(locations))
-            return spec
-        return None
-
-
-_COMPILE_ONCE = _CompileOnce()
-_COMPILE_ONCE_LOCK = threading.Lock()
-
-
-def _compile_once(module: str) -> None:
-    """Serve ``module`` and its parent packages through the compile-once finder."""
-    parts = module.split(".")
-    with _COMPILE_ONCE_LOCK:
-        _COMPILE_ONCE.names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
-        if _COMPILE_ONCE not in sys.meta_path:
-            sys.meta_path.insert(0, _COMPILE_ONCE)
-
-
-@functools.lru_cache(maxsize=64)
-def _sandbox_code(source: str) -> CodeType:
-    return compile(source, "<string>", "exec", dont_inherit=True)
-
-
-if _Instance is not None and hasattr(_Instance, "_run_code"):
-
-    class _CompiledInstance(_Instance):
-        """The SDK's sandboxed instance, running its fixed snippets from code compiled once.
-
-        The sandbox enters itself by ``exec`` of a few fixed source strings: on every
-        activation, and for every payload of it when the SDK asks the workflow for its
-        serialization context (several passes per activation). ``exec`` of a string compiles
-        it again each time, which was the largest single cost in the runner's CPU profile;
-        executing the same code object is what the string would compile to, every time.
-        """
-
-        def _run_code(self, code: str, **extra_globals: Any) -> None:
-            super()._run_code(cast(str, _sandbox_code(code)), **extra_globals)
-
-        def get_serialization_context(self, command_info: Any) -> Any:
-            # Asked up to six times per payload of every activation. The answer is plain data
-            # read from the instance (namespace, workflow id, the pending command), built from
-            # temporalio's own classes, which the sandbox shares with the worker; entering the
-            # sandbox's import hooks for it costs more than the work and guards nothing.
-            inner: Any = self.globals_and_locals.get("__temporal_in_sandbox")
-            if inner is None or not _DIRECT_CONTEXT:
-                return super().get_serialization_context(command_info)
-            return inner.get_serialization_context(command_info)
-
-        def get_external_store_context(self, command_info: Any) -> Any:
-            inner: Any = self.globals_and_locals.get("__temporal_in_sandbox")
-            if inner is None or not _DIRECT_CONTEXT:
-                return super().get_external_store_context(command_info)
-            return inner.get_external_store_context(command_info)
-
-else:  # pragma: no cover - an SDK without it runs its own sandbox unchanged
-    _CompiledInstance = None  # type: ignore[assignment,misc]
-
-
-@dataclasses.dataclass(frozen=True)
-class _SandboxRunner(SandboxedWorkflowRunner):
-    """The SDK's sandbox; each workflow module it re-imports per run is compiled only once,
-    and so is each snippet the sandbox runs to enter itself."""
-
-    def prepare_workflow(self, defn: _Definition) -> None:
-        if defn.cls.__module__ != "__main__":
-            _compile_once(defn.cls.__module__)
-        super().prepare_workflow(defn)
-
-    def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
-        if _CompiledInstance is None:  # pragma: no cover
-            return super().create_instance(det)
-        return _CompiledInstance(det, self.runner_class, self.restrictions)
-
-
-@dataclasses.dataclass(frozen=True)
-class _StrictRunner(_SandboxRunner):
-    """The plugin's sandbox with landed's workflow module re-imported for every run."""
-
-
-def _with_passthrough(existing: WorkflowRunner | None) -> WorkflowRunner:
+def _shared_runner(existing: WorkflowRunner | None) -> WorkflowRunner:
+    """The worker's or replayer's runner with landed's passthrough modules added to its sandbox."""
     if isinstance(existing, _StrictRunner):
         return existing  # asked for by name (the runner's sandbox=strict): share nothing more
     runner = existing if existing is not None else SandboxedWorkflowRunner()
     if not isinstance(runner, SandboxedWorkflowRunner):
         return runner  # an unsandboxed runner shares every module already
-    modules = (*SANDBOX_PASSTHROUGH, *_core_modules())
-    restrictions = runner.restrictions.with_passthrough_modules(*modules)
-    if type(runner) is not SandboxedWorkflowRunner:
-        return dataclasses.replace(runner, restrictions=restrictions)  # a caller's own runner
-    sandbox = _SandboxRunner(restrictions=restrictions, runner_class=runner.runner_class)
-    sandbox.set_worker_level_failure_exception_types(runner._worker_level_failure_exception_types)
-    return sandbox
+    restrictions = runner.restrictions.with_passthrough_modules(*SANDBOX_PASSTHROUGH, *_CORE_ROOMS)
+    return dataclasses.replace(runner, restrictions=restrictions)
 
 
 def strict_workflow_runner() -> WorkflowRunner:
@@ -303,144 +118,20 @@ def strict_workflow_runner() -> WorkflowRunner:
     default, so its restricted standard library stops any nondeterministic call that code
     makes. Workers share that code unless their settings say sandbox=strict; the test suite's
     in-process runners and its replay of recorded histories run under this one."""
+    strict = (m for m in SANDBOX_PASSTHROUGH if m != _WORKFLOW_PACKAGE)
     restrictions = SandboxedWorkflowRunner().restrictions.with_passthrough_modules(
-        *_STRICT_PASSTHROUGH, *_core_modules()
+        *strict, *_CORE_ROOMS
     )
     return _StrictRunner(restrictions=restrictions)
 
 
 def landed_plugin() -> SimplePlugin:
-    """The plugin: pydantic data converter, sandbox passthroughs, tracing interceptors."""
+    """The plugin: the pydantic data converter, and landed's modules shared with the sandbox."""
     return SimplePlugin(
         PLUGIN_NAME,
         data_converter=pydantic_data_converter,
-        interceptors=tracing_interceptors(),
-        workflow_runner=_with_passthrough,
+        workflow_runner=_shared_runner,
     )
-
-
-def worker_identity(role: str) -> str:
-    """``role@host:pid``: who did what, as it appears in history and on receipts."""
-    return f"{role}@{socket.gethostname()}:{os.getpid()}"
-
-
-class ConnectionSettingsError(ValueError):
-    """Temporal's environment configuration (profile, TOML file, TLS files) cannot be used."""
-
-
-def connect_options(
-    *,
-    address: str | None = None,
-    namespace: str | None = None,
-    profile: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """Connection settings from Temporal's own environment configuration.
-
-    TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*, TEMPORAL_PROFILE and
-    the TOML file named by TEMPORAL_CONFIG_FILE apply exactly as for the ``temporal`` CLI, so the
-    same worker reaches a dev server, a cluster or Temporal Cloud unchanged. Explicit arguments
-    win over the environment.
-    """
-    try:
-        prof = ClientConfigProfile.load(profile=profile, override_env_vars=env)
-        opts: dict[str, Any] = dict(prof.to_client_connect_config())
-    except Exception as exc:
-        # The first line only: a TOML parse error goes on to quote the file, secrets and all.
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ConnectionSettingsError(
-            f"Temporal's connection settings cannot be loaded: {first}; check TEMPORAL_PROFILE, "
-            "TEMPORAL_CONFIG_FILE, TEMPORAL_TLS_* and TEMPORAL_API_KEY"
-        ) from None
-    _check_connection_material(opts)
-    opts.setdefault("target_host", "localhost:7233")
-    opts.setdefault("namespace", "default")
-    if address:
-        opts["target_host"] = address
-    if namespace:
-        opts["namespace"] = namespace
-    return opts
-
-
-# gRPC metadata: a name of these characters (sent lowercased); a text value of visible ASCII,
-# space and tab (a name ending in -bin carries binary and is encoded by the client).
-_HEADER_NAME = re.compile(r"[0-9A-Za-z_.-]+")
-_HEADER_TEXT = re.compile(r"[\t\x20-\x7e]*")
-
-
-def _check_connection_material(opts: Mapping[str, Any]) -> None:
-    """Refuse TLS files and headers the connection would fail on, before connecting.
-
-    The client reports them only as a failed connection, which reads like a server that is not
-    there; here the message names the setting. Values are never quoted: they may be secrets.
-    """
-    tls = opts.get("tls")
-    if isinstance(tls, TLSConfig):
-        checks = (
-            (tls.server_root_ca_cert, "server CA certificate", "SERVER_CA_CERT", _pem_certs),
-            (tls.client_cert, "client certificate", "CLIENT_CERT", _pem_certs),
-            (tls.client_private_key, "client private key", "CLIENT_KEY", _pem_key),
-        )
-        for data, what, setting, parse in checks:
-            if data is None:
-                continue
-            problem = parse(data)
-            if problem:
-                raise ConnectionSettingsError(
-                    f"the TLS {what} cannot be used: {problem}; point "
-                    f"TEMPORAL_TLS_{setting}_PATH (or _DATA, or the profile's tls section) at a "
-                    f"PEM file"
-                )
-        if (tls.client_cert is None) != (tls.client_private_key is None):
-            raise ConnectionSettingsError(
-                "the TLS client certificate and private key come as a pair, and only one is "
-                "set; set both TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH "
-                "(or their _DATA forms), or neither"
-            )
-    for name, value in dict(opts.get("rpc_metadata") or {}).items():
-        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
-            raise ConnectionSettingsError(
-                f"the gRPC header name {name!r} is not valid (letters, digits, '-', '_' and '.' "
-                "only); fix TEMPORAL_GRPC_META_* or the profile's grpc_meta"
-            )
-        if not name.endswith("-bin") and not (
-            isinstance(value, str) and _HEADER_TEXT.fullmatch(value)
-        ):
-            raise ConnectionSettingsError(
-                f"the gRPC header {name!r} has a value with a control or non-ASCII character; "
-                "fix TEMPORAL_GRPC_META_* or the profile's grpc_meta (the value is not shown)"
-            )
-    api_key = opts.get("api_key")
-    if api_key is not None and not (isinstance(api_key, str) and _HEADER_TEXT.fullmatch(api_key)):
-        raise ConnectionSettingsError(
-            "the Temporal API key has a control or non-ASCII character (a stray newline?); fix "
-            "TEMPORAL_API_KEY or the profile's api_key (the key is not shown)"
-        )
-
-
-def _pem_certs(data: bytes) -> str | None:
-    """None for PEM data holding at least one certificate, else what is wrong with it."""
-    from cryptography import x509
-
-    try:
-        x509.load_pem_x509_certificates(data)
-    except ValueError as exc:
-        return f"no PEM certificate could be read from it ({str(exc).splitlines()[0]})"
-    return None
-
-
-def _pem_key(data: bytes) -> str | None:
-    """None for an unencrypted PEM private key, else what is wrong with it."""
-    from cryptography.exceptions import UnsupportedAlgorithm
-    from cryptography.hazmat.primitives import serialization
-
-    try:
-        serialization.load_pem_private_key(data, password=None)
-    except TypeError:
-        return "it is encrypted, and the connection cannot ask for its password; decrypt it"
-    except (ValueError, UnsupportedAlgorithm):
-        return "it is not a PEM private key"
-    return None
 
 
 async def connect(

@@ -9,7 +9,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from landed.temporal.plugin import worker_identity
+from landed.temporal.connection import worker_identity
 
 __all__ = [
     "DEFAULT_ACTOR_QUEUE",

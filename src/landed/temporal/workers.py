@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -25,6 +24,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from landed.probes.sources import SourceRegistry, load_registry
 from landed.task.messages import Routing
 from landed.task.names import SEARCH_ATTRIBUTES
+from landed.temporal import registry as roles
 from landed.temporal.plugin import connect, strict_workflow_runner
 from landed.temporal.settings import ActorSettings, RoleSettings, RunnerSettings, VerifierSettings
 
@@ -131,12 +131,6 @@ async def ensure_search_attributes(client: Client) -> None:
         ) from exc
 
 
-def _load(module: str, name: str) -> Any:
-    # Activities and workflows live outside the core (installed as landed.activities and
-    # landed.workflows); the core reaches them only at run time, by name.
-    return getattr(importlib.import_module(module), name)
-
-
 def _read_pems(paths: list[Path]) -> list[str]:
     from landed.signing import TrustStore
 
@@ -148,6 +142,11 @@ def _read_pems(paths: list[Path]) -> list[str]:
     return pems
 
 
+# What build_worker returns: the role's Worker, the facts it prints when ready, and an async
+# cleanup (or None).
+Built = tuple[Worker, dict[str, Any], Callable[[], Awaitable[None]] | None]
+
+
 async def build_worker(
     settings: RoleSettings,
     client: Client,
@@ -155,7 +154,7 @@ async def build_worker(
     *,
     registry: SourceRegistry | None = None,
     interceptors: Sequence[Interceptor] = (),
-) -> tuple[Worker, dict[str, Any], Callable[[], Awaitable[None]] | None]:
+) -> Built:
     """The Worker for a role, the facts it prints when ready, and an async cleanup (or None).
 
     The verifier's sources come from its own settings (LANDED_SOURCES__*, landed.toml) unless
@@ -164,90 +163,109 @@ async def build_worker(
     """
     view = {**settings.public_view(), "identity": identity}
     if isinstance(settings, ActorSettings):
-        from landed.task.acts import collect_acts
-
-        ActActivities = _load("landed.activities.act", "ActActivities")
-        acts = collect_acts(settings.acts)
-        view["acts"] = sorted(acts)
-        threads = settings.act_threads or settings.max_concurrent_activities
-        act = ActActivities(acts, settings.credentials, identity, threads=threads)
-        worker = Worker(
-            client,
-            task_queue=settings.task_queue,
-            activities=[act.act],
-            identity=identity,
-            max_concurrent_activities=settings.max_concurrent_activities,
-            graceful_shutdown_timeout=timedelta(seconds=settings.graceful_shutdown_s),
-        )
-        return worker, view, None
+        return _actor_worker(settings, client, identity, view)
     check_settings(settings)
     if isinstance(settings, VerifierSettings):
-        from landed.signing import KeyPair
-
-        VerifyActivities = _load("landed.activities.verify", "VerifyActivities")
-
-        assert settings.signing_key is not None  # check_settings
-        _private_to_owner(settings.signing_key)
-        key = KeyPair.load(settings.signing_key)
-        if registry is None:
-            registry = load_registry(role="verifier", allow_unsourced=False)
-        from landed.signing import redact_key
-
-        # The key itself stays out of evidence whatever a probe prints (the registry already
-        # redacts every configured source credential).
-        redact_key(registry, key, settings.signing_key)
-        view["key_id"] = key.key_id
-        view["sources"] = sorted(registry.names())
-        verify = VerifyActivities(registry, identity, key)
-        worker = Worker(
-            client,
-            task_queue=settings.task_queue,
-            activities=[verify.verify],
-            identity=identity,
-            max_concurrent_activities=settings.max_concurrent_activities,
-        )
-        return worker, view, registry.aclose
+        return _verifier_worker(settings, client, identity, view, registry)
     if isinstance(settings, RunnerSettings):
-        from landed.ledger.factory import open_ledger
-
-        RunnerActivities = _load("landed.activities.runner", "RunnerActivities")
-        AgentTask = _load("landed.workflows.agent_task", "AgentTask")
-        ReceiptLookup = _load("landed.workflows.receipt_lookup", "ReceiptLookup")
-
-        pems = _read_pems(settings.trust)
-        await ensure_search_attributes(client)
-        ledger = await open_ledger(settings.ledger_url)
-        routing = Routing(
-            actor_task_queue=settings.actor_task_queue,
-            verifier_task_queue=settings.verifier_task_queue,
-            runner=identity,
-            trusted_keys=pems,
-            pre_read=settings.pre_read,
-            task_may_skip_pre_read=settings.task_may_skip_pre_read,
-        )
-        runner = RunnerActivities(ledger, routing)
-        view["ledger"] = ledger.url
-        # The SDK's default sandbox becomes the plugin's, which shares landed's workflow module
-        # across runs; the strict one re-imports it for every run.
-        sandbox = (
-            strict_workflow_runner() if settings.sandbox == "strict" else SandboxedWorkflowRunner()
-        )
-        worker = Worker(
-            client,
-            task_queue=settings.task_queue,
-            workflows=[AgentTask, ReceiptLookup],
-            activities=[runner.plan, runner.claim, runner.settle, runner.lookup],
-            identity=identity,
-            max_cached_workflows=settings.max_cached_workflows,
-            max_concurrent_local_activities=settings.max_concurrent_activities,
-            # plan, claim, settle and lookup only ever run as local activities: no poller asks
-            # the server for remote activity tasks on the runner's queue, none could be routed here.
-            no_remote_activities=True,
-            workflow_runner=sandbox,
-            interceptors=list(interceptors),
-        )
-        return worker, view, ledger.close
+        return await _runner_worker(settings, client, identity, view, interceptors)
     raise RoleError(f"unknown role settings {type(settings).__name__}")
+
+
+def _actor_worker(
+    settings: ActorSettings, client: Client, identity: str, view: dict[str, Any]
+) -> Built:
+    acts = roles.actor_acts(settings.acts)
+    view["acts"] = sorted(acts)
+    threads = settings.act_threads or settings.max_concurrent_activities
+    work = roles.actor(acts, settings.credentials, identity, threads=threads)
+    worker = Worker(
+        client,
+        task_queue=settings.task_queue,
+        activities=work.activities,
+        identity=identity,
+        max_concurrent_activities=settings.max_concurrent_activities,
+        graceful_shutdown_timeout=timedelta(seconds=settings.graceful_shutdown_s),
+    )
+    return worker, view, None
+
+
+def _verifier_worker(
+    settings: VerifierSettings,
+    client: Client,
+    identity: str,
+    view: dict[str, Any],
+    registry: SourceRegistry | None,
+) -> Built:
+    from landed.signing import KeyPair, redact_key
+
+    assert settings.signing_key is not None  # check_settings
+    _private_to_owner(settings.signing_key)
+    key = KeyPair.load(settings.signing_key)
+    if registry is None:
+        registry = load_registry(role="verifier", allow_unsourced=False)
+    # The key itself stays out of evidence whatever a probe prints (the registry already
+    # redacts every configured source credential).
+    redact_key(registry, key, settings.signing_key)
+    view["key_id"] = key.key_id
+    view["sources"] = sorted(registry.names())
+    work = roles.verifier(registry, identity, key)
+    worker = Worker(
+        client,
+        task_queue=settings.task_queue,
+        activities=work.activities,
+        identity=identity,
+        max_concurrent_activities=settings.max_concurrent_activities,
+    )
+    return worker, view, registry.aclose
+
+
+async def _runner_worker(
+    settings: RunnerSettings,
+    client: Client,
+    identity: str,
+    view: dict[str, Any],
+    interceptors: Sequence[Interceptor],
+) -> Built:
+    from landed.ledger.factory import open_ledger
+
+    routing = _routing(settings, identity, _read_pems(settings.trust))
+    await ensure_search_attributes(client)
+    ledger = await open_ledger(settings.ledger_url)
+    work = roles.runner(ledger, routing)
+    view["ledger"] = ledger.url
+    # The SDK's default sandbox becomes the plugin's, which shares landed's workflow module
+    # across runs; the strict one re-imports it for every run.
+    sandbox = (
+        strict_workflow_runner() if settings.sandbox == "strict" else SandboxedWorkflowRunner()
+    )
+    worker = Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=work.workflows,
+        activities=work.activities,
+        identity=identity,
+        max_cached_workflows=settings.max_cached_workflows,
+        max_concurrent_local_activities=settings.max_concurrent_activities,
+        # plan, claim, settle and lookup only ever run as local activities: no poller asks
+        # the server for remote activity tasks on the runner's queue, none could be routed here.
+        no_remote_activities=True,
+        workflow_runner=sandbox,
+        interceptors=list(interceptors),
+    )
+    return worker, view, ledger.close
+
+
+def _routing(settings: RunnerSettings, identity: str, pems: list[str]) -> Routing:
+    """Where the runner's workflows send each step, and the verifier keys they trust."""
+    return Routing(
+        actor_task_queue=settings.actor_task_queue,
+        verifier_task_queue=settings.verifier_task_queue,
+        runner=identity,
+        trusted_keys=pems,
+        pre_read=settings.pre_read,
+        task_may_skip_pre_read=settings.task_may_skip_pre_read,
+    )
 
 
 def check_settings(settings: RoleSettings) -> None:

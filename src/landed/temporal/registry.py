@@ -1,0 +1,74 @@
+"""What each worker role runs: its workflows and activities, listed once as plain imports.
+
+Each role imports only its own code when its worker is built: the actor never loads the
+verifier's probes or the runner's workflows, and ``import landed.temporal.workers`` (the CLI,
+the dev stack) loads none of them until a role is chosen.
+
+mypy reads src/landed only: workflows/ and activities/ become landed.workflows and
+landed.activities through the install's package mapping, which it cannot follow, hence the
+ignores on their imports (the test suite runs them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from landed.task.acts import collect_acts
+
+if TYPE_CHECKING:
+    from landed.ledger.base import Ledger
+    from landed.probes.sources import SourceRegistry
+    from landed.signing import KeyPair
+    from landed.task.acts import ActFn
+    from landed.task.messages import Routing
+
+__all__ = ["RoleWork", "actor", "actor_acts", "runner", "verifier"]
+
+
+@dataclass(frozen=True)
+class RoleWork:
+    """The workflows and activities one role's worker registers."""
+
+    workflows: Sequence[type] = ()
+    activities: Sequence[Callable[..., Any]] = ()
+
+
+def actor_acts(modules: Iterable[str]) -> dict[str, ActFn]:
+    """landed's built-in acts and those of the user's act modules (LANDED_ACTOR_ACTS)."""
+    from landed.activities import builtin_acts  # type: ignore[import-not-found]
+
+    return collect_acts([builtin_acts, *modules])
+
+
+def actor(
+    acts: Mapping[str, ActFn], credentials: Mapping[str, str], identity: str, *, threads: int
+) -> RoleWork:
+    """The actor runs the act step: the one activity that changes the world; its sync acts on
+    ``threads`` threads of its own."""
+    from landed.activities.act import ActActivities  # type: ignore[import-not-found]
+
+    act = ActActivities(acts, credentials, identity, threads=threads)
+    return RoleWork(activities=[act.act])
+
+
+def verifier(registry: SourceRegistry, identity: str, key: KeyPair) -> RoleWork:
+    """The verifier reads the world back through its own sources and signs what it read."""
+    from landed.activities.verify import VerifyActivities  # type: ignore[import-not-found]
+
+    verify = VerifyActivities(registry, identity, key)
+    return RoleWork(activities=[verify.verify])
+
+
+def runner(ledger: Ledger, routing: Routing) -> RoleWork:
+    """The runner runs the workflows, and plans, claims, settles and looks up in its ledger."""
+    from landed.activities.runner import RunnerActivities  # type: ignore[import-not-found]
+    from landed.workflows.agent_task import AgentTask  # type: ignore[import-not-found]
+    from landed.workflows.receipt_lookup import ReceiptLookup  # type: ignore[import-not-found]
+
+    steps = RunnerActivities(ledger, routing)
+    return RoleWork(
+        workflows=[AgentTask, ReceiptLookup],
+        activities=[steps.plan, steps.claim, steps.settle, steps.lookup],
+    )
