@@ -73,7 +73,8 @@ def test_each_role_loads_only_its_own_workflows_and_activities() -> None:
     # The actor: its act activity and the built-in acts, not the verifier's probes or the
     # runner's workflows.
     actor = _loaded_after(
-        "from landed.temporal import registry; registry.actor(registry.actor_acts([]), {}, 'a', threads=4)"
+        "from landed.temporal import registry; "
+        "registry.actor(registry.actor_acts([]), {}, 'a', threads=4)"
     )
     assert actor == [
         "landed.activities._heartbeat",
