@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._chaos_faults import Fault, inject, schedule
+from bench.temporal_throughput import mark_spec
 
 N = int(os.environ.get("LANDED_BENCH_CHAOS_TASKS", "1000"))
 CONCURRENCY = int(os.environ.get("LANDED_BENCH_CHAOS_CONCURRENCY", "100"))
@@ -59,29 +60,15 @@ class Tally:
 
 
 def _spec(task_id: str, rng: random.Random) -> dict[str, Any]:
-    return {
-        "task_id": task_id,
-        "owner": "bench",
-        "outcome": "one mark row for this task in the marks table",
-        "target": "bench-db: marks",
-        "act": {
-            "name": "bench.chaos_mark",
-            "input": {"before_s": round(rng.uniform(0, 0.4), 3), "after_s": 0.1},
-        },
-        "proof_plan": [
-            {
-                "action": "mark the task",
-                "probe": {
-                    "kind": "record",
-                    "source": "bench-db",
-                    "query": "select count(*) from marks where task = ?",
-                    "params": [task_id],
-                },
-                "expect": {"type": "count", "value": 1},
-            }
-        ],
-        "timeouts": {"act_heartbeat": 5, "verify_heartbeat": 5},
+    """The throughput bench's task (one mark row, read back), with an act that pauses before
+    and after its write so that a kill lands in either."""
+    spec = mark_spec(task_id, True)
+    spec["act"] = {
+        "name": "bench.chaos_mark",
+        "input": {"before_s": round(rng.uniform(0, 0.4), 3), "after_s": 0.1},
     }
+    spec["timeouts"] = {"act_heartbeat": 5, "verify_heartbeat": 5}
+    return spec
 
 
 def _stack(home: Path, ledger_url: str | None) -> Any:

@@ -45,7 +45,7 @@ BASELINE_QUEUE = "bench-act-only"
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _spec(task_id: str, pre_read: bool) -> dict[str, Any]:
+def mark_spec(task_id: str, pre_read: bool) -> dict[str, Any]:
     return {
         "task_id": task_id,
         "owner": "bench",
@@ -224,7 +224,7 @@ async def _run() -> bool:
         def plain(workflow: str) -> Callable[[str], Callable[[int], Awaitable[bool]]]:
             def make(prefix: str) -> Callable[[int], Awaitable[bool]]:
                 async def one(i: int) -> bool:
-                    spec = TaskSpec.model_validate(_spec(f"{prefix}-{tag}-{i}", False))
+                    spec = TaskSpec.model_validate(mark_spec(f"{prefix}-{tag}-{i}", False))
                     result = await temporal.execute_workflow(
                         workflow,
                         spec,
@@ -245,7 +245,7 @@ async def _run() -> bool:
 
         def agent_task(prefix: str, pre_read: bool) -> Callable[[int], Awaitable[bool]]:
             async def one(i: int) -> bool:
-                receipt: Receipt = await client.run(_spec(f"{prefix}-{tag}-{i}", pre_read))
+                receipt: Receipt = await client.run(mark_spec(f"{prefix}-{tag}-{i}", pre_read))
                 return receipt.verdict == "verified"
 
             return one
