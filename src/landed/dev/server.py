@@ -146,8 +146,12 @@ def _wait_healthy(address: str, deadline: float, proc: subprocess.Popen[bytes]) 
 def temporal_cli_env() -> dict[str, str]:
     """This process's environment without the user's Temporal settings, for the embedded
     server and its health check: an API key, TLS or a profile meant for the user's own cluster
-    would make the check speak TLS to a local server that does not."""
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("TEMPORAL_")}
+    would make the check speak TLS to a local server that does not. landed's own settings stay
+    out too: the server needs none of them, and they hold the verifier's source credentials,
+    the actor's and the ledger's (a process's environment is readable in /proc by its user)."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.upper().startswith(("TEMPORAL_", "LANDED_"))
+    }
     env.update(NO_PROFILE_FILE)
     return env
 
