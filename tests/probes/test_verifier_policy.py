@@ -281,7 +281,7 @@ async def test_http_without_a_source_and_absolute_urls_off_base_are_refused(
     unsourced, off_base = out.readings
     assert unsourced.refused and "allow_absolute_urls" in unsourced.observation.message
     # Named a source, but the URL leaves its base: the reader refuses it (nothing fetched).
-    assert off_base.observation.outcome is Outcome.PROBE_ERROR
+    assert off_base.refused and off_base.observation.outcome is Outcome.PROBE_ERROR
     assert "allow_absolute_urls" in off_base.observation.message
 
 
@@ -536,3 +536,30 @@ async def test_a_failing_command_step_keeps_the_task_from_p3_and_bad_probes_are_
     graded = grade(receipt, signature_ok=TrustStore([key.public_key]).signature_ok)
     assert graded.proof_level.name == "P2" and not graded.meets_bar, graded.findings
     assert any("did not read back as a pass" in f.message for f in graded.findings)
+
+
+@pytest.mark.parametrize(
+    ("probe", "why"),
+    [
+        ({"kind": "http", "source": "site", "url": "https://elsewhere.example/x"}, "absolute"),
+        ({"kind": "http", "source": "site", "url": "/base/../admin"}, "climbs out"),
+        (
+            {"kind": "provider_object", "source": "site", "path": "/../x/{id}", "object_id": "1"},
+            "climbs out",
+        ),
+    ],
+)
+async def test_a_probe_the_sources_url_policy_refuses_is_refused_not_read(
+    verifier: tuple[VerifyActivities, SourceRegistry], probe: dict[str, Any], why: str
+) -> None:
+    """The URL policy's answer is the same on every read: the verifier refuses the probe before
+    reading it (a refusal is never read again), instead of returning a probe-error that the
+    workflow would read three times per phase."""
+    activities, registry = verifier
+    contract = {"probe": probe, "expect": {"type": "count", "value": 1}}
+    assert (reason := refusal(Contract.model_validate({"action": "a", **contract}).probe, registry))
+    assert reason.startswith("refused:") and why in reason
+    out = await _read(activities, contract)
+    (reading,) = out.readings
+    assert reading.refused and reading.observation.outcome == "probe-error"
+    assert why in reading.observation.message

@@ -17,7 +17,7 @@ from landed.probes.reading import Capture, Limits, ProbeError
 from landed.probes.settings import SourceConfig
 from landed.probes.sources import SourceRegistry
 
-__all__ = ["Fetched", "fetch"]
+__all__ = ["Fetched", "fetch", "target_url"]
 
 _MAX_REDIRECTS = 5
 
@@ -40,8 +40,9 @@ def _is_absolute(url: str) -> bool:
     return bool(parts.scheme and parts.netloc)
 
 
-def _target(name: str | None, cfg: SourceConfig | None, url: str) -> str:
-    """The absolute URL to GET, refusing what the source does not allow."""
+def target_url(name: str | None, cfg: SourceConfig | None, url: str) -> str:
+    """The absolute URL to GET, refusing what the source does not allow (ProbeError): the
+    source's URL policy, checked by the verifier before a read and by every read."""
     try:
         return _target_of(name, cfg, url)
     except ValueError as exc:  # urlsplit: a port out of range, a broken IPv6 literal
@@ -99,7 +100,7 @@ async def fetch(
 ) -> Fetched:
     """GET ``url`` (relative to the source's base), reading at most ``limits.read_limit`` bytes
     and waiting at most ``limits.timeout_s`` for all of it."""
-    target = _target(name, cfg, url)
+    target = target_url(name, cfg, url)
     try:
         async with asyncio.timeout(limits.timeout_s):
             return await _fetch(registry, name, cfg, target, limits)
@@ -267,7 +268,7 @@ def _redirect_target(name: str | None, cfg: SourceConfig | None, at: str, to: st
     """Where a redirect leads, if the source allows a probe to read there: a reading of
     another host's (or another path's) page is not a reading of this source."""
     try:
-        return _target(name, cfg, to)
+        return target_url(name, cfg, to)
     except ProbeError as exc:
         if cfg is not None and cfg.allow_absolute_urls:
             # Already allowed anywhere: the reason is the URL itself (an ftp: one, say).

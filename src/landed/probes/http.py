@@ -29,6 +29,7 @@ __all__ = [
     "read_object",
     "read_outbound",
     "read_payment",
+    "request_path",
 ]
 
 
@@ -84,6 +85,24 @@ async def _read_json_object(
 
 def _path(template: str, ident: str) -> str:
     return template.replace("{id}", quote(ident, safe=""))
+
+
+def request_path(probe: Any) -> str | None:
+    """The URL or path an HTTP-family probe GETs first, as its reader builds it (None for any
+    other kind): what the source's URL policy is checked against before anything is read."""
+    if isinstance(probe, HttpProbe):
+        return probe.url
+    if isinstance(probe, DeploymentProbe):
+        return probe.path
+    if isinstance(probe, ProviderObjectProbe):
+        return _path(probe.path, probe.object_id)
+    if isinstance(probe, PaymentProbe):
+        return _path(probe.path, probe.payment_id)
+    if isinstance(probe, SentLogProbe | CallLogProbe):
+        return _path(
+            probe.path, probe.message_id if isinstance(probe, SentLogProbe) else probe.call_id
+        )
+    return None
 
 
 async def read_object(

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from landed.probes.contract import CommandProbe
+from landed.probes.fetch import target_url
+from landed.probes.http import request_path
 from landed.probes.local import open_below
 from landed.probes.reading import ProbeError
 from landed.probes.settings import command_words, config_key
@@ -45,6 +47,14 @@ def refusal(probe: Any, registry: SourceRegistry) -> str | None:
         cfg = registry.get(name)
     except ProbeError as exc:
         return f"refused: {exc}"
+    if (path := request_path(probe)) is not None:
+        # The source's URL policy (absolute URLs, a path climbing out of its base, a scheme
+        # other than http): the answer is the same on every read, so it is a refusal, checked
+        # here before anything is read, never a probe-error read again.
+        try:
+            target_url(name, cfg, path)
+        except ProbeError as exc:
+            return f"refused: {exc}"
     if isinstance(probe, CommandProbe):
         if cfg.kind != "command":
             return (
