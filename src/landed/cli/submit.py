@@ -62,10 +62,12 @@ def submit(
     task under the same id is refused.
 
     Exit codes: 0 started (or, with --wait, settled as verified/reconciled); 1 settled but not
-    done, the workflow failed, Temporal refused the request or is unreachable; 3 invalid task
-    spec (each bad field is named with the reason; binary or too deeply nested input too), or
-    its task id already belongs to another task; 130 interrupted (Ctrl-C): a task already started
-    runs on, and submitting the same file again attaches to it.
+    done (a read-back found something other than the claim), the workflow failed, Temporal
+    refused the request or is unreachable; 3 settled but not done because nothing could be
+    observed (every read-back that did not pass is a probe-error), an invalid task spec (each
+    bad field is named with the reason; binary or too deeply nested input too), or its task id
+    already belongs to another task; 130 interrupted (Ctrl-C): a task already started runs on,
+    and submitting the same file again attaches to it.
     """
     data = _checked_task(task_file, as_json)
     out = _submitted(data, wait, address, namespace, task_queue, as_json)
@@ -75,7 +77,22 @@ def submit(
     else:
         _print_result(out, receipt)
     if receipt is not None and receipt.get("verdict") not in ("verified", "reconciled"):
-        raise typer.Exit(1)
+        raise typer.Exit(_not_done_code(receipt))
+
+
+def _not_done_code(receipt: dict[str, Any]) -> int:
+    """3 when nothing could be observed (every read-back that did not pass is a probe-error,
+    as ``landed verify`` says 3 for a probe that observed nothing), else 1: something was read
+    and it is not the claim."""
+    from landed.receipts.ladder import READ_BACK_KINDS
+
+    proofs = receipt.get("proof") or []
+    failed = [
+        p.get("result")
+        for p in proofs
+        if isinstance(p, dict) and p.get("kind") in READ_BACK_KINDS and p.get("result") != "pass"
+    ]
+    return 3 if failed and all(result == "probe-error" for result in failed) else 1
 
 
 def _checked_task(task_file: Path, as_json: bool) -> bytes:

@@ -1,0 +1,62 @@
+"""``landed submit --wait`` says why a task is not done: 1 when a read-back found something
+other than the claim, 3 when nothing could be observed (as ``landed verify`` does)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.roles import run_roles
+from helpers.sor import make_rows_db, rows_task
+
+pytestmark = pytest.mark.slow
+
+
+async def _submit_wait(
+    task: dict[str, Any], address: str, queue: str, tmp: Path
+) -> tuple[int, Any]:
+    path = tmp / f"{task['task_id']}.json"
+    path.write_text(json.dumps(task))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "landed", "submit", str(path), "--wait", "--json",
+        "--address", address, "--task-queue", queue,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode is not None, err
+    return proc.returncode, json.loads(out)
+
+
+async def test_a_read_back_that_disagrees_exits_1(temporal_dev: str, tmp_path: Path) -> None:
+    db = make_rows_db(tmp_path / "rows.db")
+    async with run_roles(
+        temporal_dev,
+        tmp_path,
+        credentials={"rows-db": f"sqlite:///{db}"},
+        sources={"rows-db": {"url": f"sqlite:///{db}"}},
+    ) as roles:
+        task = rows_task("half", db, expect=4, batch="h", write=2)  # claims 4, writes 2
+        code, out = await _submit_wait(task, temporal_dev, roles.queues["runner"], tmp_path)
+    assert code == 1, out
+    assert out["receipt"]["verdict"] not in ("verified", "reconciled")
+
+
+async def test_nothing_observed_exits_3(temporal_dev: str, tmp_path: Path) -> None:
+    db = make_rows_db(tmp_path / "rows.db")
+    async with run_roles(
+        temporal_dev,
+        tmp_path,
+        credentials={"rows-db": f"sqlite:///{db}"},
+        runner={"verifier_task_queue": f"nobody-{uuid.uuid4().hex[:8]}"},
+    ) as roles:
+        task = {**rows_task("unread", db, expect=1, batch="u", write=1), "time_cap": 2}
+        task["timeouts"] = {"verify": 1}
+        code, out = await _submit_wait(task, temporal_dev, roles.queues["runner"], tmp_path)
+    assert code == 3, out
+    results = [p.get("result") for p in out["receipt"]["proof"] if p.get("kind") == "record"]
+    assert results and set(results) == {"probe-error"}
