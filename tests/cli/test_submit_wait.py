@@ -40,7 +40,9 @@ async def test_a_read_back_that_disagrees_exits_1(temporal_dev: str, tmp_path: P
         credentials={"rows-db": f"sqlite:///{db}"},
         sources={"rows-db": {"url": f"sqlite:///{db}"}},
     ) as roles:
-        task = rows_task("half", db, expect=4, batch="h", write=2)  # claims 4, writes 2
+        task = rows_task(
+            f"half-{uuid.uuid4().hex[:8]}", db, expect=4, batch="h", write=2
+        )  # claims 4, writes 2
         code, out = await _submit_wait(task, temporal_dev, roles.queues["runner"], tmp_path)
     assert code == 1, out
     assert out["receipt"]["verdict"] not in ("verified", "reconciled")
@@ -54,7 +56,10 @@ async def test_nothing_observed_exits_3(temporal_dev: str, tmp_path: Path) -> No
         credentials={"rows-db": f"sqlite:///{db}"},
         runner={"verifier_task_queue": f"nobody-{uuid.uuid4().hex[:8]}"},
     ) as roles:
-        task = {**rows_task("unread", db, expect=1, batch="u", write=1), "time_cap": 2}
+        task = {
+            **rows_task(f"unread-{uuid.uuid4().hex[:8]}", db, expect=1, batch="u", write=1),
+            "time_cap": 2,
+        }
         task["timeouts"] = {"verify": 1}
         code, out = await _submit_wait(task, temporal_dev, roles.queues["runner"], tmp_path)
     assert code == 3, out

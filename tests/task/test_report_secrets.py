@@ -4,6 +4,7 @@ token in them is redacted before the receipt is assembled, one test per secret s
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from pathlib import Path
 
 import pytest
@@ -82,7 +83,9 @@ async def test_a_task_whose_act_prints_a_private_key_settles_without_it(
     temporal_dev: str, tmp_path: Path
 ) -> None:
     db = make_rows_db(tmp_path / "rows.db")
-    task = rows_task("t-secret-e2e", db, expect=1, batch="b", write=1, report=PEM)
+    task = rows_task(
+        f"t-secret-e2e-{uuid.uuid4().hex[:8]}", db, expect=1, batch="b", write=1, report=PEM
+    )
     async with run_roles(
         temporal_dev,
         tmp_path,

@@ -4,6 +4,7 @@ on long polls turns some of them away, and each waits on instead of failing."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from pathlib import Path
 
 from helpers.roles import run_roles
@@ -21,7 +22,14 @@ async def test_two_thousand_waiters_in_one_process_all_get_the_receipt(
 ) -> None:
     db = make_rows_db(tmp_path / "rows.db")
     gate = tmp_path / "go"
-    task = rows_task("waited-on", db, expect=1, batch="w", write=1, wait_for_file=str(gate))
+    task = rows_task(
+        f"waited-on-{uuid.uuid4().hex[:8]}",
+        db,
+        expect=1,
+        batch="w",
+        write=1,
+        wait_for_file=str(gate),
+    )
     task["timeouts"] = {"act_heartbeat": 5}
     async with run_roles(
         temporal_dev,
