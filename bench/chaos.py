@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._chaos_faults import Fault, inject, schedule
-from bench.temporal_throughput import mark_spec
+from bench.temporal_throughput import mark_spec, mark_stack
 
 N = int(os.environ.get("LANDED_BENCH_CHAOS_TASKS", "1000"))
 CONCURRENCY = int(os.environ.get("LANDED_BENCH_CHAOS_CONCURRENCY", "100"))
@@ -72,27 +72,7 @@ def _spec(task_id: str, rng: random.Random) -> dict[str, Any]:
 
 
 def _stack(home: Path, ledger_url: str | None) -> Any:
-    from landed.dev.stack import DevStack
-
-    db = home / "bench.db"
-    with sqlite3.connect(db) as conn:
-        conn.execute("pragma journal_mode=wal")
-        conn.execute("create table if not exists marks (task text)")
-    dsn = f"sqlite:///{db}"
-    runner = {"LANDED_RUNNER_LEDGER_URL": ledger_url} if ledger_url else {}
-    return DevStack(
-        home=home / ".landed",
-        headless=True,
-        cwd=REPO,
-        env={
-            "actor": {
-                "LANDED_ACTOR_ACTS": "bench._bench_acts",
-                "LANDED_ACTOR_CREDENTIALS": json.dumps({"bench-db": dsn}),
-            },
-            "verifier": {"LANDED_SOURCES__BENCH_DB__URL": dsn},
-            "runner": runner,
-        },
-    )
+    return mark_stack(home, {"LANDED_RUNNER_LEDGER_URL": ledger_url} if ledger_url else {})
 
 
 async def _run_tasks(stack: Any, ids: list[str], rng: random.Random) -> dict[str, str]:

@@ -68,6 +68,31 @@ def mark_spec(task_id: str, pre_read: bool) -> dict[str, Any]:
     }
 
 
+def mark_stack(home: Path, runner_env: dict[str, str]) -> Any:
+    """``landed dev`` under ``home`` with the marks table: the actor writes it (bench.mark,
+    bench.chaos_mark), the verifier reads it back as source bench-db."""
+    from landed.dev.stack import DevStack
+
+    db = home / "bench.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("pragma journal_mode=wal")
+        conn.execute("create table if not exists marks (task text)")
+    dsn = f"sqlite:///{db}"
+    return DevStack(
+        home=home / ".landed",
+        headless=True,
+        cwd=REPO,
+        env={
+            "actor": {
+                "LANDED_ACTOR_ACTS": "bench._bench_acts",
+                "LANDED_ACTOR_CREDENTIALS": json.dumps({"bench-db": dsn}),
+            },
+            "verifier": {"LANDED_SOURCES__BENCH_DB__URL": dsn},
+            "runner": runner_env,
+        },
+    )
+
+
 async def _sustain(
     one: Callable[[int], Awaitable[bool]], pids: dict[str, int]
 ) -> tuple[int, int, int, dict[str, float]]:
@@ -177,31 +202,13 @@ def _serve_baseline() -> int:
 
 
 async def _run() -> bool:
-    from landed.dev.stack import DevStack
     from landed.receipts.model import Receipt
     from landed.task.spec import TaskSpec
     from landed.temporal.settings import DEFAULT_ACTOR_QUEUE, DEFAULT_VERIFIER_QUEUE
 
     home = Path(tempfile.mkdtemp(prefix="landed-bench-"))
-    db = home / "bench.db"
-    with sqlite3.connect(db) as conn:
-        conn.execute("pragma journal_mode=wal")
-        conn.execute("create table marks (task text)")
-    dsn = f"sqlite:///{db}"
-    stack = DevStack(
-        home=home / ".landed",
-        headless=True,
-        cwd=REPO,
-        env={
-            "actor": {
-                "LANDED_ACTOR_ACTS": "bench._bench_acts",
-                "LANDED_ACTOR_CREDENTIALS": json.dumps({"bench-db": dsn}),
-            },
-            "verifier": {"LANDED_SOURCES__BENCH_DB__URL": dsn},
-            # The lean flow skips the pre-read; only the runner's operator can allow that.
-            "runner": {"LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ": "true"},
-        },
-    )
+    # The lean flow skips the pre-read; only the runner's operator can allow that.
+    stack = mark_stack(home, {"LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ": "true"})
     await stack.start()
     assert stack.server is not None
     env = {**os.environ, "TEMPORAL_ADDRESS": stack.server.address, "PYTHONUNBUFFERED": "1"}
