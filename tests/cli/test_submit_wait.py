@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.roles import run_roles
+from helpers.roles import rows_roles
 from helpers.sor import make_rows_db, rows_task
 
 pytestmark = pytest.mark.slow
@@ -34,12 +34,7 @@ async def _submit_wait(
 
 async def test_a_read_back_that_disagrees_exits_1(temporal_dev: str, tmp_path: Path) -> None:
     db = make_rows_db(tmp_path / "rows.db")
-    async with run_roles(
-        temporal_dev,
-        tmp_path,
-        credentials={"rows-db": f"sqlite:///{db}"},
-        sources={"rows-db": {"url": f"sqlite:///{db}"}},
-    ) as roles:
+    async with rows_roles(temporal_dev, tmp_path, db) as roles:
         task = rows_task(
             f"half-{uuid.uuid4().hex[:8]}", db, expect=4, batch="h", write=2
         )  # claims 4, writes 2
@@ -50,12 +45,7 @@ async def test_a_read_back_that_disagrees_exits_1(temporal_dev: str, tmp_path: P
 
 async def test_nothing_observed_exits_3(temporal_dev: str, tmp_path: Path) -> None:
     db = make_rows_db(tmp_path / "rows.db")
-    async with run_roles(
-        temporal_dev,
-        tmp_path,
-        credentials={"rows-db": f"sqlite:///{db}"},
-        runner={"verifier_task_queue": f"nobody-{uuid.uuid4().hex[:8]}"},
-    ) as roles:
+    async with rows_roles(temporal_dev, tmp_path, db, verifier=False) as roles:
         task = {
             **rows_task(f"unread-{uuid.uuid4().hex[:8]}", db, expect=1, batch="u", write=1),
             "time_cap": 2,

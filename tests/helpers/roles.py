@@ -22,7 +22,7 @@ from landed.temporal.plugin import connect
 from landed.temporal.settings import ActorSettings, RunnerSettings, VerifierSettings
 from landed.temporal.workers import build_worker
 
-__all__ = ["Roles", "run_roles"]
+__all__ = ["Roles", "rows_roles", "run_roles"]
 
 
 @dataclass
@@ -113,3 +113,20 @@ async def run_roles(
             queues=queues,
             identities=identities,
         )
+
+
+def rows_roles(
+    address: str, tmp_path: Path, db: Path, *, verifier: bool = True, **runner: Any
+) -> Any:
+    """The roles over the rows database of helpers.sor: the actor's credential and the
+    verifier's source both name it rows-db. ``verifier=False``: the runner reads from a queue
+    no verifier polls (reads wait until the time cap)."""
+    if not verifier:
+        runner["verifier_task_queue"] = f"nobody-{uuid.uuid4().hex[:8]}"
+    return run_roles(
+        address,
+        tmp_path,
+        credentials={"rows-db": f"sqlite:///{db}"},
+        sources={"rows-db": {"url": f"sqlite:///{db}"}} if verifier else None,
+        runner=runner or None,
+    )

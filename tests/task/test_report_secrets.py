@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from helpers.roles import run_roles
+from helpers.roles import rows_roles
 from helpers.sor import make_rows_db, rows_task
 
 from landed.ledger.base import canonical_json
@@ -86,12 +86,7 @@ async def test_a_task_whose_act_prints_a_private_key_settles_without_it(
     task = rows_task(
         f"t-secret-e2e-{uuid.uuid4().hex[:8]}", db, expect=1, batch="b", write=1, report=PEM
     )
-    async with run_roles(
-        temporal_dev,
-        tmp_path,
-        credentials={"rows-db": f"sqlite:///{db}"},
-        sources={"rows-db": {"url": f"sqlite:///{db}"}},
-    ) as roles:
+    async with rows_roles(temporal_dev, tmp_path, db) as roles:
         receipt = await roles.client.run(task)
         ledger_file = Path(roles.ledger_url.removeprefix("sqlite:///"))
     assert receipt.verdict == "verified" and "PRIVATE KEY" not in receipt.report

@@ -7,7 +7,7 @@ import asyncio
 import uuid
 from pathlib import Path
 
-from helpers.roles import run_roles
+from helpers.roles import rows_roles
 from helpers.sor import make_rows_db, rows_task
 from helpers.wait import until
 
@@ -31,12 +31,7 @@ async def test_two_thousand_waiters_in_one_process_all_get_the_receipt(
         wait_for_file=str(gate),
     )
     task["timeouts"] = {"act_heartbeat": 5}
-    async with run_roles(
-        temporal_dev,
-        tmp_path,
-        credentials={"rows-db": f"sqlite:///{db}"},
-        sources={"rows-db": {"url": f"sqlite:///{db}"}},
-    ) as roles:
+    async with rows_roles(temporal_dev, tmp_path, db) as roles:
         handle = await roles.client.start(task)
         waiters = [asyncio.ensure_future(handle.result()) for _ in range(WAITERS)]
         await asyncio.sleep(PAST_THE_SDK_RETRIES_S)
