@@ -9,7 +9,7 @@ LAYERS := build/import-graph
 
 .PHONY: demo test test-fast lint layers typecheck pytest bench install clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py src/landed/util/_dupscan.c
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)

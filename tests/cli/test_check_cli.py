@@ -25,6 +25,7 @@ from landed.cli.check_sinks import _task_bytes, _task_json
 from landed.receipts.check import Record
 from landed.receipts.grading import RawGrade
 from landed.receipts.ladder import ProofLevel, Status
+from landed.signing import KeyPair
 
 LANDED = [sys.executable, "-m", "landed"]
 TASK_KEYS = {"task_id", "claimed_status", "proof_level", "meets_bar", "findings"}
@@ -190,6 +191,30 @@ def test_json_keys_are_the_stable_contract(tmp_path: Path) -> None:
     assert data["tasks"][1]["proof_level"] == "P1" and data["tasks"][1]["meets_bar"] is False
     assert {"line", "reason"} <= set(data["invalid"][0])
     assert set(data["scorecard"]) >= CARD_KEYS
+
+
+def _fronted(record: dict[str, Any]) -> bytes:
+    """``record`` with a failed claim put in front of its own keys (one JSON reader sees the
+    first copy, another the last)."""
+    return b'{"verdict":"failed","claimed_status":"failed",' + orjson.dumps(record)[1:]
+
+
+@pytest.mark.parametrize("trust", [False, True])
+def test_a_receipt_giving_a_key_twice_is_invalid_never_scored(tmp_path: Path, trust: bool) -> None:
+    path = jsonl(tmp_path / "twice.jsonl", receipt("a"), _fronted(receipt("b")))
+    args = ["--trust", str(_public_key(tmp_path))] if trust else []
+    code, data = check_json(path, *args)
+    assert code == 3
+    assert [t["task_id"] for t in data["tasks"]] == ["a"]
+    (bad,) = data["invalid"]
+    assert bad["line"] == 2 and "'claimed_status' appears twice" in bad["reason"]
+    assert data["scorecard"]["done_claimed"] == 1
+
+
+def _public_key(tmp_path: Path) -> Path:
+    path = tmp_path / "verifier.pub"
+    path.write_bytes(KeyPair.generate().public_pem())
+    return path
 
 
 def test_scorecard_figures(tmp_path: Path) -> None:
@@ -443,6 +468,7 @@ def _mixed_lines(count: int) -> list[bytes]:
             )
         else:
             lines.append(b'{"task_id": "t", "claimed_status": "done", "exit_code": "zero"}')
+    lines.append(_fronted(receipt("t-twice")))  # in the second half, when split in two
     return lines
 
 

@@ -319,7 +319,7 @@ def test_the_reader_never_raises_on_any_bytes(chunks: list[bytes]) -> None:
             evaluate(result)
 
 
-class _Collect:
+class _Seen:
     def __init__(self) -> None:
         self.seen: list[object] = []
 
@@ -338,7 +338,7 @@ class _Collect:
 )
 def test_the_whole_pipeline_never_raises_and_accounts_for_every_line(chunks: list[bytes]) -> None:
     data = b"".join(chunks)
-    sink = _Collect()
+    sink = _Seen()
     card = check_stream(io.BytesIO(data), sink)
     graded = [s for s in sink.seen if not isinstance(s, InvalidLine)]
     assert card.settled == len(graded)
@@ -381,3 +381,46 @@ def test_batched_reading_agrees_with_a_plain_split(
         item.line if isinstance(item, InvalidLine) else item for batch in batches for item in batch
     ]
     assert got == _plain_lines(data, limit)
+
+
+# --- a key given twice ------------------------------------------------------------------------
+
+_PROVEN = {
+    "task_id": "t-dup",
+    "outcome": "The page shows the new plan",
+    "target": "https://example.com/",
+    "claimed_status": "done",
+    "report": "Merged and confirmed.",
+    "proof": [
+        {
+            "kind": "http_contains",
+            "ref": "https://example.com/",
+            "expect": "Team plan",
+            "checked_by": "runner",
+            "result": "pass",
+        }
+    ],
+}
+# The attack from the field: keys put in front of a proven receipt's own; msgspec keeps the last.
+_FRONTED = b'{"verdict":"failed","claimed_status":"failed",' + orjson.dumps(_PROVEN)[1:]
+_NESTED = orjson.dumps(_PROVEN).replace(b'"result":"pass"', b'"result":"fail","result":"pass"')
+
+
+@pytest.mark.parametrize("line", [_FRONTED, _NESTED])
+@pytest.mark.parametrize("decode", [decode_line, decode_receipt])
+def test_a_key_given_twice_is_an_invalid_line_naming_it(line: bytes, decode: Any) -> None:
+    out = decode(7, line)
+    assert isinstance(out, InvalidLine) and out.line == 7
+    key = "claimed_status" if line is _FRONTED else "result"
+    assert f"'{key}' appears twice" in out.reason and "give it once" in out.reason
+
+
+def test_the_checker_pipeline_refuses_a_key_given_twice_and_grades_the_rest() -> None:
+    data = orjson.dumps(_PROVEN) + b"\n" + _FRONTED + b"\n"
+    sink = _Collect()
+    card = check_stream(io.BytesIO(data), sink)
+    assert [(line, record.task_id) for line, record, _ in sink.tasks] == [(1, "t-dup")]
+    assert [(i.line, "'claimed_status' appears twice" in i.reason) for i in sink.invalids] == [
+        (2, True)
+    ]
+    assert card.done_claimed == 1 and card.done_proven == 1

@@ -29,6 +29,7 @@ from landed.receipts.intake import (
 from landed.receipts.live import LiveOptions, LiveReader, live_targets
 from landed.receipts.model import LandedExtension, ProofItem, Receipt
 from landed.receipts.scorecard import Scorecard, ScoreTally
+from landed.util.strictjson import may_repeat_keys
 
 __all__ = [
     "FilePart",
@@ -127,6 +128,7 @@ def check_range(
     # The same steps as _decode, grade, tally and sink, in one loop over batches of lines: on a
     # file of millions the per-line function calls and generator hops cost as much as grading.
     fast_decode = _FAST.decode
+    may_repeat = may_repeat_keys
     add, task, invalid = tally.add, sink.task, sink.invalid
     number = first_line
     seen = False
@@ -147,9 +149,13 @@ def check_range(
             except _FAST_ERRORS:
                 pass
             else:
+                # A line where a key may repeat goes to decode_receipt, which refuses one that
+                # does (naming it): msgspec keeps the last of two keys, other readers the first.
                 # A plain receipt names both fields and no loose alias (a blank status beside
                 # "status": "done" must not hide it); anything else gets settle_fast.
-                if (
+                if may_repeat(data):
+                    pass
+                elif (
                     fast.claimed_status is not _ABSENT
                     and fast.task_id is not _ABSENT
                     and fast.status is _ABSENT

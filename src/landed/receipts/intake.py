@@ -10,6 +10,7 @@ import msgspec
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from landed.receipts.model import Receipt
+from landed.util.strictjson import may_repeat_keys, repeated_key_problem
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -210,6 +211,11 @@ def decode_receipt(line: int, data: bytes) -> Receipt | InvalidLine | None:
         return InvalidLine(
             line=line, reason=f"a JSON {kind} where a receipt belongs; {_ONE_OBJECT}"
         )
+    # msgspec keeps the last of two equal keys; another reader may keep the first. A receipt
+    # that says two things must not be graded on one of them.
+    problem = repeated_key_problem(data)
+    if problem is not None:
+        return InvalidLine(line=line, reason=problem)
     try:
         return Receipt.model_validate(normalize_loose(value, line))
     except ValidationError as exc:
@@ -343,7 +349,8 @@ def decode_line(line: int, data: bytes) -> FastReceipt | Receipt | InvalidLine |
     except _FAST_ERRORS:
         pass
     else:
-        if settle_fast(fast, line):
+        # A line where a key may repeat goes to decode_receipt, which refuses a repeated one.
+        if not may_repeat_keys(data) and settle_fast(fast, line):
             return fast
     return decode_receipt(line, data)
 

@@ -11,7 +11,24 @@ import json
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["DuplicateKey", "TooLarge", "duplicate_key_message", "loads", "read_at_most"]
+__all__ = [
+    "DuplicateKey",
+    "TooLarge",
+    "duplicate_key_message",
+    "loads",
+    "may_repeat_keys",
+    "read_at_most",
+    "repeated_key_problem",
+]
+
+try:
+    # The compiled prefilter (setup.py builds it on install): one pass over the bytes that
+    # clears almost every text, so the exact check below runs only where a key may repeat.
+    from landed.util._dupscan import may_repeat_keys
+except ImportError:  # pragma: no cover - a source tree never installed: every text is checked
+
+    def may_repeat_keys(data: bytes, /) -> bool:
+        return True
 
 
 class DuplicateKey(ValueError):
@@ -46,6 +63,24 @@ def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def loads(data: str | bytes) -> Any:
     """``json.loads`` that raises DuplicateKey for a key given twice in one object."""
     return json.loads(data, object_pairs_hook=_one_value_per_key)
+
+
+def repeated_key_problem(data: bytes) -> str | None:
+    """Why ``data`` (JSON another decoder has accepted) cannot be trusted to mean one thing, or
+    None: a key given twice in one object, or nesting too deep to check. Costs one scan of the
+    bytes unless a key may repeat, then reads the text the exact way."""
+    if not may_repeat_keys(data):
+        return None
+    try:
+        loads(data)
+    except DuplicateKey as exc:
+        return str(exc)
+    except RecursionError:
+        # Fail closed: a text too deep to check is not taken as checked.
+        return "the JSON is nested too deeply to check for a key given twice; flatten it"
+    except ValueError as exc:
+        return f"the JSON cannot be read strictly ({exc}); write it as plain UTF-8 JSON"
+    return None
 
 
 def read_at_most(source: str | Path | BinaryIO, limit: int, what: str) -> bytes:
