@@ -169,7 +169,12 @@ def _step_problem(
     # The signature covers the before value but not the before outcome the verifier was handed;
     # judging again against this task's own pre-read shows a swapped outcome (a state that
     # already held passed off as changed).
-    held = judge_with_before(contract.expect, Judgement(obs.outcome, "", obs.value), before)
+    held = judge_with_before(
+        contract.expect,
+        Judgement(obs.outcome, "", obs.value),
+        before,
+        meaning=scope.spec.meaning,
+    )
     if held.outcome == obs.outcome:
         return None
     return (
