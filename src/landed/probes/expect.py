@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from landed.probes.contract import AtLeast, Change, Count, Observation, Outcome
-from landed.probes.judges import NEEDS_BEFORE, Judgement, judge
+from landed.probes.judges import NEEDS_BEFORE, Judgement, compare_at_least, compare_count, judge
 from landed.probes.labels import claims_of, is_weak, label, label_for
 from landed.probes.values import REGEX_TIMEOUT_S, is_number, is_whole, strict_equal
 
@@ -23,6 +23,7 @@ __all__ = [
     "label",
     "label_for",
     "strict_equal",
+    "value_outcome",
 ]
 
 #: What count, at_least and equals mean. 2: the value read, everywhere; the change from the
@@ -75,6 +76,17 @@ def judge_with_before(
             after.value,
         )
     return after
+
+
+def value_outcome(expect: Any, value: Any) -> Outcome | None:
+    """What a count or at_least makes of ``value`` alone (meaning 2), or None where the value
+    does not decide (another expectation, or no number): so a pass can be checked against the
+    value it was read with."""
+    if isinstance(expect, Count) and is_whole(value):
+        return compare_count(int(value), expect.value).outcome
+    if isinstance(expect, AtLeast) and is_number(value):
+        return compare_at_least(value, expect.value).outcome
+    return None
 
 
 def _vacuous(after: Judgement) -> Judgement:

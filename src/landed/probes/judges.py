@@ -26,7 +26,7 @@ from landed.probes.reading import NO_VALUE, Reading, cut, strict_json
 from landed.probes.values import REGEX_TIMEOUT_S, compare, read_number, short, show, strict_equal
 from landed.receipts.ladder import CALL_LADDER, MESSAGE_LADDER
 
-__all__ = ["NEEDS_BEFORE", "Judgement", "judge"]
+__all__ = ["NEEDS_BEFORE", "Judgement", "compare_at_least", "compare_count", "judge"]
 
 
 #: What a ``change`` says when no before-reading was given: never a pass, and how to get one.
@@ -75,10 +75,10 @@ def _judge_count(expect: Count, reading: Reading) -> Judgement:
     count, why = read_number(reading, whole=True)
     if count is None:
         return Judgement(Outcome.MISMATCH, f"{why}; expected exactly {expect.value}")
-    return _compare_count(count, expect.value)
+    return compare_count(count, expect.value)
 
 
-def _compare_count(count: int, wanted: int) -> Judgement:
+def compare_count(count: int, wanted: int) -> Judgement:
     if count == wanted:
         return Judgement(
             Outcome.PASS, f"the probe returned {count}; expected exactly {wanted}", count
@@ -116,10 +116,10 @@ def _judge_at_least(expect: AtLeast, reading: Reading) -> Judgement:
     number, why = read_number(reading, whole=False)
     if number is None:
         return Judgement(Outcome.MISMATCH, f"{why}; expected at least {expect.value}")
-    return _compare_at_least(number, expect.value)
+    return compare_at_least(number, expect.value)
 
 
-def _compare_at_least(number: Any, wanted: Any) -> Judgement:
+def compare_at_least(number: Any, wanted: Any) -> Judgement:
     said = f"the probe returned {number}; expected at least {wanted}"
     if number >= wanted:
         return Judgement(Outcome.PASS, said, number)
