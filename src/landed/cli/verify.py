@@ -203,8 +203,11 @@ async def _observe_once(
     return Verdict.of(action, observation)
 
 
-def _before_of(path: str, probe: Any, expect: Any) -> tuple[Any, Observation]:
-    """The snapshot's probe (its own timeout) and its before-reading under ``expect``."""
+def _before_of(path: str | None, probe: Any, expect: Any) -> tuple[Any, Observation | None]:
+    """The snapshot's probe (its own timeout) and its before-reading under ``expect``; the
+    probe as given and no before-reading without --before."""
+    if path is None:
+        return probe, None
     try:
         snap = read_snapshot(Path(path))
     except SnapshotError as exc:
@@ -328,9 +331,7 @@ def verify_command(
         else:
             probe, secrets = _read_probe(http, sql_pair, source, status, timeout), []
         probe_model, expect_model = coerce_probe(probe), coerce_expectation(expect)
-        prior = None
-        if before is not None:
-            probe_model, prior = _before_of(before, probe_model, expect_model)
+        probe_model, prior = _before_of(before, probe_model, expect_model)
         # The CLI runs with the user's own authority (they configure it), so probes without a
         # source (a local command, an absolute URL) stay allowed here; the verifier worker, which
         # runs probes a task supplies, reads only what its configuration allows.

@@ -2,7 +2,8 @@
 
 One code path serves the command line and the Claude Code Stop hook: ``run_guard`` decides,
 and only the rendering differs. Everything is inside one fail-closed wrapper: anything that
-goes wrong, including a crash of guard itself, blocks.
+goes wrong, including a crash of guard itself, blocks. The UserPromptSubmit hook only takes the
+turn's before-readings (``landed.probes.snapshot``), which Stop then judges against.
 """
 
 from __future__ import annotations
@@ -161,7 +162,10 @@ async def check_contracts(
     limit = asyncio.Semaphore(_CONCURRENCY)
 
     async def one(line: int, contract: Contract) -> _Item:
-        entry = find_before(befores, contract.probe, contract.expect) if befores else None
+        # Exactly this probe: its reading is compared with this one's (observe checks it).
+        entry = (
+            find_before(befores, contract.probe, contract.expect, exact=True) if befores else None
+        )
         async with limit:
             observation = await observe(
                 contract.probe,

@@ -176,15 +176,18 @@ def _same_read(a: Any, b: Any) -> bool:
     return bool(a.model_dump(exclude={"timeout_s"}) == b.model_dump(exclude={"timeout_s"}))
 
 
-def find_before(snapshot: Snapshot, probe: Any, expect: Any) -> SnapshotEntry | None:
-    """The entry read with this probe (its timeout aside) under this expectation, if any. The
-    exact probe is preferred, so two entries that differ only in timeout pick the right one."""
+def find_before(
+    snapshot: Snapshot, probe: Any, expect: Any, *, exact: bool = False
+) -> SnapshotEntry | None:
+    """The entry read with this probe (its timeout aside, unless ``exact``) under this
+    expectation, if any. The exact probe is preferred, so two entries that differ only in
+    timeout pick the right one."""
     wanted = label_for(probe, expect)
     alike = [
         e
         for e in snapshot.entries
         if e.observation.expectation == wanted and _same_read(e.contract.probe, probe)
     ]
-    exact = [e for e in alike if e.observation.probe_sha256 == probe_digest(probe)]
-    chosen = exact or alike
+    same = [e for e in alike if e.observation.probe_sha256 == probe_digest(probe)]
+    chosen = same if exact else same or alike
     return chosen[0] if chosen else None
