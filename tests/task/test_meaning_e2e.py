@@ -28,12 +28,10 @@ def _change_task(task_id: str, db: Path, *, change: int, batch: str, write: int)
     return task
 
 
-async def test_a_count_is_the_rows_that_exist_and_a_change_the_rows_added(
-    temporal_dev: str, tmp_path: Path
-) -> None:
+async def test_a_count_is_the_rows_that_exist(temporal_dev: str, tmp_path: Path) -> None:
     db = tmp_path / "rows.db"
     tag = uuid.uuid4().hex[:8]
-    for batch in ("over", "exact", "added"):
+    for batch in ("over", "exact"):
         make_rows_db(db, preexisting=20, batch=f"{batch}-{tag}")
     async with rows_roles(temporal_dev, tmp_path, db) as roles:
         # 20 there, 45 inserted: 65 exist, so "45 exist" is not done.
@@ -44,15 +42,29 @@ async def test_a_count_is_the_rows_that_exist_and_a_change_the_rows_added(
         exact = await roles.client.run(
             rows_task(f"meaning-exact-{tag}", db, expect=45, batch=f"exact-{tag}", write=25)
         )
+    assert over.verdict not in ("verified", "reconciled")
+    assert _read_back(over).result == "duplicated"
+    assert exact.verdict == "verified", _read_back(exact)
+    for receipt in (over, exact):
+        assert receipt.landed is not None
+        assert receipt.landed.model_dump().get("expect_meaning") == 2
+
+
+async def test_a_change_is_the_rows_the_act_added(temporal_dev: str, tmp_path: Path) -> None:
+    db = tmp_path / "rows.db"
+    tag = uuid.uuid4().hex[:8]
+    make_rows_db(db, preexisting=20, batch=f"added-{tag}")
+    make_rows_db(db, preexisting=45, batch=f"none-{tag}")
+    async with rows_roles(temporal_dev, tmp_path, db) as roles:
         # 20 there, 45 inserted: a change of +45.
         added = await roles.client.run(
             _change_task(f"meaning-added-{tag}", db, change=45, batch=f"added-{tag}", write=45)
         )
-    assert over.verdict not in ("verified", "reconciled")
-    assert _read_back(over).result == "duplicated"
-    assert exact.verdict == "verified", _read_back(exact)
+        # 45 there, none inserted: nothing changed.
+        none = await roles.client.run(
+            _change_task(f"meaning-none-{tag}", db, change=45, batch=f"none-{tag}", write=0)
+        )
     assert added.verdict == "verified", _read_back(added)
     assert _read_back(added).expect == "change(+45)"
-    for receipt in (over, exact, added):
-        assert receipt.landed is not None
-        assert receipt.landed.model_dump().get("expect_meaning") == 2
+    assert none.verdict not in ("verified", "reconciled")
+    assert _read_back(none).result == "empty"
