@@ -46,7 +46,9 @@ class VerifyActivities:
             message=self._registry.redactor(why),
         )
 
-    async def _observe(self, contract: Contract, before: Observation | None) -> Observation:
+    async def _observe(
+        self, contract: Contract, before: Observation | None, meaning: int
+    ) -> Observation:
         try:
             return await observe(
                 contract.probe,
@@ -54,6 +56,7 @@ class VerifyActivities:
                 registry=self._registry,
                 observer=self._identity,
                 before=before,
+                meaning=meaning,
             )
         except Exception as exc:
             # observe() raises only for a declaration it cannot judge (or a before reading of
@@ -124,7 +127,7 @@ class VerifyActivities:
             if why is not None:
                 observation = self._refused(contract, why)
             else:
-                observation = await self._observe(contract, prior)
+                observation = await self._observe(contract, prior, inp.meaning)
             item = proof_item(contract, observation, checked_by=self._identity, before=prior)
             if self._key is not None:
                 try:

@@ -123,6 +123,7 @@ class Reader:
                     run_id=chain_run_id(),
                     request=request,
                     steps=len(spec.proof_plan),
+                    meaning=spec.meaning,
                 ),
                 result_type=VerifyOutput,
                 task_queue=routing.verifier_task_queue,

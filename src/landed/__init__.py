@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from landed.probes.contract import (
         AtLeast,
         CallLogProbe,
+        Change,
         CommandProbe,
         Contains,
         Contract,
@@ -110,6 +111,7 @@ _EXPORTS: dict[str, str] = {
     "TaskStatus": "landed.temporal.client",
     "NamespaceNotReady": "landed.temporal.client",
     "AtLeast": "landed.probes.contract",
+    "Change": "landed.probes.contract",
     "CallLogProbe": "landed.probes.contract",
     "CommandProbe": "landed.probes.contract",
     "Contains": "landed.probes.contract",
@@ -202,6 +204,7 @@ __all__ = [
     "BusinessOutcome",
     "CallLogProbe",
     "CallRung",
+    "Change",
     "Client",
     "CommandProbe",
     "ConsentGate",

@@ -292,34 +292,45 @@ def after(expect: object, raw: str) -> Judgement:
     return judge(expect, text(raw), probe_kind="command")
 
 
-def test_count_with_a_before_reading_compares_the_change() -> None:
+def test_count_with_a_before_reading_compared_the_change_under_meaning_1() -> None:
+    """Plans from before meanings were marked keep their grading: count judged the change."""
     c45 = Count(value=45)
     assert (
-        judge_with_before(c45, after(c45, "45"), before_obs(Outcome.EMPTY, 0)).outcome
+        judge_with_before(c45, after(c45, "45"), before_obs(Outcome.EMPTY, 0), meaning=1).outcome
         is Outcome.PASS
     )
     assert (
-        judge_with_before(c45, after(c45, "45"), before_obs(Outcome.PASS, 45)).outcome
+        judge_with_before(c45, after(c45, "45"), before_obs(Outcome.PASS, 45), meaning=1).outcome
         is Outcome.VACUOUS
     )
     assert (
-        judge_with_before(c45, after(c45, "1045"), before_obs(Outcome.DUPLICATED, 1000)).outcome
+        judge_with_before(
+            c45, after(c45, "1045"), before_obs(Outcome.DUPLICATED, 1000), meaning=1
+        ).outcome
         is Outcome.PASS
     )
     assert (
-        judge_with_before(c45, after(c45, "1090"), before_obs(Outcome.DUPLICATED, 1000)).outcome
+        judge_with_before(
+            c45, after(c45, "1090"), before_obs(Outcome.DUPLICATED, 1000), meaning=1
+        ).outcome
         is Outcome.DUPLICATED
     )
     assert (
-        judge_with_before(c45, after(c45, "1000"), before_obs(Outcome.DUPLICATED, 1000)).outcome
+        judge_with_before(
+            c45, after(c45, "1000"), before_obs(Outcome.DUPLICATED, 1000), meaning=1
+        ).outcome
         is Outcome.VACUOUS
     )
     assert (
-        judge_with_before(c45, after(c45, "30"), before_obs(Outcome.MISMATCH, 30)).outcome
+        judge_with_before(
+            c45, after(c45, "30"), before_obs(Outcome.MISMATCH, 30), meaning=1
+        ).outcome
         is Outcome.EMPTY
     )
     assert (
-        judge_with_before(c45, after(c45, "40"), before_obs(Outcome.MISMATCH, 30)).outcome
+        judge_with_before(
+            c45, after(c45, "40"), before_obs(Outcome.MISMATCH, 30), meaning=1
+        ).outcome
         is Outcome.MISMATCH
     )
 

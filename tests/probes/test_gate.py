@@ -171,3 +171,27 @@ async def test_empty_error_and_timeout_are_reported_never_filled_in() -> None:
     assert error.outcome is landed.Outcome.PROBE_ERROR and error.observation.value is None
     assert slow.outcome is landed.Outcome.PROBE_ERROR and slow.observation.value is None
     assert not (empty.landed or error.landed or slow.landed)
+
+
+async def test_gate_judges_a_count_by_its_value_and_a_change_against_a_before(
+    tmp_path: Path,
+) -> None:
+    """20 order lines there, 45 inserted: gate() with count 45 raises (65 exist); with a change
+    of +45 it needs the before-reading, and passes against it."""
+    rows = tmp_path / "rows.txt"
+    rows.write_text("20\n")
+    probe = CommandProbe(argv=["cat", str(rows)])
+    async with SourceRegistry({}, allow_unsourced=True) as registry:
+        before = await landed.verify("insert", probe, landed.Change(value=45), registry=registry)
+        counted = await landed.verify("insert", probe, Count(value=45), registry=registry)
+        rows.write_text("65\n")
+        with pytest.raises(Mismatch, match="before-reading"):
+            await landed.gate("insert", probe, landed.Change(value=45), registry=registry)
+        with pytest.raises(Duplicated):
+            await landed.gate(
+                "insert", probe, Count(value=45), registry=registry, before=counted.observation
+            )
+        verdict = await landed.gate(
+            "insert", probe, landed.Change(value=45), registry=registry, before=before.observation
+        )
+    assert verdict.landed and "change of +45" in verdict.message

@@ -216,10 +216,13 @@ def test_deadline_blocks_unchecked_contracts(tmp_path: Path) -> None:
     assert result.block and "not all checked within 0.3s" in result.reasons[0]
 
 
-def test_empty_contracts_file_declares_nothing_and_passes(tmp_path: Path) -> None:
-    result = run_guard(str(write(tmp_path, "c.jsonl")))
+def test_empty_contracts_file_declares_nothing_and_passes_only_when_allowed(
+    tmp_path: Path,
+) -> None:
+    result = run_guard(str(write(tmp_path, "c.jsonl")), allow_empty=True)
     assert not result.block
     assert "no contracts declared" in result.notes[0]
+    assert run_guard(str(write(tmp_path, "c.jsonl"))).block
 
 
 def test_unknown_hook_name_blocks(tmp_path: Path) -> None:

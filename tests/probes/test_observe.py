@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from landed.probes.contract import (
+    Change,
     CommandProbe,
     Contains,
     Count,
@@ -108,16 +109,22 @@ async def test_before_and_after_prove_the_insert(db: Path) -> None:
         assert again.outcome is Outcome.VACUOUS
 
 
-async def test_a_whole_table_count_uses_the_change(db: Path) -> None:
+async def test_a_whole_table_count_proves_an_insert_with_change(db: Path) -> None:
     insert(db, 1, 1000)
     probe = RecordProbe(source="db", query="select count(*) from t")
     async with SourceRegistry({"db": {"url": f"sqlite:///{db}"}}, allow_unsourced=True) as registry:
-        pre = await observe(probe, Count(value=45), registry=registry, observer="v")
-        assert pre.outcome is Outcome.DUPLICATED  # 1000 rows is more than 45 without a before
+        pre = await observe(probe, Change(value=45), registry=registry, observer="v")
+        assert pre.outcome is Outcome.MISMATCH  # a change alone is never a pass
         insert(db, 2, 90)
-        post = await observe(probe, Count(value=45), registry=registry, observer="v", before=pre)
+        post = await observe(probe, Change(value=45), registry=registry, observer="v", before=pre)
+        # Count judges the value: 1090 rows are not 45 (the plan's old meaning took the change).
+        c45 = Count(value=45)
+        old_pre = await observe(probe, c45, registry=registry, observer="v", meaning=1)
+        insert(db, 3, 45)
+        old = await observe(probe, c45, registry=registry, observer="v", before=old_pre, meaning=1)
     assert post.outcome is Outcome.DUPLICATED  # 90 landed where 45 were claimed
-    assert "change of 90" in post.message
+    assert "change of +90" in post.message
+    assert old.outcome is Outcome.PASS and "change of 45" in old.message
 
 
 async def test_a_page_that_already_said_it_is_vacuous(tmp_path: Path) -> None:

@@ -93,6 +93,7 @@ def _register() -> None:
         ledger,
         sample,
         schema,
+        snapshot,
         submit,
         verify,
         worker,

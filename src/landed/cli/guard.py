@@ -8,7 +8,7 @@ import sys
 import typer
 
 from landed.cli import app
-from landed.probes.guard import BLOCK_EXIT, run_guard
+from landed.probes.guard import BLOCK_EXIT, GuardResult, run_guard
 
 _HELP = """Re-run every completion contract in a JSONL file; block unless all of them landed.
 
@@ -20,7 +20,14 @@ duplicated, probe-error), when a line is not a valid contract (an unknown or mis
 expectation type blocks; it never turns into a weaker check), when the file cannot be read,
 when the checks run past --deadline, and when guard itself fails. Exit 0 when every contract
 passed; a pass on the weak default non_empty is named in a note. An empty file declares
-nothing and passes: guard only checks contracts that were declared.
+nothing and blocks, and so does a missing file, unless --allow-empty is given.
+
+Before-states: a pass of an outcome that was already there before the turn is vacuous and
+blocks. Register guard for Claude Code's UserPromptSubmit hook too (the same command line):
+when a prompt is submitted it reads every contract once and keeps those readings, signed with
+the snapshot key, for the session; at Stop each contract is judged against its reading (a
+change expectation needs one). It never blocks a prompt. Outside a hook, --before FILE judges
+against a snapshot taken with landed snapshot.
 
 --hook claude-code: run as a Claude Code Stop hook. Reads the hook's JSON from stdin (cwd,
 stop_hook_active, ...), resolves a relative --contracts path against its cwd, and answers
@@ -41,6 +48,23 @@ def _paragraphs(text: str) -> str:
     return "\n\n".join(" ".join(part.split()) for part in text.split("\n\n"))
 
 
+def _render(result: GuardResult, *, as_json: bool, hook: str | None) -> int:
+    if as_json and hook is None:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+    if result.block:
+        typer.echo("\n".join(result.reasons), err=True)
+    else:
+        checked = sum(1 for item in result.items if item.landed)
+        summary = [
+            f"landed guard: all {checked} completion contract(s) passed their probes",
+            *result.notes,
+        ]
+        # In a hook, stdout on exit 0 is parsed as the hook's JSON answer: keep it empty.
+        if not as_json or hook is not None:
+            typer.echo("\n".join(summary), err=hook is not None)
+    return result.exit_code
+
+
 @app.command("guard", help=_paragraphs(_HELP))
 def guard_command(
     contracts: str = typer.Option(..., "--contracts", help="JSONL file of completion contracts."),
@@ -56,6 +80,12 @@ def guard_command(
     as_json: bool = typer.Option(
         False, "--json", help="Also print the decision as JSON on stdout (not with --hook)."
     ),
+    allow_empty: bool = typer.Option(
+        False, "--allow-empty", help="Pass when no contract is declared (or the file is missing)."
+    ),
+    before: str | None = typer.Option(
+        None, "--before", help="Judge against this snapshot (landed snapshot) of the contracts."
+    ),
 ) -> None:
     code = BLOCK_EXIT
     try:
@@ -65,21 +95,15 @@ def guard_command(
             read_stdin=sys.stdin.read,
             config_file=config,
             deadline_s=deadline,
+            allow_empty=allow_empty,
+            before_file=before,
         )
-        if as_json and hook is None:
-            typer.echo(json.dumps(result.to_json(), indent=2))
-        if result.block:
-            typer.echo("\n".join(result.reasons), err=True)
+        if result.captured:
+            # UserPromptSubmit: stdout on exit 0 would be added to the prompt; say it on stderr.
+            typer.echo("\n".join(result.notes), err=True)
+            code = 0
         else:
-            checked = sum(1 for item in result.items if item.landed)
-            summary = [
-                f"landed guard: all {checked} completion contract(s) passed their probes",
-                *result.notes,
-            ]
-            # In a hook, stdout on exit 0 is parsed as the hook's JSON answer: keep it empty.
-            if not as_json or hook is not None:
-                typer.echo("\n".join(summary), err=hook is not None)
-        code = result.exit_code
+            code = _render(result, as_json=as_json, hook=hook)
     except BaseException as exc:  # fail closed even if rendering fails
         sys.stderr.write(f"landed guard blocked: guard itself failed ({type(exc).__name__})\n")
         code = BLOCK_EXIT

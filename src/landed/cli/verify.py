@@ -7,6 +7,7 @@ import json
 import math
 import os
 import shlex
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
@@ -14,9 +15,11 @@ import typer
 from landed.cli import app
 from landed.cli.out import fail
 from landed.probes.coerce import coerce_expectation, coerce_probe
-from landed.probes.contract import Outcome
+from landed.probes.contract import Observation, Outcome
+from landed.probes.expect import label_for
 from landed.probes.observe import DEFAULT_EVIDENCE_CAP, observe
 from landed.probes.settings import ConfigError
+from landed.probes.snapshot import SnapshotError, find_before, read_snapshot
 from landed.probes.sources import SourceRegistry, load_registry
 from landed.probes.verdict import InvalidContract, Verdict
 
@@ -29,9 +32,14 @@ _SHELL_TOKENS = {"|", "||", "&&", ";", ">", ">>", "<", "&", "2>", "2>&1", "<<"}
 _HELP = """Run one probe now and judge what it returned against one expectation.
 
 Give exactly one probe: --probe "CMD" (a command), --http URL, or --sql SOURCE "QUERY".
-Give at most one expectation: --count N, --at-least N, --contains S, --regex P,
---equals V, --json-path P=V (also P>=V, P!=V, ...), --rung-at-least R. With none, the
+Give at most one expectation: --count N, --at-least N, --change +N, --contains S, --regex
+P, --equals V, --json-path P=V (also P>=V, P!=V, ...), --rung-at-least R. With none, the
 weak default non_empty applies: any non-empty output passes, and the verdict says so.
+
+--count, --at-least and --equals judge the value the probe returns now (--count 45: 45
+exist). --change +45 (or --change=-3) judges after minus before, and needs --before FILE, a
+snapshot taken before the action with landed snapshot; without one it is not done. With
+--before, an outcome that was already there before the action is vacuous (exit 1).
 
 --probe "CMD" is split into argv with POSIX shell-like quoting (shlex.split) and run with
 no shell: pipes, redirections and $VARS reach the program as plain arguments. Add --shell
@@ -70,8 +78,19 @@ def _parse_json_path(text: str) -> dict[str, Any]:
     raise InvalidContract(f"--json-path needs PATH=VALUE (or ==, !=, >=, <=, >, <), got {text!r}")
 
 
+def _change(text: str) -> dict[str, Any]:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise typer.BadParameter(
+            f"--change needs a signed whole number such as +45 or -3, got {text!r}"
+        ) from None
+    return {"type": "change", "value": value}
+
+
 def _expectation(
     *,
+    change: str | None = None,
     count: int | None,
     at_least: float | None,
     contains: str | None,
@@ -81,6 +100,8 @@ def _expectation(
     rung: str | None,
 ) -> dict[str, Any]:
     given: list[dict[str, Any]] = []
+    if change is not None:
+        given.append(_change(change))
     if count is not None:
         given.append({"type": "count", "value": count})
     if at_least is not None:
@@ -163,7 +184,12 @@ def _read_probe(
 
 
 async def _observe_once(
-    registry: SourceRegistry, probe: Any, expect: Any, evidence_cap: int, action: str
+    registry: SourceRegistry,
+    probe: Any,
+    expect: Any,
+    evidence_cap: int,
+    action: str,
+    before: Observation | None = None,
 ) -> Verdict:
     async with registry:
         observation = await observe(
@@ -172,8 +198,29 @@ async def _observe_once(
             registry=registry,
             observer=registry.observer,
             evidence_cap=evidence_cap,
+            before=before,
         )
     return Verdict.of(action, observation)
+
+
+def _before_of(path: str | None, probe: Any, expect: Any) -> tuple[Any, Observation | None]:
+    """The snapshot's probe (its own timeout) and its before-reading under ``expect``; the
+    probe as given and no before-reading without --before."""
+    if path is None:
+        return probe, None
+    try:
+        snap = read_snapshot(Path(path))
+    except SnapshotError as exc:
+        raise InvalidContract(f"--before: {exc}") from None
+    entry = find_before(snap, probe, expect)
+    if entry is None:
+        taken = ", ".join(sorted({e.observation.expectation for e in snap.entries})) or "none"
+        raise InvalidContract(
+            f"--before: {path} holds no before-reading of this probe under "
+            f"{label_for(probe, expect)} (it holds {taken}); snapshot a contract with this same "
+            "probe and expectation before the action"
+        )
+    return entry.contract.probe, entry.observation
 
 
 def _report(verdict: Verdict, *, as_json: bool) -> NoReturn:
@@ -232,6 +279,12 @@ def verify_command(
         None, "--count", help="Exactly N (a number above N is duplicated)."
     ),
     at_least: float | None = typer.Option(None, "--at-least", help="At least N."),
+    change: str | None = typer.Option(
+        None, "--change", help="After minus before is exactly this (+45, -3); needs --before."
+    ),
+    before: str | None = typer.Option(
+        None, "--before", help="Snapshot (landed snapshot) to judge against."
+    ),
     contains: str | None = typer.Option(None, "--contains", help="Output contains S."),
     regex: str | None = typer.Option(None, "--regex", help="Output matches P (search)."),
     equals: str | None = typer.Option(None, "--equals", help="Output equals V (JSON or text)."),
@@ -257,6 +310,7 @@ def verify_command(
         if len([p for p in (probe_cmd, http, sql_pair) if p]) != 1:
             raise typer.BadParameter("give exactly one of --probe, --http or --sql")
         expect = _expectation(
+            change=change,
             count=count,
             at_least=at_least,
             contains=contains,
@@ -277,6 +331,7 @@ def verify_command(
         else:
             probe, secrets = _read_probe(http, sql_pair, source, status, timeout), []
         probe_model, expect_model = coerce_probe(probe), coerce_expectation(expect)
+        probe_model, prior = _before_of(before, probe_model, expect_model)
         # The CLI runs with the user's own authority (they configure it), so probes without a
         # source (a local command, an absolute URL) stay allowed here; the verifier worker, which
         # runs probes a task supplies, reads only what its configuration allows.
@@ -286,5 +341,7 @@ def verify_command(
     except (InvalidContract, ConfigError) as exc:
         what = "invalid probe" if isinstance(exc, InvalidContract) else "configuration"
         raise fail(str(exc), EXIT_PROBE_FAILED, json_error=what if as_json else None) from None
-    verdict = asyncio.run(_observe_once(registry, probe_model, expect_model, evidence_cap, action))
+    verdict = asyncio.run(
+        _observe_once(registry, probe_model, expect_model, evidence_cap, action, prior)
+    )
     _report(verdict, as_json=as_json)

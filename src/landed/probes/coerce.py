@@ -10,6 +10,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from landed.probes.contract import (
     AtLeast,
     CallLogProbe,
+    Change,
     CommandProbe,
     Contains,
     Contract,
@@ -50,9 +51,11 @@ _PROBE_MODELS = (
     CommandProbe,
     GitProbe,
 )
-_EXPECT_MODELS = (Count, AtLeast, Contains, Equals, Regex, JsonPath, RungAtLeast, NonEmpty)
+_EXPECT_MODELS = (Count, AtLeast, Change, Contains, Equals, Regex, JsonPath, RungAtLeast, NonEmpty)
 
-_EXPECT_TYPES = "count, at_least, contains, equals, regex, json_path, rung_at_least, non_empty"
+_EXPECT_TYPES = (
+    "count, at_least, change, contains, equals, regex, json_path, rung_at_least, non_empty"
+)
 _PROBE_KINDS = (
     "record, http, provider_object, payment, deployment, sent_log, call_log, file, command, git"
 )

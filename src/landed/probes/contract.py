@@ -16,6 +16,7 @@ from landed.receipts.ladder import CALL_LADDER, MESSAGE_LADDER
 __all__ = [
     "AtLeast",
     "CallLogProbe",
+    "Change",
     "CommandProbe",
     "Contains",
     "Contract",
@@ -275,7 +276,7 @@ def _reject_bool(value: Any) -> Any:
 
 
 class Count(_Shape):
-    """Exactly n (a count above n is ``duplicated``, below is ``mismatch``)."""
+    """Exactly n, in the value read (a count above n is ``duplicated``, below ``mismatch``)."""
 
     type: Literal["count"] = "count"
     value: int = Field(ge=0)
@@ -294,6 +295,30 @@ class AtLeast(_Shape):
     @classmethod
     def _not_bool(cls, value: Any) -> Any:
         return _reject_bool(value)
+
+
+class Change(_Shape):
+    """The value read moved by exactly this much from the before-reading (+45: 45 inserted,
+    -3: 3 deleted). Judged only against a before-reading; without one it is never a pass."""
+
+    type: Literal["change"] = "change"
+    value: int
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        return _reject_bool(value)
+
+    @field_validator("value")
+    @classmethod
+    def _not_zero(cls, value: int) -> int:
+        if value == 0:
+            # "Nothing changed" holds whenever the act did nothing at all: it proves no outcome.
+            raise ValueError(
+                "a change of 0 proves nothing landed; give the signed change the action makes "
+                "(+45 inserted, -3 deleted), or expect count/equals for a state"
+            )
+        return value
 
 
 class Contains(_Shape):
@@ -372,7 +397,7 @@ class NonEmpty(_Shape):
 
 
 Expectation = Annotated[
-    Count | AtLeast | Contains | Equals | Regex | JsonPath | RungAtLeast | NonEmpty,
+    Count | AtLeast | Change | Contains | Equals | Regex | JsonPath | RungAtLeast | NonEmpty,
     Field(discriminator="type"),
 ]
 

@@ -2,7 +2,8 @@
 
 One code path serves the command line and the Claude Code Stop hook: ``run_guard`` decides,
 and only the rendering differs. Everything is inside one fail-closed wrapper: anything that
-goes wrong, including a crash of guard itself, blocks.
+goes wrong, including a crash of guard itself, blocks. The UserPromptSubmit hook only takes the
+turn's before-readings (``landed.probes.snapshot``), which Stop then judges against.
 """
 
 from __future__ import annotations
@@ -20,6 +21,15 @@ from landed.probes.coerce import describe_error
 from landed.probes.contract import Contract, Outcome
 from landed.probes.observe import observe
 from landed.probes.settings import ConfigError
+from landed.probes.snapshot import (
+    Snapshot,
+    SnapshotError,
+    find_before,
+    read_snapshot,
+    take_snapshot,
+    turn_path,
+    write_snapshot,
+)
 from landed.probes.sources import SourceRegistry, load_registry
 from landed.probes.verdict import WEAK_NOTE, Verdict
 from landed.util import strictjson
@@ -53,6 +63,8 @@ class _Item:
     action: str
     verdict: Verdict | None = None
     problem: str = ""
+    #: Before-readings were taken, but none of this contract (it was added after them).
+    unbefored: bool = False
 
     @property
     def landed(self) -> bool:
@@ -64,6 +76,8 @@ class GuardResult:
     """What guard decided and what it says; ``exit_code`` is 0 (allow) or 2 (block)."""
 
     block: bool
+    #: A UserPromptSubmit hook's answer: the before-state was taken (or why not); never a block.
+    captured: bool = False
     reasons: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     items: list[_Item] = field(default_factory=list)
@@ -137,17 +151,32 @@ def load_contracts(path: Path) -> tuple[list[tuple[int, Contract]], list[_Item]]
 
 
 async def check_contracts(
-    contracts: list[tuple[int, Contract]], registry: SourceRegistry, *, observer: str
+    contracts: list[tuple[int, Contract]],
+    registry: SourceRegistry,
+    *,
+    observer: str,
+    befores: Snapshot | None = None,
 ) -> list[_Item]:
-    """Observe every contract (a few at a time); every probe runs, none is skipped."""
+    """Observe every contract (a few at a time); every probe runs, none is skipped. With
+    ``befores``, each is judged against its before-reading there (when it has one)."""
     limit = asyncio.Semaphore(_CONCURRENCY)
 
     async def one(line: int, contract: Contract) -> _Item:
+        # Exactly this probe: its reading is compared with this one's (observe checks it).
+        entry = (
+            find_before(befores, contract.probe, contract.expect, exact=True) if befores else None
+        )
         async with limit:
             observation = await observe(
-                contract.probe, contract.expect, registry=registry, observer=observer
+                contract.probe,
+                contract.expect,
+                registry=registry,
+                observer=observer,
+                before=entry.observation if entry is not None else None,
             )
-        return _Item(line, contract.action, Verdict.of(contract.action, observation))
+        item = _Item(line, contract.action, Verdict.of(contract.action, observation))
+        item.unbefored = befores is not None and entry is None
+        return item
 
     return list(await asyncio.gather(*(one(line, c) for line, c in contracts)))
 
@@ -178,7 +207,7 @@ def _reason(item: _Item) -> str:
     )
 
 
-def _decide(items: list[_Item], *, stop_hook_active: bool) -> GuardResult:
+def _decide(items: list[_Item], *, stop_hook_active: bool, allow_empty: bool) -> GuardResult:
     items = sorted(items, key=lambda i: i.line)
     result = GuardResult(block=False, items=items)
     for item in items:
@@ -186,10 +215,20 @@ def _decide(items: list[_Item], *, stop_hook_active: bool) -> GuardResult:
             result.reasons.append(_reason(item))
         elif item.verdict is not None and item.verdict.weak:
             result.notes.append(f"line {item.line} ({_shown(item.action)}): passed on {WEAK_NOTE}")
+        if item.unbefored:
+            result.notes.append(
+                f"line {item.line} ({_shown(item.action)}): no before-reading of it was taken "
+                "when the prompt was submitted, so an outcome that was already there is not told "
+                "apart"
+            )
     if not items:
-        result.notes.append(
-            "no contracts declared: nothing to check (guard only checks declared contracts)"
-        )
+        if not allow_empty:
+            return _blocked(
+                "the contracts file declares no completion contract, so nothing was checked; "
+                "declare what this turn must land (one JSON contract per line), or pass "
+                "--allow-empty where a turn with nothing to check may end"
+            )
+        result.notes.append("no contracts declared: nothing to check (--allow-empty)")
     if result.reasons:
         result.block = True
         failed = len(result.reasons)
@@ -219,6 +258,9 @@ def _blocked(reason: str) -> GuardResult:
 class _HookInput:
     cwd: str | None = None
     stop_hook_active: bool = False
+    #: Claude Code's hook_event_name: UserPromptSubmit takes the before-readings, Stop judges.
+    event: str = "Stop"
+    session_id: str | None = None
 
 
 def _parse_hook_input(hook: str, raw: str) -> _HookInput:
@@ -234,48 +276,116 @@ def _parse_hook_input(hook: str, raw: str) -> _HookInput:
             "from the hook itself"
         )
     cwd = data.get("cwd")
+    event = data.get("hook_event_name") or "Stop"
+    if event not in ("Stop", "SubagentStop", "UserPromptSubmit"):
+        raise ValueError(
+            f"landed guard answers the Stop and UserPromptSubmit hooks, not {str(event)[:40]!r}; "
+            "register it for those two events only"
+        )
+    session = data.get("session_id")
     return _HookInput(
         cwd=cwd if isinstance(cwd, str) and cwd else None,
         stop_hook_active=data.get("stop_hook_active") is True,
+        event=str(event),
+        session_id=session if isinstance(session, str) and session else None,
     )
 
 
+@dataclass(frozen=True)
+class _Options:
+    hook: str | None
+    config_file: str | None
+    deadline_s: float
+    allow_empty: bool
+    before_file: str | None
+
+
+async def _capture(path: Path, hook_input: _HookInput, opts: _Options) -> GuardResult:
+    """UserPromptSubmit: read every contract now, as this turn's before-state. It never blocks
+    the prompt; a read that fails is kept as a probe-error, which no pass can be judged from."""
+    done = GuardResult(block=False, captured=True)
+    if hook_input.session_id is None:
+        done.notes.append("the hook input names no session_id: no before-state was taken")
+        return done
+    try:
+        contracts, _ = load_contracts(path)
+        registry = load_registry(
+            config_file=opts.config_file, role="landed-guard", allow_unsourced=True
+        )
+    except (ContractsUnreadable, ConfigError) as exc:
+        done.notes.append(f"no before-state taken: {exc}")
+        return done
+    try:
+        async with registry, asyncio.timeout(opts.deadline_s):
+            snap = await take_snapshot(
+                [c for _, c in contracts], registry, observer=registry.observer
+            )
+        write_snapshot(snap, turn_path(hook_input.session_id, path))
+    except (TimeoutError, SnapshotError, OSError) as exc:
+        # The Stop hook then finds no before-state of this turn, and says so.
+        done.notes.append(f"no before-state taken: {type(exc).__name__}: {exc}")
+        return done
+    done.notes.append(f"landed guard: took the before-state of {len(snap.entries)} contract(s)")
+    return done
+
+
+def _befores(path: Path, hook_input: _HookInput, opts: _Options) -> Snapshot | None:
+    """The before-readings to judge against: --before, else this session's turn (if taken)."""
+    if opts.before_file is not None:
+        return read_snapshot(Path(opts.before_file))
+    if opts.hook is None or hook_input.session_id is None:
+        return None
+    turn = turn_path(hook_input.session_id, path)
+    return read_snapshot(turn) if turn.exists() else None
+
+
 async def _run(
-    contracts_file: str,
-    *,
-    hook: str | None,
-    read_stdin: Callable[[int], str],
-    config_file: str | None,
-    deadline_s: float,
+    contracts_file: str, read_stdin: Callable[[int], str], opts: _Options
 ) -> GuardResult:
     hook_input = _HookInput()
-    if hook is not None:
+    if opts.hook is not None:
         try:
-            hook_input = _parse_hook_input(hook, read_stdin(_MAX_HOOK_INPUT))
+            hook_input = _parse_hook_input(opts.hook, read_stdin(_MAX_HOOK_INPUT))
         except ValueError as exc:
             return _blocked(str(exc))
     path = Path(contracts_file)
     if not path.is_absolute() and hook_input.cwd is not None:
         path = Path(hook_input.cwd) / path
+    if hook_input.event == "UserPromptSubmit":
+        return await _capture(path, hook_input, opts)
+    try:
+        befores = _befores(path, hook_input, opts)
+    except SnapshotError as exc:
+        return _blocked(f"the before-state cannot be used: {exc}")
     try:
         contracts, problems = load_contracts(path)
     except ContractsUnreadable as exc:
+        if opts.allow_empty and not path.exists():
+            return _decide([], stop_hook_active=False, allow_empty=True)
         return _blocked(str(exc))
     try:
         # The guard is the user's own hook: its contracts run with the user's authority.
-        registry = load_registry(config_file=config_file, role="landed-guard", allow_unsourced=True)
+        registry = load_registry(
+            config_file=opts.config_file, role="landed-guard", allow_unsourced=True
+        )
     except ConfigError as exc:
         return _blocked(str(exc))
     async with registry:
         try:
-            async with asyncio.timeout(deadline_s):
-                items = await check_contracts(contracts, registry, observer=registry.observer)
+            async with asyncio.timeout(opts.deadline_s):
+                items = await check_contracts(
+                    contracts, registry, observer=registry.observer, befores=befores
+                )
         except TimeoutError:
             return _blocked(
-                f"the contracts were not all checked within {deadline_s}s; nothing unchecked "
-                "counts as landed (raise --deadline, or make the probes faster)"
+                f"the contracts were not all checked within {opts.deadline_s}s; nothing "
+                "unchecked counts as landed (raise --deadline, or make the probes faster)"
             )
-    return _decide([*items, *problems], stop_hook_active=hook_input.stop_hook_active)
+    return _decide(
+        [*items, *problems],
+        stop_hook_active=hook_input.stop_hook_active,
+        allow_empty=opts.allow_empty,
+    )
 
 
 def run_guard(
@@ -285,18 +395,14 @@ def run_guard(
     read_stdin: Callable[[int], str] | None = None,
     config_file: str | None = None,
     deadline_s: float = 50.0,
+    allow_empty: bool = False,
+    before_file: str | None = None,
 ) -> GuardResult:
-    """Decide for the CLI and every hook. Never raises: any failure at all is a block."""
+    """Decide for the CLI and every hook. Never raises: any failure at all is a block (a
+    UserPromptSubmit hook that fails only says so: it takes readings, it judges nothing)."""
+    opts = _Options(hook, config_file, deadline_s, allow_empty, before_file)
     try:
-        return asyncio.run(
-            _run(
-                contracts_file,
-                hook=hook,
-                read_stdin=read_stdin or (lambda n: ""),
-                config_file=config_file,
-                deadline_s=deadline_s,
-            )
-        )
+        return asyncio.run(_run(contracts_file, read_stdin or (lambda n: ""), opts))
     except BaseException as exc:  # fail closed: a guard that cannot finish has checked nothing
         detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         return _blocked(f"guard itself failed ({detail}); a check that did not run is not a pass")

@@ -10,6 +10,7 @@ import regex
 
 from landed.probes.contract import (
     AtLeast,
+    Change,
     Contains,
     Count,
     Equals,
@@ -25,7 +26,16 @@ from landed.probes.reading import NO_VALUE, Reading, cut, strict_json
 from landed.probes.values import REGEX_TIMEOUT_S, compare, read_number, short, show, strict_equal
 from landed.receipts.ladder import CALL_LADDER, MESSAGE_LADDER
 
-__all__ = ["Judgement", "judge"]
+__all__ = ["NEEDS_BEFORE", "Judgement", "compare_at_least", "compare_count", "judge"]
+
+
+#: What a ``change`` says when no before-reading was given: never a pass, and how to get one.
+NEEDS_BEFORE = (
+    "a change is judged against a before-reading, and none was given, so nothing is proven; "
+    "take one before the action (landed snapshot, then landed verify --before FILE; the "
+    "UserPromptSubmit hook for landed guard; a task's pre-read), or expect count, at_least "
+    "or equals to judge the value itself"
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,8 @@ class Judgement:
     outcome: Outcome
     message: str
     value: Any = None
+    #: A ``change`` whose reading was a count: the before-reading decides (see expect).
+    needs_before: bool = False
 
 
 def _blank(reading: Reading) -> bool:
@@ -63,10 +75,10 @@ def _judge_count(expect: Count, reading: Reading) -> Judgement:
     count, why = read_number(reading, whole=True)
     if count is None:
         return Judgement(Outcome.MISMATCH, f"{why}; expected exactly {expect.value}")
-    return _compare_count(count, expect.value)
+    return compare_count(count, expect.value)
 
 
-def _compare_count(count: int, wanted: int) -> Judgement:
+def compare_count(count: int, wanted: int) -> Judgement:
     if count == wanted:
         return Judgement(
             Outcome.PASS, f"the probe returned {count}; expected exactly {wanted}", count
@@ -86,16 +98,28 @@ def _compare_count(count: int, wanted: int) -> Judgement:
     )
 
 
+def _judge_change(expect: Change, reading: Reading) -> Judgement:
+    """The count a change is taken from; on its own it is never a pass (fails closed)."""
+    if (nothing := _no_number(reading)) is not None:
+        return nothing
+    count, why = read_number(reading, whole=True)
+    if count is None:
+        return Judgement(Outcome.MISMATCH, f"{why}; expected a change of {expect.value:+d}")
+    return Judgement(
+        Outcome.MISMATCH, f"the probe returned {count}; {NEEDS_BEFORE}", count, needs_before=True
+    )
+
+
 def _judge_at_least(expect: AtLeast, reading: Reading) -> Judgement:
     if (nothing := _no_number(reading)) is not None:
         return nothing
     number, why = read_number(reading, whole=False)
     if number is None:
         return Judgement(Outcome.MISMATCH, f"{why}; expected at least {expect.value}")
-    return _compare_at_least(number, expect.value)
+    return compare_at_least(number, expect.value)
 
 
-def _compare_at_least(number: Any, wanted: Any) -> Judgement:
+def compare_at_least(number: Any, wanted: Any) -> Judgement:
     said = f"the probe returned {number}; expected at least {wanted}"
     if number >= wanted:
         return Judgement(Outcome.PASS, said, number)
@@ -294,6 +318,8 @@ def judge(expect: Any, reading: Reading, *, probe_kind: str) -> Judgement:
         result = _judge_count(expect, reading)
     elif isinstance(expect, AtLeast):
         result = _judge_at_least(expect, reading)
+    elif isinstance(expect, Change):
+        result = _judge_change(expect, reading)
     elif isinstance(expect, Contains):
         result = _judge_contains(expect, reading)
     elif isinstance(expect, Regex):
@@ -316,4 +342,4 @@ def judge(expect: Any, reading: Reading, *, probe_kind: str) -> Judgement:
         if isinstance(expect, NonEmpty):
             return Judgement(result.outcome, f"the probe returned {claims}, as claimed", value)
         return Judgement(result.outcome, f"{claims} as claimed; {result.message}", value)
-    return Judgement(result.outcome, result.message, value)
+    return Judgement(result.outcome, result.message, value, result.needs_before)

@@ -8,6 +8,7 @@ import regex
 
 from landed.probes.contract import (
     AtLeast,
+    Change,
     Contains,
     Count,
     DeploymentProbe,
@@ -30,6 +31,8 @@ def label(expect: Any) -> str:
         return f"count({expect.value})"
     if isinstance(expect, AtLeast):
         return f"at_least({expect.value})"
+    if isinstance(expect, Change):
+        return f"change({expect.value:+d})"
     if isinstance(expect, Contains):
         return f"contains({show(expect.value)})"
     if isinstance(expect, Equals):

@@ -26,7 +26,14 @@ from landed.probes.contract import (
     probe_digest,
     probe_problem,
 )
-from landed.probes.expect import Judgement, is_weak, judge, judge_with_before, label_for
+from landed.probes.expect import (
+    MEANING,
+    Judgement,
+    is_weak,
+    judge,
+    judge_with_before,
+    label_for,
+)
 from landed.probes.http import read_deployment, read_http, read_object, read_outbound, read_payment
 from landed.probes.local import read_command, read_file, read_git
 from landed.probes.reading import (
@@ -152,13 +159,15 @@ async def observe(
     evidence_cap: int = DEFAULT_EVIDENCE_CAP,
     read_cap: int = DEFAULT_READ_CAP,
     read_limit: int = DEFAULT_READ_LIMIT,
+    meaning: int = MEANING,
 ) -> Observation:
     """Run ``probe`` once and judge it against ``expect``.
 
     Never raises for anything the probe meets (errors, timeouts, hostile output): those are
     ``probe-error`` observations. Raises :class:`~landed.InvalidContract` when ``probe`` or
     ``expect`` is not a valid declaration (a callable, an unknown type, nothing at all).
-    ``before`` is the reading of the same probe and expectation taken before the action.
+    ``before`` is the reading of the same probe and expectation taken before the action;
+    ``meaning`` is what count, at_least and equals mean (see ``landed.probes.expect.MEANING``).
     """
     probe = coerce_probe(probe)
     expect = coerce_expectation(expect)
@@ -178,8 +187,7 @@ async def observe(
     started = time.perf_counter()
     limits = Limits(getattr(probe, "timeout_s", 30.0), read_cap, read_limit)
     judgement, capture = await _read_and_judge(probe, expect, registry, limits)
-    if before is not None:
-        judgement = judge_with_before(expect, judgement, before)
+    judgement = judge_with_before(expect, judgement, before, meaning=meaning)
     duration_ms = round((time.perf_counter() - started) * 1000, 3)
     # A failed command's stderr or a server's error text can hold terminal escapes; the message
     # is shown by landed verify, the board's readers and the Web UI, so they are shown escaped.

@@ -128,6 +128,9 @@ def assemble_receipt(
             "loop": spec.loop,
             "idempotency_key": spec.idempotency_key,
             "actor": report.actor,
+            # What count, at_least and equals meant when this receipt's plan was judged; a
+            # receipt without it is from before meanings were marked (meaning 1).
+            **({"expect_meaning": spec.expect_meaning} if spec.expect_meaning is not None else {}),
             **extra,
         }
     )

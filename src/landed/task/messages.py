@@ -200,6 +200,11 @@ class VerifyInput(BaseModel):
         description="How many steps the task's plan has (signed with each reading's step), so a "
         "receipt missing one step's read-back shows it.",
     )
+    meaning: int = Field(
+        default=1,
+        description="What count, at_least and equals mean in the plan (1 for a run from before "
+        "meanings were marked).",
+    )
 
 
 class VerifyReading(BaseModel):
@@ -304,6 +309,8 @@ def spec_digest(spec: TaskSpec) -> str:
     """sha256 of what the task asks (its JSON form without default values, keys sorted): which
     task a run or receipt is of. Defaults are left out so that a release adding a field with a
     default still recognises the tasks submitted before it."""
-    body = spec.model_dump(mode="json", exclude_defaults=True)
+    # The meaning a plan is judged under is stamped at submit, not asked by the submitter: the
+    # same plan sent again (after an upgrade) is still the same task, and attaches to its run.
+    body = spec.model_dump(mode="json", exclude_defaults=True, exclude={"expect_meaning"})
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return "v1:" + hashlib.sha256(text.encode()).hexdigest()

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from landed.probes.contract import Observation, Outcome, probe_digest
-from landed.probes.expect import Judgement, judge_with_before, label_for
+from landed.probes.expect import (
+    LEGACY_MEANING,
+    Judgement,
+    judge_with_before,
+    label_for,
+    value_outcome,
+)
 from landed.signing import TrustStore, check_reading
 from landed.task.assemble import proof_item
 from landed.task.messages import VerifyReading
@@ -162,6 +168,17 @@ def _step_problem(
         return f"the reading is not of {step}'s probe (another probe was run)"
     if obs.expectation != label_for(contract.probe, contract.expect):
         return f"the reading was judged under {obs.expectation!r}, not {step}'s expectation"
+    meaning = scope.spec.meaning
+    if meaning != LEGACY_MEANING and obs.outcome == Outcome.PASS:
+        # A count or at_least of this plan judges the value read: a pass its value does not
+        # make (a verifier that judged the change instead) is no reading of this step.
+        alone = value_outcome(contract.expect, obs.value)
+        if alone is not None and alone != Outcome.PASS:
+            return (
+                f"the reading of {step} passed with the value {obs.value}, which "
+                f"{obs.expectation} judges {alone}: the verifier judged another meaning of it "
+                "(upgrade verifiers before runners)"
+            )
     if before is None:
         return None
     if obs.before_value != before.value:
@@ -169,7 +186,9 @@ def _step_problem(
     # The signature covers the before value but not the before outcome the verifier was handed;
     # judging again against this task's own pre-read shows a swapped outcome (a state that
     # already held passed off as changed).
-    held = judge_with_before(contract.expect, Judgement(obs.outcome, "", obs.value), before)
+    held = judge_with_before(
+        contract.expect, Judgement(obs.outcome, "", obs.value), before, meaning=meaning
+    )
     if held.outcome == obs.outcome:
         return None
     return (

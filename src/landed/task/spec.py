@@ -14,6 +14,7 @@ from pydantic import (
 )
 
 from landed.probes.contract import Contract
+from landed.probes.expect import LEGACY_MEANING
 from landed.receipts.ladder import READ_BACK_KINDS
 
 __all__ = [
@@ -190,6 +191,17 @@ class TaskSpec(_Strict):
     )
     retry: RetryBudget = Field(default_factory=RetryBudget)
     timeouts: StepTimeouts = Field(default_factory=StepTimeouts)
+    expect_meaning: int | None = Field(
+        default=None,
+        description="What count, at_least and equals mean in this plan: 2, the value read (a "
+        "change is expected with change). Set at submit; a stored plan without it was "
+        "submitted before meanings were marked and keeps meaning 1 (counts judged the change).",
+    )
+
+    @property
+    def meaning(self) -> int:
+        """The meaning this plan is judged under (1 for a plan from before meanings)."""
+        return self.expect_meaning if self.expect_meaning is not None else LEGACY_MEANING
 
     @field_validator("owner")
     @classmethod

@@ -14,6 +14,7 @@ from pydantic import (
 from pydantic_core import PydanticSerializationError, to_json
 
 from landed.probes.contract import probe_problem
+from landed.probes.expect import MEANING
 from landed.task.spec import TaskSpec, TaskSpecError
 from landed.util import strictjson
 
@@ -171,8 +172,27 @@ def check_spec(data: TaskSpec | Mapping[str, Any] | str | bytes) -> SubmitCheck:
     if built is not None or not (isinstance(source, str | bytes) or _plain(raw)):
         spec = _as_sent(spec, built)
     _refuse_bad_probes(spec)
+    spec = _with_meaning(spec)
     _refuse_oversize(spec)
     return SubmitCheck(spec=spec, warnings=_warnings(spec))
+
+
+def _with_meaning(spec: TaskSpec) -> TaskSpec:
+    """The spec marked with the meaning it is judged under: the current one, always. Meaning 1
+    is kept for runs and receipts from before it was marked, never taken for a new task."""
+    if spec.expect_meaning not in (None, MEANING):
+        raise TaskSpecError(
+            [
+                (
+                    "expect_meaning",
+                    f"{spec.expect_meaning} is not the meaning landed judges new tasks under "
+                    f"({MEANING}: count, at_least and equals judge the value read); leave it out, "
+                    "and where a step meant the change (count 45 of rows inserted) expect "
+                    '{"type": "change", "value": 45} instead',
+                )
+            ]
+        )
+    return spec.model_copy(update={"expect_meaning": MEANING})
 
 
 def _read_document(data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
@@ -291,6 +311,11 @@ def _warnings(spec: TaskSpec) -> list[str]:
             "pre_read is false: the runner still reads the before-state unless its operator "
             "allows tasks to skip it (LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ); without one a "
             "read-back cannot tell an outcome that already held from one the act produced"
+        )
+    if not spec.pre_read and any(c.expect.type == "change" for c in spec.proof_plan):
+        warnings.append(
+            "pre_read is false and the plan expects a change: a change is judged against the "
+            "pre-read, so where the runner skips it the step is not done"
         )
     if spec.proof_plan and spec.timeouts.verify > spec.time_cap:
         warnings.append(
