@@ -233,3 +233,11 @@ def test_error_messages_are_printed_as_written(capsys: pytest.CaptureFixture[str
     assert message in " ".join(err.split())
     assert json.loads(out) == {"error": "refused", "message": message}
     assert exit_.exit_code == 3
+
+
+@pytest.mark.parametrize("flag", ["--equals", "--json-path"])
+def test_a_flag_value_giving_a_key_twice_is_refused_naming_it(flag: str) -> None:
+    value = '{"a":1,"a":2}' if flag == "--equals" else '$.x={"a":1,"a":2}'
+    code, out, err = cli("--probe", 'echo {"x":{"a":2}}', flag, value)
+    assert code == 3, out + err
+    assert "'a' appears twice" in out + err

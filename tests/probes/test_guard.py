@@ -273,3 +273,11 @@ def test_a_line_separator_inside_a_json_string_does_not_split_the_contract(tmp_p
     path.write_text(line + "\n", encoding="utf-8")
     done = run(["--contracts", str(path)])
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_hook_input_giving_a_key_twice_blocks_naming_it(tmp_path: Path) -> None:
+    twice = '{"cwd": "/elsewhere", "hook_event_name": "Stop", "cwd": "' + str(tmp_path) + '"}'
+    result = run_guard(
+        str(write(tmp_path, "c.jsonl", PASSING)), hook="claude-code", read_stdin=lambda n: twice
+    )
+    assert result.block and "'cwd' appears twice" in " ".join(result.reasons)

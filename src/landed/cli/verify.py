@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
 import shlex
@@ -22,6 +21,7 @@ from landed.probes.settings import ConfigError
 from landed.probes.snapshot import SnapshotError, find_before, read_snapshot
 from landed.probes.sources import SourceRegistry, load_registry
 from landed.probes.verdict import InvalidContract, Verdict
+from landed.util import strictjson
 
 EXIT_LANDED = 0
 EXIT_NOT_LANDED = 1
@@ -61,14 +61,22 @@ error; 3 the probe failed and observed nothing (error, timeout, refused), or the
 configuration is invalid."""
 
 
+def _json_or_text(raw: str, flag: str) -> Any:
+    """A flag's value as JSON, or as the text itself when it is not JSON (unquoted text
+    compares as a string). JSON that gives a key twice is refused, never half-read."""
+    try:
+        return strictjson.loads(raw)
+    except strictjson.DuplicateKey as exc:
+        raise InvalidContract(f"{flag}: {exc}") from exc
+    except ValueError:
+        return raw
+
+
 def _parse_json_path(text: str) -> dict[str, Any]:
     for op in ("==", "!=", ">=", "<=", ">", "<", "="):
         path, sep, raw = text.partition(op)
         if sep and path.strip():
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                value = raw  # unquoted text compares as a string
+            value = _json_or_text(raw, "--json-path")
             return {
                 "type": "json_path",
                 "path": path.strip(),
@@ -117,11 +125,7 @@ def _expectation(
     if regex is not None:
         given.append({"type": "regex", "value": regex})
     if equals is not None:
-        try:
-            parsed: Any = json.loads(equals)
-        except ValueError:
-            parsed = equals
-        given.append({"type": "equals", "value": parsed})
+        given.append({"type": "equals", "value": _json_or_text(equals, "--equals")})
     if json_path is not None:
         given.append(_parse_json_path(json_path))
     if rung is not None:

@@ -9,7 +9,6 @@ turn's before-readings (``landed.probes.snapshot``), which Stop then judges agai
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,7 +266,10 @@ def _parse_hook_input(hook: str, raw: str) -> _HookInput:
     if hook not in HOOKS:
         raise ValueError(f"unknown hook {hook!r}; use one of {', '.join(HOOKS)}")
     try:
-        data = json.loads(raw) if raw.strip() else None
+        data = strictjson.loads(raw) if raw.strip() else None
+    except strictjson.DuplicateKey as exc:
+        # Two values for one key (a second "cwd", a second "session_id"): never pick one.
+        raise ValueError(f"the hook input on stdin: {exc}") from exc
     except ValueError:
         data = None
     if not isinstance(data, dict):
