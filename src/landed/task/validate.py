@@ -248,8 +248,9 @@ def _as_sent(spec: TaskSpec, built: TaskSpec | None) -> TaskSpec:
 
 def _refuse_bad_probes(spec: TaskSpec) -> None:
     problems = [
-        (f"proof_plan.{i}.probe", why)
-        for i, contract in enumerate(spec.proof_plan)
+        (f"{field}.{i}.probe", why)
+        for field, contracts in (("proof_plan", spec.proof_plan), ("frames", spec.frames))
+        for i, contract in enumerate(contracts)
         if (why := probe_problem(contract.probe)) is not None
     ]
     if problems:
@@ -291,6 +292,12 @@ def _warnings(spec: TaskSpec) -> list[str]:
             "pre_read is false: the runner still reads the before-state unless its operator "
             "allows tasks to skip it (LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ); without one a "
             "read-back cannot tell an outcome that already held from one the act produced"
+        )
+    if spec.frames and not spec.pre_read:
+        warnings.append(
+            "pre_read is false and the plan declares frames: frames are read in the pre-read, "
+            "so on a runner that honours pre_read: false no frame can be shown unchanged and "
+            "the task is not done"
         )
     if spec.proof_plan and spec.timeouts.verify > spec.time_cap:
         warnings.append(
