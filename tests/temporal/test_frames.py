@@ -32,9 +32,7 @@ async def test_frame_that_changed_is_not_done(temporal_dev: str, tmp_path: Path)
     db = make_rows_db(tmp_path / "rows.db", preexisting=30, batch="frames-del-keep")
     make_rows_db(db, preexisting=30, batch="frames-ok-keep")
     async with rows_roles(temporal_dev, tmp_path, db) as roles:
-        deleted = await roles.client.run(
-            _framed("frames-del", db, delete_batch="frames-del-keep")
-        )
+        deleted = await roles.client.run(_framed("frames-del", db, delete_batch="frames-del-keep"))
         kept = await roles.client.run(_framed("frames-ok", db))
     # The plan's own step reads back pass: 45 rows landed in both tasks.
     assert [p.result for p in deleted.proof] == ["pass"]
