@@ -11,18 +11,24 @@ the act's write), then each bad write as a change of that pair.
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from landed.probes.contract import Contract, Observation, Outcome
 from landed.probes.expect import Judgement, judge, judge_with_before, label_for
-from landed.probes.jsonpath import parse_path
-from landed.probes.reading import Capture, Reading
+from landed.probes.lint_writes import (
+    ERROR,
+    NOTHING,
+    SCENARIOS,
+    bad_writes,
+    bump,
+    candidates,
+    reading_of,
+    shown,
+    wrapper,
+)
 
 __all__ = [
     "SCENARIOS",
@@ -34,30 +40,7 @@ __all__ = [
     "lint_plan",
 ]
 
-#: The bad writes every step is tried against, in report order.
-SCENARIOS = (
-    "nothing landed",
-    "half",
-    "double",
-    "already there",
-    "wrong value",
-    "probe error",
-    "undone after the act",
-)
 
-
-class _Nothing:
-    def __repr__(self) -> str:
-        return "nothing"
-
-
-class _Error:
-    def __repr__(self) -> str:
-        return "probe error"
-
-
-_NOTHING: Any = _Nothing()
-_ERROR: Any = _Error()
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
@@ -105,79 +88,10 @@ class PlanLint:
         return any(step.problem is not None for step in self.steps)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _bump(value: Any) -> Any:
-    """A present value other than ``value``: what a record held before the act, say."""
-    if _is_number(value):
-        return value + 2
-    if isinstance(value, str) and value:
-        return value[:-1] + ("x" if value[-1] != "x" else "y")
-    return "landed-lint-other"
-
-
-def _half(before: Any, after: Any) -> Any:
-    if _is_number(after):
-        base = before if _is_number(before) else 0
-        delta = after - base
-        return base + (int(delta / 2) if isinstance(delta, int) else delta / 2)
-    if isinstance(after, str):
-        return after[: len(after) // 2]
-    if isinstance(after, list):
-        return after[: len(after) // 2]
-    if isinstance(after, dict):
-        return dict(list(after.items())[: len(after) // 2])
-    return _NOTHING
-
-
-def _double(before: Any, after: Any) -> Any:
-    if _is_number(after):
-        base = before if _is_number(before) else 0
-        return base + 2 * (after - base)
-    if isinstance(after, str):
-        return after + after
-    if isinstance(after, list):
-        return [*after, *after]
-    if isinstance(after, dict):
-        return {**after, **{f"{k}_again": v for k, v in after.items()}}
-    return [after, after]
-
-
-def _wrong(before: Any, after: Any) -> Any:
-    if _is_number(after):
-        return after - 1 if after - 1 != before else after + 1
-    if isinstance(after, bool):
-        return not after
-    return _bump(after)
-
-
-def _reading(kind: str, leaf: Any) -> Reading:
-    """What a probe of ``kind`` returns when the system of record holds ``leaf``."""
-    if kind == "record":
-        if leaf is _NOTHING:
-            reading = Reading.of_json([])
-            reading.number, reading.value = 0, []
-            return reading
-        reading = Reading.of_json([{"value": leaf}])
-        reading.value = leaf
-        reading.number = leaf if _is_number(leaf) else 1
-        reading.auto_cell = _is_number(leaf)
-        return reading
-    if leaf is _NOTHING:
-        return Reading(capture=Capture.of(b""), missing=True)
-    if isinstance(leaf, str):
-        return Reading(capture=Capture.of(leaf.encode()))
-    if _is_number(leaf):
-        return Reading(capture=Capture.of(json.dumps(leaf).encode()))
-    return Reading.of_json(leaf)
-
-
 def _judged(expect: Any, kind: str, leaf: Any) -> Judgement:
-    if leaf is _ERROR:
+    if leaf is ERROR:
         return Judgement(Outcome.PROBE_ERROR, "the probe observed nothing (made up by the lint)")
-    return judge(expect, _reading(kind, leaf), probe_kind=kind)
+    return judge(expect, reading_of(kind, leaf), probe_kind=kind)
 
 
 def _outcome(contract: Contract, before: Any, after: Any, pre_read: bool) -> Judgement:
@@ -200,78 +114,16 @@ def _outcome(contract: Contract, before: Any, after: Any, pre_read: bool) -> Jud
     return judge_with_before(expect, judged, prior)
 
 
-def _plain_regex(pattern: str) -> str:
-    """Text a simple pattern matches (anchors dropped, common classes filled in)."""
-    text = pattern.removeprefix("^").removesuffix("$")
-    text = re.sub(r"\\d[+*]?|\[0-9\][+*]?", "1", text)
-    text = re.sub(r"\\w[+*]?|\.[+*]?", "a", text)
-    return re.sub(r"\\(.)", r"\1", text)
-
-
-def _wrapper(expect: Any) -> Callable[[Any], Any]:
-    """How a leaf value sits in what the probe returns: at the expectation's path, if any."""
-    path = getattr(expect, "path", None)
-    if not isinstance(path, str):
-        return lambda leaf: leaf
-    steps = parse_path(path)
-
-    def wrap(leaf: Any) -> Any:
-        if leaf is _NOTHING or leaf is _ERROR:
-            return leaf
-        for step in reversed(steps):
-            if isinstance(step, int):
-                leaf = [None] * step + [leaf] if step >= 0 else [leaf]
-            else:
-                leaf = {step: leaf}
-        return leaf
-
-    return wrap
-
-
-def _candidates(expect: Any) -> list[Any]:
-    """After values the act's write might leave, tried in turn for one the plan passes."""
-    value: Any = getattr(expect, "value", None)
-    leaves: list[Any] = []
-    if _is_number(value):
-        leaves += [value, value + 1, value - 1]
-    elif isinstance(value, str):
-        leaves += [value, _plain_regex(value)]
-    elif value is not None:
-        leaves.append(value)
-    if value is not None:
-        leaves.append([value])
-    return [*leaves, "landed", 1, True]
-
-
 def _good_pair(contract: Contract, pre_read: bool) -> tuple[Any, Any, Any] | None:
     """(before, after, other before): a write this plan calls done, or None if none is found."""
-    wrap = _wrapper(contract.expect)
-    for after in _candidates(contract.expect):
-        befores = [_NOTHING, _bump(after)]
+    wrap = wrapper(contract.expect)
+    for after in candidates(contract.expect):
+        befores = [NOTHING, bump(after)]
         for i, before in enumerate(befores):
             judged = _outcome(contract, wrap(before), wrap(after), pre_read)
             if judged.outcome is Outcome.PASS:
                 return before, after, befores[1 - i]
     return None
-
-
-def _pairs(before: Any, after: Any, other: Any) -> dict[str, tuple[Any, Any]]:
-    return {
-        "nothing landed": (before, before),
-        "half": (before, _half(before, after)),
-        "double": (before, _double(before, after)),
-        "already there": (after, after),
-        "wrong value": (before, _wrong(before, after)),
-        "probe error": (before, _ERROR),
-        "undone after the act": (other, other),
-    }
-
-
-def _shown(leaf: Any) -> str:
-    if leaf is _NOTHING or leaf is _ERROR:
-        return repr(leaf)
-    text = json.dumps(leaf, default=str)
-    return text if len(text) <= 60 else text[:60] + "..."
 
 
 def lint_contract(contract: Contract, *, where: str, pre_read: bool = True) -> StepLint:
@@ -286,15 +138,15 @@ def lint_contract(contract: Contract, *, where: str, pre_read: bool = True) -> S
                 "would read; check this step by hand (landed verify)"
             )
             return dataclasses.replace(step, problem=why)
-        wrap = _wrapper(contract.expect)
+        wrap = wrapper(contract.expect)
         scenarios = []
-        for name, (before, after) in _pairs(*good).items():
+        for name, (before, after) in bad_writes(*good).items():
             judged = _outcome(contract, wrap(before), wrap(after), pre_read)
             scenarios.append(
                 Scenario(
                     name=name,
-                    before=_shown(wrap(before)) if pre_read else None,
-                    after=_shown(wrap(after)),
+                    before=shown(wrap(before)) if pre_read else None,
+                    after=shown(wrap(after)),
                     outcome=judged.outcome.value,
                     message=judged.message,
                 )
