@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_readings import AT, KEY, observed, reading, spec
+from test_readings import AT, KEY, observed, reading, scope, spec
 
 from landed.probes.contract import Outcome
+from landed.receipts.grading import grade
 from landed.receipts.ladder import Status
 from landed.receipts.verdict import FrameCheck, TaskVerdict, hold_to_frames
 from landed.signing import TrustStore
 from landed.task.decisions import RunFacts, graded_receipt
 from landed.task.frames import frame_checks, frame_problem, frame_view, pre_read_count
 from landed.task.messages import ActReport
+from landed.task.readings import of_step
 from landed.task.spec import TaskSpec
 from landed.task.validate import check_spec
 
@@ -97,6 +99,9 @@ def test_the_graded_receipt_is_not_done_when_a_frame_changed() -> None:
     assert changed.verdict == "executed"
     assert changed.landed.frames == [{"action": "batch k stays", "held": False}]
     assert any(f.startswith("FRAME: frame #1 ('batch k stays')") for f in changed.landed.findings)
+    # landed check, which knows nothing of frames, holds the receipt to the runner's verdict.
+    checked = grade(changed, signature_ok=TrustStore([KEY.public_key]).signature_ok)
+    assert checked.proven_status == "executed" and not checked.meets_bar
     # Unread after the act: fail closed.
     assert graded(()).verdict == "executed"
 
@@ -112,3 +117,16 @@ def test_frames_are_validated_at_submit_like_plan_steps() -> None:
         raise AssertionError("a frame naming a DSN was accepted")
     data = {**framed().model_dump(mode="json"), "pre_read": False}
     assert any("frames are read in the pre-read" in w for w in check_spec(data).warnings)
+
+
+def test_a_frame_reading_counts_only_signed_for_its_frame_phase() -> None:
+    view = frame_view(framed())
+    frame_scope = scope(view)
+    for phase in ("frame-before", "frame-after"):
+        signed = reading(view, obs(), signed=phase)
+        assert of_step(frame_scope, signed, None, 1, signed_as=phase).observation.outcome == "pass"
+    # A plan step's read-back (or a pre-read) is no frame reading, nor one phase the other's.
+    for phase, wanted in (("after", "frame-after"), ("frame-before", "frame-after")):
+        held = of_step(frame_scope, reading(view, obs(), signed=phase), None, 1, signed_as=wanted)
+        assert held.observation.outcome == Outcome.PROBE_ERROR
+        assert "is not a trusted verifier's" in held.observation.message
