@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from landed.signing import TrustStore
     from landed.task.assemble import assemble_receipt, trust_from_pems, unknown_write_report
     from landed.task.decisions import RunFacts, cancelled_before_act_report, graded_receipt
+    from landed.task.frames import pre_read_count
     from landed.task.messages import (
         ActReport,
         ClaimOutput,
@@ -40,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
 
 from landed.workflows.acting import Attempts
 from landed.workflows.claims import claim_holds, ledger_policy
+from landed.workflows.frames import FrameReader
 from landed.workflows.reads import VERIFY_RETRY, Reader, chain_run_id
 from landed.workflows.state import ActFacts, RunState
 
@@ -68,6 +70,7 @@ class AgentTask:
         self._run = RunState(before=[None] * len(spec.proof_plan))
         self._act = ActFacts()
         self._reader = Reader(spec, self._run, self._scope, self._cancelled)
+        self._frames = FrameReader(spec, self._run, self._scope, self._cancelled)
         # Caches of pure functions of the recorded routing and the input.
         self._trust: TrustStore | None = None
         self._spec_sha256 = spec_digest(spec)
@@ -171,7 +174,7 @@ class AgentTask:
                 run_id=workflow.info().run_id,
                 will_act=to_act,
                 pre_read=spec.pre_read,
-                steps=len(spec.proof_plan),
+                steps=pre_read_count(spec),
             ),
             result_type=Routing,
             # The plan reads the ledger; one that stays down (answering with errors, or not at
@@ -208,15 +211,20 @@ class AgentTask:
         before: list[Observation | None] = [None] * len(every)
         self._run.before = before
         # The same test the plan made when it decided whether to claim the first act.
-        if pre_reads(routing, spec.pre_read, len(every)):
+        if pre_reads(routing, spec.pre_read, pre_read_count(spec)):
             self._run.step = Step.PRE_READ
-            readings = await self._reader.read(routing, "before", every, before, attempt=1)
-            # A before-state of anything but this step would let a change look like the act's.
-            scope = self._scope(routing)
-            before = [
-                of_step(scope, readings[i], None, 1, signed_as="before").observation for i in every
-            ]
-            self._run.before = before
+            if every:
+                readings = await self._reader.read(routing, "before", every, before, attempt=1)
+                # A before-state of anything but this step would let a change look like the act's.
+                scope = self._scope(routing)
+                before = [
+                    of_step(scope, readings[i], None, 1, signed_as="before").observation
+                    for i in every
+                ]
+                self._run.before = before
+            self._run.frames_before = await self._frames.read(
+                routing, "frame-before", attempt=1, actors=()
+            )
         return before
 
     async def _read_back_and_grade(
@@ -230,10 +238,10 @@ class AgentTask:
         to its step and grade the task."""
         run = self._run
         run.report = report
+        attempt = max(run.attempt, 1)  # 0 when the time cap left no act attempt
         if after is None and spec.proof_plan:
             run.step = Step.VERIFY
             every = list(range(len(spec.proof_plan)))
-            attempt = max(run.attempt, 1)  # 0 when the time cap left no act attempt
             after = await self._reader.read(routing, "after", every, run.before, attempt=attempt)
         # The receipt's proof items: each plan step's read-back, held to its step.
         read = after or {}
@@ -241,6 +249,10 @@ class AgentTask:
             self._independent(read[i], run.before[i], report, routing).proof
             for i in range(len(spec.proof_plan))
         ]
+        # What else the act changed: each frame read again, as it was read before the act.
+        run.frames_after = await self._frames.read(
+            routing, "frame-after", attempt=attempt, actors=self._actors(report)
+        )
         run.final = self._grade(spec, routing, report)
 
     async def _settle(self, spec: TaskSpec, owner_set: bool) -> Receipt:
@@ -343,11 +355,19 @@ class AgentTask:
         signed_as: str | None = None,
     ) -> VerifyReading:
         """The reading held to its step, made by another identity than the act's (DOD-2)."""
-        actors = [a for a in (report.actor if report else None, *self._act.actors) if a]
         attempt = max(self._run.attempt, 1)
         return independent(
-            self._scope(routing), reading, before, actors, attempt, signed_as=signed_as
+            self._scope(routing),
+            reading,
+            before,
+            self._actors(report),
+            attempt,
+            signed_as=signed_as,
         )
+
+    def _actors(self, report: ActReport | None) -> list[str]:
+        """Every identity that ran (or failed) an act attempt of this run."""
+        return [a for a in (report.actor if report else None, *self._act.actors) if a]
 
     def _trusted(self, routing: Routing) -> TrustStore:
         if self._trust is None:
@@ -370,6 +390,8 @@ class AgentTask:
             # A grading that runs again (after a stalled runner) may see a cancel the first did
             # not; the settle step then keeps the first, which the ledger already holds.
             cancelled=workflow.cancellation_reason() is not None,
+            frames_before=tuple(self._run.frames_before),
+            frames_after=tuple(self._run.frames_after),
         )
         trusted = self._trusted(routing)
         return graded_receipt(

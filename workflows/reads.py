@@ -12,7 +12,13 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from landed.probes.contract import Observation
     from landed.task.decisions import past_cap, read_budget, verify_failed
-    from landed.task.messages import Routing, VerifyInput, VerifyOutput, VerifyReading
+    from landed.task.messages import (
+        ReadPhase,
+        Routing,
+        VerifyInput,
+        VerifyOutput,
+        VerifyReading,
+    )
     from landed.task.names import VERIFY_ACTIVITY
     from landed.task.readings import ReadScope, answers_request, still_to_read, unobserved
     from landed.task.spec import TaskSpec
@@ -60,7 +66,7 @@ class Reader:
     async def read(
         self,
         routing: Routing,
-        phase: str,
+        phase: ReadPhase,
         indexes: list[int],
         before: list[Observation | None],
         *,
@@ -93,7 +99,7 @@ class Reader:
     async def _ask(
         self,
         routing: Routing,
-        phase: str,
+        phase: ReadPhase,
         todo: list[int],
         before: list[Observation | None],
         attempt: int,
@@ -115,7 +121,7 @@ class Reader:
                 VerifyInput(
                     task_id=spec.task_id,
                     attempt=attempt,
-                    phase="before" if phase == "before" else "after",
+                    phase=phase,
                     contracts=[spec.proof_plan[i] for i in todo],
                     indexes=todo,
                     before=[before[i] for i in todo],

@@ -26,6 +26,9 @@ class RunState:
     deadline: datetime | None = None
     pre_read: bool = True
     before: list[Observation | None] = dataclasses.field(default_factory=list)
+    # Each frame's reading before and after the act (landed.task.frames); empty: not read.
+    frames_before: list[Observation | None] = dataclasses.field(default_factory=list)
+    frames_after: list[Observation | None] = dataclasses.field(default_factory=list)
     report: ActReport | None = None
     proofs: list[ProofItem] = dataclasses.field(default_factory=list)
     final: Receipt | None = None

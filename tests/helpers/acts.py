@@ -20,7 +20,8 @@ def _db(ctx: landed.ActContext) -> str:
 @landed.act("test.rows")
 def rows(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
     """Write ``write`` rows to batch, claim ``claim`` with ``report``; optional sleeps and a
-    failure before or after writing (the first ``fail_attempts`` attempts)."""
+    failure before or after writing (the first ``fail_attempts`` attempts); ``delete_batch``
+    also deletes that batch's rows (a write beside the one claimed)."""
     db = _db(ctx)
     with sqlite3.connect(db, timeout=30) as conn:
         conn.execute(
@@ -41,6 +42,8 @@ def rows(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
             "insert into rows (batch, seq, key) values (?, ?, ?)",
             [(spec["batch"], i, ctx.idempotency_key) for i in range(int(spec.get("write", 0)))],
         )
+        if spec.get("delete_batch"):
+            conn.execute("delete from rows where batch = ?", [spec["delete_batch"]])
     time.sleep(float(spec.get("sleep_after_s", 0)) if first else 0)
     if failing and spec.get("fail") == "after":
         raise RuntimeError("the write returned an error")

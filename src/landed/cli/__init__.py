@@ -91,6 +91,7 @@ def _register() -> None:
         guard,
         keys,
         ledger,
+        plan,
         sample,
         schema,
         snapshot,

@@ -55,6 +55,15 @@ def submit(
     task_queue: str | None = typer.Option(
         None, help="The runner's task queue (default landed-runner)."
     ),
+    lint: bool = typer.Option(
+        False,
+        "--lint",
+        help="Lint the proof plan first (as landed plan lint) and refuse a plan that would call "
+        "a bad write done or that the lint cannot judge.",
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="With --lint: submit a plan the lint refuses (report on stderr)."
+    ),
 ) -> None:
     """Start an agent task as an AgentTask workflow (task id = workflow id).
 
@@ -66,10 +75,13 @@ def submit(
     refused the request or is unreachable; 3 settled but not done because nothing could be
     observed (every read-back that did not pass is a probe-error), an invalid task spec (each
     bad field is named with the reason; binary or too deeply nested input too), or its task id
-    already belongs to another task; 130 interrupted (Ctrl-C): a task already started runs on,
+    already belongs to another task, or (with --lint, without --force) a proof plan the lint
+    refuses, started nothing; 130 interrupted (Ctrl-C): a task already started runs on,
     and submitting the same file again attaches to it.
     """
     data = _checked_task(task_file, as_json)
+    if lint:
+        _linted(data, force, as_json)
     out = _submitted(data, wait, address, namespace, task_queue, as_json)
     receipt = out.get("receipt")
     if as_json:
@@ -128,6 +140,29 @@ def _checked_task(task_file: Path, as_json: bool) -> bytes:
         for warning in check.warnings:
             print(f"warning: {warning}", file=sys.stderr)
     return data
+
+
+def _linted(data: bytes, force: bool, as_json: bool) -> None:
+    """Refuse (exit 3, nothing started) a plan the lint would not trust, unless forced."""
+    from landed.cli.plan import EXIT_CATCHES_ALL, lint_exit, lint_spec, render
+    from landed.probes.lint import lint_json
+    from landed.task.validate import check_spec
+
+    plan = lint_spec(check_spec(data).spec)
+    if lint_exit(plan) == EXIT_CATCHES_ALL:
+        return
+    report = "\n".join(render(plan))
+    if force:
+        print(f"landed submit: --force given, submitting anyway:\n{report}", file=sys.stderr)
+        return
+    why = (
+        "the plan lint refused this proof plan (it would call a bad write done, or a step "
+        "could not be judged); strengthen the expectations, or pass --force to submit it anyway"
+    )
+    print(f"landed submit: {why}\n{report}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"error": "plan lint refused", "message": why, "lint": lint_json(plan)}))
+    raise typer.Exit(3)
 
 
 def _submitted(

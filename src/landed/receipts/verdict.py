@@ -21,8 +21,10 @@ from landed.receipts.ladder import Status
 
 __all__ = [
     "CANCEL_FINDING",
+    "FrameCheck",
     "PlanStep",
     "TaskVerdict",
+    "hold_to_frames",
     "hold_to_plan",
     "hold_to_run",
     "unknown_write_finding",
@@ -50,6 +52,44 @@ class TaskVerdict(NamedTuple):
     findings: tuple[str, ...]
 
 
+class FrameCheck(NamedTuple):
+    """One declared frame (what the act must leave alone) and why it did not hold (None: it
+    read the same before and after the act, passing its expectation both times)."""
+
+    action: str
+    problem: str | None
+
+
+def _capped(verdict: TaskVerdict, claims_done: bool, findings: tuple[str, ...]) -> TaskVerdict:
+    """The verdict at executed at most (not done), with ``findings`` added."""
+    status, meets_bar = verdict.status, verdict.meets_bar
+    if status.is_done or status.rank > Status.EXECUTED.rank:
+        status = Status.EXECUTED
+        meets_bar = meets_bar and not claims_done
+    return TaskVerdict(status, meets_bar, verdict.findings + findings)
+
+
+def hold_to_frames(
+    verdict: TaskVerdict, claims_done: bool, frames: Sequence[FrameCheck]
+) -> TaskVerdict:
+    """Every declared frame must read the same before and after the act.
+
+    The plan's read-backs show what the act did; a frame shows what else it did. A frame that
+    changed, or that could not be read either time, caps the verdict at executed (not done)
+    with a finding naming the frame, whatever the plan's steps show. Not applied by ``landed
+    check``: a receipt does not carry its frames' two readings.
+    """
+    broken = [(i, f) for i, f in enumerate(frames) if f.problem is not None]
+    if not broken:
+        return verdict
+    findings = tuple(
+        f"FRAME: frame #{i + 1} ({frame.action!r}) must be left as it was, but {frame.problem}; "
+        "the task is not done"
+        for i, frame in broken
+    )
+    return _capped(verdict, claims_done, findings)
+
+
 def hold_to_plan(verdict: TaskVerdict, claims_done: bool, steps: Sequence[PlanStep]) -> TaskVerdict:
     """Every declared plan step must read back pass (DOD-5).
 
@@ -60,16 +100,12 @@ def hold_to_plan(verdict: TaskVerdict, claims_done: bool, steps: Sequence[PlanSt
     failed = [(i, step) for i, step in enumerate(steps) if step.result != "pass"]
     if not failed:
         return verdict
-    status, meets_bar = verdict.status, verdict.meets_bar
-    if status.is_done or status.rank > Status.EXECUTED.rank:
-        status = Status.EXECUTED
-        meets_bar = meets_bar and not claims_done
     findings = tuple(
         f"DOD-5: plan step #{i + 1} ({step.action!r}) read back {step.result}, so the task is "
         "not verified whatever the other steps show"
         for i, step in failed
     )
-    return TaskVerdict(status, meets_bar, verdict.findings + findings)
+    return _capped(verdict, claims_done, findings)
 
 
 def hold_to_run(

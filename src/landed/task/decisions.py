@@ -15,9 +15,16 @@ from typing import NamedTuple
 from landed.probes.contract import Observation, Outcome
 from landed.receipts.grading import grade
 from landed.receipts.model import LandedExtension, ProofItem, Receipt
-from landed.receipts.verdict import PlanStep, TaskVerdict, hold_to_plan, hold_to_run
+from landed.receipts.verdict import (
+    PlanStep,
+    TaskVerdict,
+    hold_to_frames,
+    hold_to_plan,
+    hold_to_run,
+)
 from landed.signing import TrustStore
 from landed.task.assemble import assemble_receipt, unknown_write_report
+from landed.task.frames import frame_checks
 from landed.task.messages import ActReport, ClaimOutput, VerifyReading
 from landed.task.readings import nothing_landed
 from landed.task.spec import TaskSpec
@@ -224,6 +231,9 @@ class RunFacts:
     lost_run: bool = False
     unknown_write: str | None = None
     cancelled: bool = False
+    #: Each frame's reading before and after the act, held to its frame (None: not read).
+    frames_before: tuple[Observation | None, ...] = ()
+    frames_after: tuple[Observation | None, ...] = ()
 
 
 def graded_receipt(
@@ -256,6 +266,10 @@ def graded_receipt(
     verdict = TaskVerdict(result.proven_status, result.meets_bar, findings)
     steps = [PlanStep(c.action, p.result) for c, p in zip(spec.proof_plan, proofs, strict=False)]
     verdict = hold_to_plan(verdict, result.claims_done, steps)
+    frames = frame_checks(spec, facts.frames_before, facts.frames_after)
+    if facts.attempt >= 1:
+        # No act ran (cancelled or capped before it): nothing it could have changed.
+        verdict = hold_to_frames(verdict, result.claims_done, frames)
     verdict = hold_to_run(
         verdict,
         lost_run=facts.lost_run,
@@ -269,6 +283,12 @@ def graded_receipt(
             "proof_level": result.proof_level.label,
             "meets_bar": verdict.meets_bar,
             "findings": list(verdict.findings),
+            # Which frames held: only on receipts of tasks that declare frames.
+            **(
+                {"frames": [{"action": f.action, "held": f.problem is None} for f in frames]}
+                if frames and facts.attempt >= 1
+                else {}
+            ),
         }
     )
     update = {"verdict": verdict.status.value, "verdict_by": facts.runner, "landed": ext}

@@ -29,6 +29,7 @@ __all__ = [
     "LookupOutput",
     "PlanInput",
     "Progress",
+    "ReadPhase",
     "ReceiptQuery",
     "Routing",
     "SettleInput",
@@ -149,7 +150,11 @@ class PlanInput(BaseModel):
         "act (they are then in one workflow task), the plan claims that act for this run.",
     )
     pre_read: bool = Field(default=True, description="The task's own pre_read setting.")
-    steps: int = Field(default=0, ge=0, description="How many steps the proof plan declares.")
+    steps: int = Field(
+        default=0,
+        ge=0,
+        description="How many reads the pre-read makes: the proof plan's steps and its frames.",
+    )
     will_act: bool = Field(
         default=True,
         description="False for a run that will not act (cancelled before its plan): it claims "
@@ -180,12 +185,18 @@ class ActInput(BaseModel):
     )
 
 
+#: What a read is of, signed with each reading: a plan step before or after the act, or a frame
+#: (``landed.task.frames``) before or after it. A frame reading is judged as a state, never
+#: against a before-state, and is never a read-back of the outcome.
+ReadPhase = Literal["before", "after", "frame-before", "frame-after"]
+
+
 class VerifyInput(BaseModel):
     """Read these plan steps; ``before`` holds the pre-read per step (None: not read)."""
 
     task_id: str
     attempt: int = Field(description="The act attempt the read belongs to (signed with it).")
-    phase: Literal["before", "after"]
+    phase: ReadPhase
     contracts: list[Contract]
     indexes: list[int]
     before: list[Observation | None] = Field(default_factory=list)

@@ -169,6 +169,13 @@ class TaskSpec(_Strict):
     outcome: str = Field(min_length=1, description="The observable after-state (DOD-1).")
     target: str | None = Field(default=None, description="Where the outcome lives.")
     proof_plan: list[Contract] = Field(default_factory=list)
+    frames: list[Contract] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Frame checks: reads that must pass their expectation and read the same "
+        "before and after the act (other batches, a total, a tree outside the target). A frame "
+        "that changed, or could not be read, makes the task not done.",
+    )
     act: ActSpec
     idempotency_key: str | None = Field(
         default=None,

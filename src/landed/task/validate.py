@@ -268,8 +268,9 @@ def _as_sent(spec: TaskSpec, built: TaskSpec | None) -> TaskSpec:
 
 def _refuse_bad_probes(spec: TaskSpec) -> None:
     problems = [
-        (f"proof_plan.{i}.probe", why)
-        for i, contract in enumerate(spec.proof_plan)
+        (f"{field}.{i}.probe", why)
+        for field, contracts in (("proof_plan", spec.proof_plan), ("frames", spec.frames))
+        for i, contract in enumerate(contracts)
         if (why := probe_problem(contract.probe)) is not None
     ]
     if problems:
@@ -316,6 +317,12 @@ def _warnings(spec: TaskSpec) -> list[str]:
         warnings.append(
             "pre_read is false and the plan expects a change: a change is judged against the "
             "pre-read, so where the runner skips it the step is not done"
+        )
+    if spec.frames and not spec.pre_read:
+        warnings.append(
+            "pre_read is false and the plan declares frames: frames are read in the pre-read, "
+            "so on a runner that honours pre_read: false no frame can be shown unchanged and "
+            "the task is not done"
         )
     if spec.proof_plan and spec.timeouts.verify > spec.time_cap:
         warnings.append(
