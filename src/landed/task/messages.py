@@ -178,6 +178,10 @@ class ActInput(BaseModel):
         description="The workflow run whose ledger claim this attempt runs under: the actor runs "
         "it only for that run (None: a runner from before claims named none).",
     )
+    owner: str | None = Field(
+        default=None,
+        description="The task's owner (the agent): the act's span names it (gen_ai.agent.name).",
+    )
 
 
 class VerifyInput(BaseModel):

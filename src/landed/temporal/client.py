@@ -158,6 +158,16 @@ class TaskHandle:
         #: True when this task id was already submitted: nothing new was started.
         self.existing = existing
 
+    @property
+    def run_id(self) -> str | None:
+        """The workflow run this handle follows (None when not known)."""
+        return self._handle.result_run_id or self._handle.run_id
+
+    @property
+    def workflow(self) -> WorkflowHandle[Any, Receipt]:
+        """The task's Temporal workflow handle (its history, its run)."""
+        return self._handle
+
     async def result(self) -> Receipt:
         """Wait for the settled receipt; TaskIdReused when the runner found the id settled in
         its ledger for another task."""
