@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
-from opentelemetry.trace import Tracer
-from temporalio.contrib.opentelemetry import TracingInterceptor
+# The SDK, its exporters and Temporal's interceptor load only when tracing is configured: a
+# process without OTEL_* pays nothing for them.
+if TYPE_CHECKING:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
+    from opentelemetry.trace import Tracer
+    from temporalio.contrib.opentelemetry import TracingInterceptor
 
 __all__ = [
     "PROTOCOLS",
@@ -39,9 +44,17 @@ class TracingConfigError(ValueError):
     """The OTEL_* settings cannot be used; the message names the variable and the fix."""
 
 
-# The process's tracing, once configured: its provider, tracer and the one interceptor every
-# client and worker of this process shares (so a worker built on a client adds it once).
-_state: dict[str, object] = {}
+@dataclass(frozen=True)
+class _Tracing:
+    provider: TracerProvider
+    tracer: Tracer
+    # The one interceptor every client and worker of this process shares (so a worker built
+    # on a client adds it once).
+    interceptor: TracingInterceptor
+
+
+# The process's tracing, once configured.
+_state: list[_Tracing] = []
 
 
 def enabled(env: Mapping[str, str] | None = None) -> bool:
@@ -86,6 +99,8 @@ def _exporter(env: Mapping[str, str]) -> SpanExporter:
 def _resource(service: str) -> Resource:
     """OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES as the SDK reads them; the role's own
     name (landed-runner, ...) where neither names the service."""
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+
     detected = Resource.create()
     named = str(detected.attributes.get(SERVICE_NAME, ""))
     if named and not named.startswith("unknown_service"):
@@ -98,6 +113,9 @@ def configure(service: str) -> TracerProvider | None:
     installed) when it names no endpoint. ``service`` is the default service name."""
     if not enabled():
         return None
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
     processor = BatchSpanProcessor(_exporter(os.environ))
     provider = TracerProvider(resource=_resource(service))
     provider.add_span_processor(processor)
@@ -110,26 +128,27 @@ def install(provider: TracerProvider | None) -> None:
     in-memory exporter; the global OpenTelemetry provider is left to the application."""
     _state.clear()
     if provider is not None:
+        from temporalio.contrib.opentelemetry import TracingInterceptor
+
         tracer = provider.get_tracer(_TRACER_NAME)
-        _state.update(provider=provider, tracer=tracer, interceptor=TracingInterceptor(tracer))
+        _state.append(_Tracing(provider, tracer, TracingInterceptor(tracer)))
 
 
 def tracer() -> Tracer | None:
     """landed's tracer when tracing is on, else None (callers then make no span at all)."""
-    found = _state.get("tracer")
-    return found if isinstance(found, Tracer) else None
+    return _state[0].tracer if _state else None
 
 
 def interceptor() -> TracingInterceptor | None:
     """The process's Temporal tracing interceptor when tracing is on."""
-    found = _state.get("interceptor")
-    return found if isinstance(found, TracingInterceptor) else None
+    return _state[0].interceptor if _state else None
 
 
 def shutdown(timeout_ms: int = 10_000) -> None:
     """Export what is buffered, then stop: a process calls it before it exits."""
-    provider = _state.get("provider")
+    if not _state:
+        return
+    provider = _state.pop().provider
     _state.clear()
-    if isinstance(provider, TracerProvider):
-        provider.force_flush(timeout_millis=timeout_ms)
-        provider.shutdown()
+    provider.force_flush(timeout_millis=timeout_ms)
+    provider.shutdown()
