@@ -1,6 +1,7 @@
 """`landed dev --otlp`'s environment on real role processes: one trace per task from
 `landed submit` through the runner, actor and verifier processes, each under its own service
-name, exported over OTLP/HTTP when each process stops; no source secret on the wire."""
+name, exported over OTLP/HTTP when each process stops; no source secret on the wire; each
+role's task events logged as JSON with the same trace id."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def _stack(tmp_path: Path, db: Path, site_url: str, endpoint: str) -> DevStack:
                 {"rows-db": f"sqlite:///{db}", "site": site_url}
             ),
             "LANDED_ACTOR_ACTS": "helpers.acts",
+            "LANDED_LOG_FORMAT": "json",
         }
     )
     env = otlp_env(endpoint, "http/protobuf")
@@ -95,3 +97,18 @@ async def test_one_trace_across_the_role_processes(tmp_path: Path) -> None:
     assert {"RunActivity:landed.act", "invoke_agent agent-b"} <= services["landed-actor"]
     assert {"RunActivity:landed.verify", "landed.read http"} <= services["landed-verifier"]
     assert all(canary.encode() not in raw for raw in received.raw)
+    # Each role logged its task events as JSON, with the trace id of the spans above.
+    events = []
+    for role in ("actor", "verifier", "runner"):
+        text = (tmp_path / ".landed" / "logs" / f"{role}.log").read_text()
+        assert canary not in text
+        lines = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+        events += [(e["role"], e["event"]) for e in lines if e.get("task_id") == task_id]
+        trace_ids = {e["trace_id"] for e in lines if e.get("task_id") == task_id}
+        assert trace_ids == {run.trace_id.hex()}, (role, trace_ids)
+    assert sorted(events) == [
+        ("actor", "acted"),
+        ("runner", "settled"),
+        ("verifier", "read"),
+        ("verifier", "read"),
+    ]

@@ -109,6 +109,10 @@ def test_task_events_as_json_or_text() -> None:
         assert exported.get_finished_spans()
     with pytest.raises(logs.LogFormatError, match="LANDED_LOG_FORMAT='yaml'"):
         logs.configure(io.StringIO(), env={"LANDED_LOG_FORMAT": "yaml"})
+    # A role's own setting (what `landed dev` hands it) comes first.
+    both = {"LANDED_LOG_FORMAT": "text", "LANDED_ACTOR_LOG_FORMAT": "json"}
+    assert logs.log_format(both, role="actor") == "json"
+    assert logs.log_format(both, role="runner") == "text"
 
 
 def test_web_ui_link() -> None:

@@ -72,21 +72,29 @@ class _Formatter(logging.Formatter):
         return f"landed {data.get('event')} " + " ".join(parts)
 
 
-def log_format(env: Mapping[str, str] | None = None) -> str:
+def log_format(env: Mapping[str, str] | None = None, role: str | None = None) -> str:
+    """The format the environment names: the role's own LANDED_<ROLE>_LOG_FORMAT (what
+    `landed dev` hands each role), else LANDED_LOG_FORMAT, else text."""
     env = os.environ if env is None else env
-    value = env.get("LANDED_LOG_FORMAT", "").strip().lower() or "text"
-    if value not in FORMATS:
-        raise LogFormatError(
-            f"LANDED_LOG_FORMAT={value!r} is not a log format; set it to {' or '.join(FORMATS)}"
-        )
-    return value
+    names = [f"LANDED_{role.upper()}_LOG_FORMAT"] if role else []
+    for name in [*names, "LANDED_LOG_FORMAT"]:
+        value = env.get(name, "").strip().lower()
+        if value:
+            if value not in FORMATS:
+                raise LogFormatError(
+                    f"{name}={value!r} is not a log format; set it to {' or '.join(FORMATS)}"
+                )
+            return value
+    return "text"
 
 
-def configure(stream: IO[str] | None = None, env: Mapping[str, str] | None = None) -> None:
+def configure(
+    stream: IO[str] | None = None, env: Mapping[str, str] | None = None, role: str | None = None
+) -> None:
     """Send task events to ``stream`` (stderr) in the format the environment names; once per
     process (a second call replaces the first handler)."""
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(_Formatter(as_json=log_format(env) == "json"))
+    handler.setFormatter(_Formatter(as_json=log_format(env, role) == "json"))
     for old in list(_log.handlers):
         _log.removeHandler(old)
     _log.addHandler(handler)

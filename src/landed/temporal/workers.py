@@ -321,7 +321,7 @@ async def run_role(
     if isinstance(settings, VerifierSettings):
         # A bad source is named even where Temporal is unreachable.
         registry = load_registry(role="verifier", allow_unsourced=False)
-    logs.configure()
+    logs.configure(role=role)
     # Before the connection: the plugin puts the tracing interceptor on it when this is on.
     traced = tracing.configure(f"landed-{role}") is not None
     try:
