@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from landed.ledger.base import canonical_json
@@ -38,6 +38,11 @@ RECEIPT_EVENT_MAX_BYTES = 16 * 1024
 RECEIPT_EVENT = "landed.receipt"
 
 Attrs = dict[str, AttributeValue]
+SpanScope = AbstractContextManager[Span | None]
+
+# What every helper returns while tracing is off: one shared, reusable no-op, so an untraced
+# task pays a function call per span, not a generator.
+_OFF: SpanScope = nullcontext(None)
 
 
 def _fail(span: Span, exc: BaseException) -> None:
@@ -45,13 +50,11 @@ def _fail(span: Span, exc: BaseException) -> None:
     span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
 
 
-@contextmanager
-def act_span(owner: str | None, act: str, task_id: str, attempt: int) -> Iterator[Span | None]:
+def act_span(owner: str | None, act: str, task_id: str, attempt: int) -> SpanScope:
     """One act attempt as an agent invocation (``invoke_agent {gen_ai.agent.name}``)."""
     found = tracer()
     if found is None:
-        yield None
-        return
+        return _OFF
     agent = owner or act
     attrs: Attrs = {
         "gen_ai.operation.name": "invoke_agent",
@@ -60,8 +63,13 @@ def act_span(owner: str | None, act: str, task_id: str, attempt: int) -> Iterato
         "landed.attempt": attempt,
         "landed.act.name": act,
     }
+    return _span(found, f"invoke_agent {agent}", attrs)
+
+
+@contextmanager
+def _span(found: Tracer, name: str, attrs: Attrs) -> Iterator[Span | None]:
     with found.start_as_current_span(
-        f"invoke_agent {agent}",
+        name,
         kind=SpanKind.INTERNAL,
         attributes=attrs,
         record_exception=False,
@@ -93,27 +101,18 @@ def note_act(span: Span | None, claimed_status: str, cost: Cost | None) -> None:
         span.set_attributes({"landed.claimed_status": claimed_status, **_cost_attrs(cost)})
 
 
-@contextmanager
-def reading_span(task_id: str, attempt: int, phase: str, step: int) -> Iterator[Span | None]:
+def reading_span(task_id: str, attempt: int, phase: str, step: int) -> SpanScope:
     """One probe reading by the verifier; ``note_reading`` adds what it observed."""
     found = tracer()
     if found is None:
-        yield None
-        return
+        return _OFF
     attrs: Attrs = {
         "landed.task.id": task_id,
         "landed.attempt": attempt,
         "landed.phase": phase,
         "landed.step": step,
     }
-    with found.start_as_current_span(
-        "landed.read", attributes=attrs, record_exception=False, set_status_on_exception=False
-    ) as span:
-        try:
-            yield span
-        except BaseException as exc:
-            _fail(span, exc)
-            raise
+    return _span(found, "landed.read", attrs)
 
 
 def note_reading(span: Span | None, observation: Observation, *, refused: bool) -> None:
@@ -158,28 +157,23 @@ def _capped(text: str) -> tuple[str, bool]:
     return data[:RECEIPT_EVENT_MAX_BYTES].decode(errors="ignore"), True
 
 
-@contextmanager
-def settle_span(receipt: Receipt, redactor: Redactor) -> Iterator[Span | None]:
+def settle_span(receipt: Receipt, redactor: Redactor) -> SpanScope:
     """The settle step carrying the receipt: its facts as attributes, the whole receipt
     (redacted, capped) as the ``landed.receipt`` event."""
     found = tracer()
     if found is None:
-        yield None
-        return
+        return _OFF
+    return _settle(found, receipt, redactor)
+
+
+@contextmanager
+def _settle(found: Tracer, receipt: Receipt, redactor: Redactor) -> Iterator[Span | None]:
     body = canonical_json(receipt)
-    with found.start_as_current_span(
-        "landed.settle",
-        attributes=_receipt_attrs(receipt, body),
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as span:
+    with _span(found, "landed.settle", _receipt_attrs(receipt, body)) as span:
+        assert span is not None
         text, cut = _capped(redactor(body.decode()))
         span.add_event(
             RECEIPT_EVENT,
             {"landed.receipt.json": text, "landed.receipt.truncated": cut},
         )
-        try:
-            yield span
-        except BaseException as exc:
-            _fail(span, exc)
-            raise
+        yield span
