@@ -88,3 +88,17 @@ def test_the_role_name_is_the_service_when_otel_names_none(
         ((resource, span),) = received.spans()
     assert resource["service.name"] == "landed-verifier"
     assert span.name == "invoke_agent test.rows"  # no owner: the act's name
+
+
+async def test_client_connect_traces_where_otel_names_an_endpoint(
+    temporal_dev: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import landed
+
+    plain = await landed.Client.connect(temporal_dev)
+    assert tracing.interceptor() is None
+    assert not plain.temporal.config(active_config=True)["interceptors"]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    traced = await landed.Client.connect(temporal_dev)
+    assert tracing.interceptor() is not None
+    assert traced.temporal.config(active_config=True)["interceptors"] == [tracing.interceptor()]

@@ -27,6 +27,7 @@ __all__ = [
     "TracingConfigError",
     "configure",
     "enabled",
+    "ensure",
     "install",
     "interceptor",
     "protocol",
@@ -121,6 +122,13 @@ def configure(service: str) -> TracerProvider | None:
     provider.add_span_processor(processor)
     install(provider)
     return provider
+
+
+def ensure(service: str) -> None:
+    """Configure tracing from the environment unless this process already has it (a role, an
+    application that installed its own provider); a provider made here flushes at exit."""
+    if not _state:
+        configure(service)
 
 
 def install(provider: TracerProvider | None) -> None:
