@@ -6,10 +6,13 @@ from __future__ import annotations
 import io
 import json
 import re
+from pathlib import Path
 
 import pytest
 from helpers.otel import in_memory_tracing
+from typer.testing import CliRunner
 
+from landed.cli import app
 from landed.cli.dev import otlp_env
 from landed.cli.submit_watch import step_of, web_ui_base, web_ui_link
 from landed.dev.roles import role_env
@@ -136,3 +139,12 @@ def test_dev_otlp_reaches_every_role_the_actor_included() -> None:
     assert otlp_env(None, "grpc") == {}
     with pytest.raises(DevError, match=re.escape("--otlp '127.0.0.1:4318' is not an http")):
         otlp_env("127.0.0.1:4318", "grpc")
+
+
+def test_dev_refuses_an_otlp_endpoint_that_is_no_url_before_starting(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["dev", "--dir", str(tmp_path), "--otlp", "127.0.0.1:4318", "--json"]
+    )
+    assert result.exit_code == 3
+    assert json.loads(result.stdout)["message"].startswith("landed dev: --otlp '127.0.0.1:4318'")
+    assert not (tmp_path / "dev.lock").exists()

@@ -96,7 +96,8 @@ async def _run_dev(
         try:
             info = stack.addresses()
             if as_json:
-                print(json.dumps({"event": "ready", **info}), flush=True)
+                traces = {"otlp": otlp["runner"]["OTEL_EXPORTER_OTLP_ENDPOINT"]} if otlp else {}
+                print(json.dumps({"event": "ready", **info, **traces}), flush=True)
             else:
                 print(f"Temporal frontend  {info['temporal']} (namespace {info['namespace']})")
                 print(f"Temporal Web UI    {info['web_ui'] or 'off (--headless)'}")
@@ -104,6 +105,12 @@ async def _run_dev(
                 print(f"Temporal database  {info['db'] or 'in memory'}")
                 print(f"Outcome ledger     {info['ledger']}")
                 print(f"Worker logs        {info['logs']}")
+                if otlp:
+                    sent = otlp["runner"]
+                    print(
+                        f"Traces (OTLP)      {sent['OTEL_EXPORTER_OTLP_ENDPOINT']} "
+                        f"({sent['OTEL_EXPORTER_OTLP_PROTOCOL']})"
+                    )
                 for role, w in info["workers"].items():
                     print(
                         f"{role:<8} pid {w['pid']:<7} queue {w['task_queue']:<16} {w['identity']}"
