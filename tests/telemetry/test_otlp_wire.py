@@ -3,7 +3,7 @@ HTTP (/v1/traces) and gRPC (TraceService), each decoding what it got with opente
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 
@@ -20,12 +20,6 @@ pytestmark = pytest.mark.slow
 CANARY = "canary-7f3e9a21c4b8"
 
 Receiver = Callable[[], AbstractContextManager[tuple[str, Received]]]
-
-
-@pytest.fixture(autouse=True)
-def _off_after() -> Iterator[None]:
-    yield
-    tracing.shutdown()
 
 
 def _receipt() -> Receipt:
