@@ -3,6 +3,7 @@ one log line per task event carrying the trace id, and nothing more on replay.""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import uuid
@@ -15,9 +16,13 @@ from helpers.roles import rows_roles, run_roles
 from helpers.sor import Site, make_rows_db, publish_task, rows_task
 from landed.workflows.agent_task import AgentTask
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from landed.ledger.base import canonical_json
+from landed.receipts.model import Receipt
 from landed.telemetry import logs
 from landed.telemetry.spans import RECEIPT_EVENT
 from landed.temporal.plugin import landed_plugin, strict_workflow_runner
@@ -51,6 +56,65 @@ def _in(span: ReadableSpan, trace_id: int) -> bool:
 def _named(spans: list[ReadableSpan], trace_id: int, name: str) -> ReadableSpan:
     (span,) = [s for s in spans if s.name == name and _in(s, trace_id)]
     return span
+
+
+def _check_act_and_reads(spans: list[ReadableSpan], trace_id: int) -> None:
+    act = _named(spans, trace_id, "invoke_agent agent-a").attributes or {}
+    assert act["gen_ai.operation.name"] == "invoke_agent"
+    assert act["gen_ai.agent.name"] == "agent-a"
+    assert (act["gen_ai.usage.input_tokens"], act["gen_ai.usage.output_tokens"]) == (100, 20)
+    assert act["landed.cost.usd"] == 0.01
+    reads = [s for s in spans if s.name == "landed.read record" and _in(s, trace_id)]
+    assert [(s.attributes or {})["landed.phase"] for s in reads] == ["before", "after"]
+    after = reads[1].attributes or {}
+    assert after["landed.source"] == "rows-db"
+    assert after["landed.expectation"] == "count(3)"
+    assert after["landed.outcome"] == "pass"
+    assert after["landed.duration_ms"] >= 0
+
+
+def _check_settle(spans: list[ReadableSpan], trace_id: int, receipt: Receipt) -> None:
+    settle = _named(spans, trace_id, "landed.settle")
+    attrs = settle.attributes or {}
+    assert receipt.landed is not None
+    assert attrs["landed.task.id"] == receipt.task_id
+    assert attrs["landed.verdict"] == attrs["landed.rung"] == "verified"
+    assert attrs["landed.proof_level"] == receipt.landed.proof_level
+    assert attrs["landed.meets_bar"] is True
+    assert attrs["landed.key_id"] == receipt.landed.key_id
+    assert attrs["landed.receipt.sha256"] == hashlib.sha256(canonical_json(receipt)).hexdigest()
+    (event,) = [e for e in settle.events if e.name == RECEIPT_EVENT]
+    body = json.loads(str((event.attributes or {})["landed.receipt.json"]))
+    assert body["task_id"] == receipt.task_id and body["verdict"] == "verified"
+
+
+async def _replay_makes_no_span(exported: InMemorySpanExporter, history: WorkflowHistory) -> None:
+    """Replaying the recorded history (shared and strict sandbox) makes no span at all."""
+    before = len(exported.get_finished_spans())
+    for replayer in (
+        Replayer(workflows=[AgentTask], plugins=[landed_plugin()]),
+        Replayer(
+            workflows=[AgentTask],
+            data_converter=pydantic_data_converter,
+            workflow_runner=strict_workflow_runner(),
+            plugins=[landed_plugin()],
+        ),
+    ):
+        await replayer.replay_workflow(history)
+    assert len(exported.get_finished_spans()) == before
+
+
+def _check_logs(text: str, task_id: str, trace_id: int) -> None:
+    events = [json.loads(line) for line in text.splitlines()]
+    mine = [e for e in events if e["task_id"] == task_id]
+    assert [(e["event"], e["role"], e["attempt"]) for e in mine] == [
+        ("read", "verifier", 1),
+        ("acted", "actor", 1),
+        ("read", "verifier", 1),
+        ("settled", "runner", 1),
+    ]
+    assert {e["trace_id"] for e in mine} == {format(trace_id, "032x")}
+    assert mine[-1]["verdict"] == "verified"
 
 
 async def test_one_trace_carries_the_receipt_and_replays_without_spans(
@@ -88,55 +152,10 @@ async def test_one_trace_carries_the_receipt_and_replays_without_spans(
                 ],
             ]
         ]
-        act = _named(spans, trace_id, "invoke_agent agent-a").attributes or {}
-        assert act["gen_ai.operation.name"] == "invoke_agent"
-        assert act["gen_ai.agent.name"] == "agent-a"
-        assert (act["gen_ai.usage.input_tokens"], act["gen_ai.usage.output_tokens"]) == (100, 20)
-        assert act["landed.cost.usd"] == 0.01
-        reads = [s for s in spans if s.name == "landed.read record" and _in(s, trace_id)]
-        assert [(s.attributes or {})["landed.phase"] for s in reads] == ["before", "after"]
-        after = reads[1].attributes or {}
-        assert after["landed.source"] == "rows-db"
-        assert after["landed.expectation"] == "count(3)"
-        assert after["landed.outcome"] == "pass"
-        assert after["landed.duration_ms"] >= 0
-        settle = _named(spans, trace_id, "landed.settle")
-        attrs = settle.attributes or {}
-        assert receipt.landed is not None
-        assert attrs["landed.task.id"] == task_id
-        assert attrs["landed.verdict"] == attrs["landed.rung"] == "verified"
-        assert attrs["landed.proof_level"] == receipt.landed.proof_level
-        assert attrs["landed.meets_bar"] is True
-        assert attrs["landed.key_id"] == receipt.landed.key_id
-        assert len(str(attrs["landed.receipt.sha256"])) == 64
-        (event,) = [e for e in settle.events if e.name == RECEIPT_EVENT]
-        body = json.loads(str((event.attributes or {})["landed.receipt.json"]))
-        assert body["task_id"] == task_id and body["verdict"] == "verified"
-
-        # Replaying the recorded history (shared and strict sandbox) makes no span at all.
-        before = len(exported.get_finished_spans())
-        for replayer in (
-            Replayer(workflows=[AgentTask], plugins=[landed_plugin()]),
-            Replayer(
-                workflows=[AgentTask],
-                data_converter=pydantic_data_converter,
-                workflow_runner=strict_workflow_runner(),
-                plugins=[landed_plugin()],
-            ),
-        ):
-            await replayer.replay_workflow(history)
-        assert len(exported.get_finished_spans()) == before
-
-    events = [json.loads(line) for line in stream.getvalue().splitlines()]
-    mine = [e for e in events if e["task_id"] == task_id]
-    assert [(e["event"], e["role"], e["attempt"]) for e in mine] == [
-        ("read", "verifier", 1),
-        ("acted", "actor", 1),
-        ("read", "verifier", 1),
-        ("settled", "runner", 1),
-    ]
-    assert {e["trace_id"] for e in mine} == {format(trace_id, "032x")}
-    assert mine[-1]["verdict"] == "verified"
+        _check_act_and_reads(spans, trace_id)
+        _check_settle(spans, trace_id, receipt)
+        await _replay_makes_no_span(exported, history)
+    _check_logs(stream.getvalue(), task_id, trace_id)
 
 
 async def test_a_secret_in_a_source_url_never_reaches_a_span(
