@@ -13,6 +13,8 @@ from temporalio.exceptions import ApplicationError
 from landed.task.acts import ActContext, ActFn
 from landed.task.messages import ActInput, ActReport
 from landed.task.names import ACT_ACTIVITY, CLAIM_OF_ANOTHER_RUN
+from landed.telemetry.logs import task_event
+from landed.telemetry.spans import act_span, note_act
 from landed.util.redact import Redactor
 
 from ._heartbeat import heartbeating
@@ -117,6 +119,26 @@ class ActActivities:
             # beat below keeps it alive, so its heartbeat is a no-op.
             heartbeat=self._beat if inspect.iscoroutinefunction(fn) else _no_beat,
         )
+        with act_span(inp.owner, inp.act.name, inp.task_id, inp.attempt) as span:
+            try:
+                report = await self._run(fn, ctx, inp)
+            except ApplicationError as exc:
+                # An unknown write: the workflow reads back before deciding (its type only here).
+                task_event(
+                    "acted", role="actor", task_id=inp.task_id, attempt=inp.attempt, error=exc.type
+                )
+                raise
+            note_act(span, report.claimed_status, report.cost)
+            task_event(
+                "acted",
+                role="actor",
+                task_id=inp.task_id,
+                attempt=inp.attempt,
+                claimed_status=report.claimed_status,
+            )
+        return report
+
+    async def _run(self, fn: ActFn, ctx: ActContext, inp: ActInput) -> ActReport:
         # Each beat names this actor first: an attempt that times out reports no worker
         # identity, and the workflow still has to know whose reading would be self-grading.
         try:

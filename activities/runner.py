@@ -20,6 +20,9 @@ from landed.task.messages import (
     pre_reads,
 )
 from landed.task.names import CLAIM_ACTIVITY, LOOKUP_ACTIVITY, PLAN_ACTIVITY, SETTLE_ACTIVITY
+from landed.telemetry.logs import task_event
+from landed.telemetry.spans import settle_span
+from landed.util.redact import Redactor
 
 __all__ = ["RunnerActivities"]
 
@@ -36,6 +39,9 @@ class RunnerActivities:
     def __init__(self, ledger: Ledger, routing: Routing) -> None:
         self._ledger = ledger
         self._routing = routing
+        # The receipt on the settle span goes through the evidence redactor: credential shapes,
+        # and the ledger's own URL (its login may hold a password).
+        self._redact = Redactor([ledger.url])
 
     @activity.defn(name=PLAN_ACTIVITY)
     async def plan(self, inp: PlanInput) -> Routing:
@@ -121,6 +127,22 @@ class RunnerActivities:
     @activity.defn(name=SETTLE_ACTIVITY)
     async def settle(self, inp: SettleInput) -> SettleOutput:
         """Append the receipt; a retry of the same (task_id, attempt) appends nothing."""
+        with settle_span(inp.receipt, self._redact) as span:
+            out = await self._settle(inp)
+            record = out.stored or inp.receipt
+            if span is not None:
+                span.set_attribute("landed.appended", out.appended)
+            task_event(
+                "settled",
+                role="runner",
+                task_id=record.task_id,
+                attempt=attempt_of(record),
+                verdict=record.verdict,
+                appended=out.appended,
+            )
+        return out
+
+    async def _settle(self, inp: SettleInput) -> SettleOutput:
         if inp.after_unknown_write:
             later = await self._later_attempt(inp.receipt)
             if later is not None:

@@ -17,6 +17,8 @@ from landed.signing import KeyPair, sign_proof
 from landed.task.assemble import proof_item
 from landed.task.messages import VerifyInput, VerifyOutput, VerifyReading
 from landed.task.names import VERIFY_ACTIVITY
+from landed.telemetry.logs import task_event
+from landed.telemetry.spans import note_reading, reading_span
 
 from ._heartbeat import heartbeating
 
@@ -124,10 +126,12 @@ class VerifyActivities:
                     f"refused: the verifier could not check this probe against its "
                     f"configuration ({type(exc).__name__}: {exc}); fix the probe or the source"
                 )
-            if why is not None:
-                observation = self._refused(contract, why)
-            else:
-                observation = await self._observe(contract, prior, inp.meaning)
+            with reading_span(inp.task_id, inp.attempt, inp.phase, index) as span:
+                if why is not None:
+                    observation = self._refused(contract, why)
+                else:
+                    observation = await self._observe(contract, prior, inp.meaning)
+                note_reading(span, observation, refused=why is not None)
             item = proof_item(contract, observation, checked_by=self._identity, before=prior)
             if self._key is not None:
                 try:
@@ -147,6 +151,14 @@ class VerifyActivities:
                     index=index, observation=observation, proof=item, refused=why is not None
                 )
             )
+        task_event(
+            "read",
+            role="verifier",
+            task_id=inp.task_id,
+            attempt=inp.attempt,
+            phase=inp.phase,
+            outcomes=[r.observation.outcome.value for r in readings],
+        )
         return VerifyOutput(
             verifier=self._identity,
             key_id=self._key.key_id if self._key is not None else None,

@@ -17,6 +17,7 @@ BENCHMARKS: dict[str, str] = {
     "probe_record": "bench.probe_record",
     "chaos": "bench.chaos",
     "plan_lint": "bench.plan_lint",
+    "tracing_spans": "bench.tracing_spans",
 }
 
 

@@ -66,14 +66,17 @@ def pg_reader(admin_dsn: str) -> str:
 
 
 # The machine's own settings must not steer a test: a developer's LANDED_RUNNER_PRE_READ=false
-# or TEMPORAL_NAMESPACE would change what the in-process roles and subprocesses do.
+# or TEMPORAL_NAMESPACE would change what the in-process roles and subprocesses do, and an
+# OTEL_EXPORTER_OTLP_ENDPOINT would send the tests' spans to the developer's collector.
 _KEPT = frozenset({"LANDED_TEST_POSTGRES", "LANDED_REQUIRE_POSTGRES", "LANDED_RECORD_HISTORIES"})
 
 
 @pytest.fixture(autouse=True)
 def _no_outside_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
-        if (name.startswith("LANDED_") and name not in _KEPT) or name.startswith("TEMPORAL_"):
+        if (name.startswith("LANDED_") and name not in _KEPT) or name.startswith(
+            ("TEMPORAL_", "OTEL_")
+        ):
             monkeypatch.delenv(name)
 
 

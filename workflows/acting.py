@@ -140,6 +140,7 @@ class Attempts:
                     act=spec.act,
                     # The actor runs the act only for the run that holds this claim.
                     claimed_for=self._act.claimed_for,
+                    owner=spec.owner,
                 ),
                 result_type=ActReport,
                 task_queue=routing.actor_task_queue,

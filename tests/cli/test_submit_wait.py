@@ -55,3 +55,24 @@ async def test_nothing_observed_exits_3(temporal_dev: str, tmp_path: Path) -> No
     assert code == 3, out
     results = [p.get("result") for p in out["receipt"]["proof"] if p.get("kind") == "record"]
     assert results and set(results) == {"probe-error"}
+
+
+async def test_wait_shows_the_web_ui_link_and_each_step(temporal_dev: str, tmp_path: Path) -> None:
+    db = make_rows_db(tmp_path / "rows.db")
+    task_id = f"steps-{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{task_id}.json"
+    path.write_text(json.dumps(rows_task(task_id, db, expect=2, batch=task_id, write=2)))
+    async with rows_roles(temporal_dev, tmp_path, db) as roles:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "landed", "submit", str(path), "--wait",
+            "--address", temporal_dev, "--task-queue", roles.queues["runner"],
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err
+    lines = err.decode().splitlines()
+    host, port = temporal_dev.rsplit(":", 1)
+    link = f"http://{host}:{int(port) + 1000}/namespaces/default/workflows/{task_id}/"
+    assert lines[0].startswith(f"{task_id}: {link}") and lines[0].endswith("/history"), lines
+    assert [line.strip() for line in lines[1:]] == ["pre-read", "acting", "verifying", "settled"]
+    assert "verdict verified" in out.decode()

@@ -76,4 +76,6 @@ async def publish(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActRep
     if resp.status_code >= 400:
         raise RuntimeError(f"publish failed: HTTP {resp.status_code}")
     await asyncio.sleep(0)
-    return landed.ActReport(claimed_status="done", report=f"Published {spec['slug']}.")
+    # ``echo_credential``: an agent that quotes where it published, credential and all.
+    where = f" to {ctx.credential('site')}" if spec.get("echo_credential") else ""
+    return landed.ActReport(claimed_status="done", report=f"Published {spec['slug']}{where}.")

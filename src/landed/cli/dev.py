@@ -37,8 +37,38 @@ def _or_free(port: int, what: str) -> int:
     return port
 
 
+def otlp_env(url: str | None, protocol: str) -> dict[str, dict[str, str]]:
+    """Each role's OTEL_* variables for ``--otlp URL``: the endpoint, the protocol and its own
+    service name (landed-actor, landed-verifier, landed-runner). None: no tracing."""
+    from landed.dev.server import DevError
+    from landed.telemetry.tracing import PROTOCOLS
+
+    if url is None:
+        return {}
+    if not url.startswith(("http://", "https://")):
+        raise DevError(
+            f"--otlp {url!r} is not an http(s) URL; give one such as http://127.0.0.1:4318"
+        )
+    if protocol not in PROTOCOLS:
+        raise DevError(f"--otlp-protocol {protocol!r} is not one of {', '.join(PROTOCOLS)}")
+    return {
+        role: {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": url,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+            "OTEL_SERVICE_NAME": f"landed-{role}",
+        }
+        for role in ("actor", "verifier", "runner")
+    }
+
+
 async def _run_dev(
-    home: Path, in_memory: bool, headless: bool, port: int, ui_port: int, as_json: bool
+    home: Path,
+    in_memory: bool,
+    headless: bool,
+    port: int,
+    ui_port: int,
+    as_json: bool,
+    otlp: dict[str, dict[str, str]],
 ) -> int:
     from landed.dev.stack import DevStack
 
@@ -46,7 +76,9 @@ async def _run_dev(
     # server without TEMPORAL_ADDRESS; a port already taken falls back to a free one.
     port = _or_free(port, "Temporal frontend")
     ui_port = 0 if headless else _or_free(ui_port, "Web UI")
-    stack = DevStack(home=home, in_memory=in_memory, headless=headless, port=port, ui_port=ui_port)
+    stack = DevStack(
+        home=home, in_memory=in_memory, headless=headless, port=port, ui_port=ui_port, env=otlp
+    )
     with stop_requested() as stop:
         # Ctrl-C or SIGTERM while the stack starts stops it there, not once all is up.
         starting = asyncio.ensure_future(stack.start())
@@ -64,7 +96,8 @@ async def _run_dev(
         try:
             info = stack.addresses()
             if as_json:
-                print(json.dumps({"event": "ready", **info}), flush=True)
+                traces = {"otlp": otlp["runner"]["OTEL_EXPORTER_OTLP_ENDPOINT"]} if otlp else {}
+                print(json.dumps({"event": "ready", **info, **traces}), flush=True)
             else:
                 print(f"Temporal frontend  {info['temporal']} (namespace {info['namespace']})")
                 print(f"Temporal Web UI    {info['web_ui'] or 'off (--headless)'}")
@@ -72,6 +105,12 @@ async def _run_dev(
                 print(f"Temporal database  {info['db'] or 'in memory'}")
                 print(f"Outcome ledger     {info['ledger']}")
                 print(f"Worker logs        {info['logs']}")
+                if otlp:
+                    sent = otlp["runner"]
+                    print(
+                        f"Traces (OTLP)      {sent['OTEL_EXPORTER_OTLP_ENDPOINT']} "
+                        f"({sent['OTEL_EXPORTER_OTLP_PROTOCOL']})"
+                    )
                 for role, w in info["workers"].items():
                     print(
                         f"{role:<8} pid {w['pid']:<7} queue {w['task_queue']:<16} {w['identity']}"
@@ -108,6 +147,14 @@ def dev(
     ),
     ui_port: int = typer.Option(8233, help="Web UI port; a free one if taken, 0 for any."),
     as_json: bool = typer.Option(False, "--json", help="Print the addresses as one JSON line."),
+    otlp: str | None = typer.Option(
+        None,
+        "--otlp",
+        help="Send the three roles' traces to this OTLP endpoint (e.g. http://127.0.0.1:4318).",
+    ),
+    otlp_protocol: str = typer.Option(
+        "http/protobuf", "--otlp-protocol", help="http/protobuf (port 4318) or grpc (4317)."
+    ),
 ) -> None:
     """Start Temporal's dev server (SQLite under --dir, WAL, 127.0.0.1) and the actor, verifier
     and runner as separate processes; print every address; stop all on Ctrl-C or SIGTERM.
@@ -124,7 +171,8 @@ def dev(
     from landed.dev.server import DevError
 
     try:
-        status = asyncio.run(_run_dev(home, in_memory, headless, port, ui_port, as_json))
+        env = otlp_env(otlp, otlp_protocol)
+        status = asyncio.run(_run_dev(home, in_memory, headless, port, ui_port, as_json, env))
     except DevError as exc:
         raise fail(f"landed dev: {exc}", 3, json_error="start" if as_json else None) from None
     except OSError as exc:  # the --dir cannot hold what the stack writes (a file where a

@@ -23,15 +23,27 @@ async def _submit(
     out: dict[str, Any],
 ) -> dict[str, Any]:
     """Fill ``out`` as the submission goes, so an interrupt can still say what was started."""
+    from landed.cli.submit_watch import watch, web_ui_base, web_ui_link
+    from landed.telemetry import tracing
     from landed.temporal.client import Client
 
-    client = await Client.connect(address, namespace=namespace, task_queue=task_queue)
-    handle = await client.start(data)
-    out.update(task_id=handle.task_id, existing=handle.existing, warnings=handle.warnings)
-    if wait:
-        receipt = await handle.result()
-        out["receipt"] = receipt.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return out
+    # The submission starts the task's trace when OTEL_* names an endpoint.
+    tracing.configure("landed-submit")
+    try:
+        client = await Client.connect(address, namespace=namespace, task_queue=task_queue)
+        handle = await client.start(data)
+        out.update(task_id=handle.task_id, existing=handle.existing, warnings=handle.warnings)
+        if wait:
+            temporal = client.temporal
+            base = web_ui_base(temporal.service_client.config.target_host)
+            link = web_ui_link(base, temporal.namespace, handle.task_id, handle.run_id)
+            out["web_ui"] = link
+            print(f"{handle.task_id}: {link}", file=sys.stderr, flush=True)
+            receipt = await watch(handle)
+            out["receipt"] = receipt.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return out
+    finally:
+        await asyncio.to_thread(tracing.shutdown)
 
 
 def _fail(message: str, code: int, as_json: bool, error: str) -> typer.Exit:
@@ -66,6 +78,10 @@ def submit(
     ),
 ) -> None:
     """Start an agent task as an AgentTask workflow (task id = workflow id).
+
+    With --wait, stderr shows the task's Temporal Web UI link (LANDED_WEB_UI, else the
+    frontend's host at its port + 1000) and each step as it is reached: pre-read, acting,
+    verifying, settled.
 
     Submitting the same task again never acts twice: it attaches to the existing task. Another
     task under the same id is refused.

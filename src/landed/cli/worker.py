@@ -60,7 +60,10 @@ def worker(
     Each role reads only its own settings: LANDED_ACTOR_*, LANDED_VERIFIER_*, LANDED_RUNNER_*
     (plus LANDED_LEDGER_URL for the runner), and Temporal's environment configuration
     (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS) for the connection.
-    Prints one JSON line {"event": "ready", ...} when it polls.
+    Prints one JSON line {"event": "ready", ...} when it polls, then one line per task event
+    on stderr (JSON when LANDED_LOG_FORMAT=json). Traces go to the OTLP endpoint the standard
+    OTEL_* variables name (OTEL_EXPORTER_OTLP_ENDPOINT, _PROTOCOL, OTEL_SERVICE_NAME; off
+    when unset).
 
     Exit codes: 0 stopped cleanly; 1 the worker failed while running; 3 invalid configuration
     (the message names the setting to fix).
@@ -69,6 +72,8 @@ def worker(
     from landed.probes.settings import ConfigError, settings_problems
     from landed.signing import SigningError
     from landed.task.acts import ActLoadError
+    from landed.telemetry.logs import LogFormatError
+    from landed.telemetry.tracing import TracingConfigError
     from landed.temporal.plugin import ConnectionSettingsError
     from landed.temporal.settings import SeparationError
     from landed.temporal.workers import RoleError
@@ -82,6 +87,8 @@ def worker(
         LedgerError,
         ActLoadError,
         ConfigError,
+        LogFormatError,
+        TracingConfigError,
     ) as exc:
         print(f"landed worker {role.value}: {exc}", file=sys.stderr)
         raise typer.Exit(3) from None

@@ -98,6 +98,9 @@ class DevStack:
         toml = origin / "landed.toml"
         if role == "verifier" and "LANDED_CONFIG_FILE" not in base and toml.is_file():
             defaults["verifier"]["LANDED_CONFIG_FILE"] = str(toml)
+        if base.get("LANDED_LOG_FORMAT"):
+            # Roles get no unprefixed landed setting: the format goes under the role's name.
+            defaults[role][f"LANDED_{role.upper()}_LOG_FORMAT"] = base["LANDED_LOG_FORMAT"]
         extra = {**defaults[role], **dict(self.env.get(role, {}))}
         return role_env(role, base=base, temporal_address=self.server.address, extra=extra)
 

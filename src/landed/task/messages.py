@@ -183,6 +183,10 @@ class ActInput(BaseModel):
         description="The workflow run whose ledger claim this attempt runs under: the actor runs "
         "it only for that run (None: a runner from before claims named none).",
     )
+    owner: str | None = Field(
+        default=None,
+        description="The task's owner (the agent): the act's span names it (gen_ai.agent.name).",
+    )
 
 
 #: What a read is of, signed with each reading: a plan step before or after the act, or a frame

@@ -43,6 +43,7 @@ from landed.task.messages import (
 from landed.task.names import AGENT_TASK_WORKFLOW, LOOKUP_WORKFLOW, SEARCH_ATTRIBUTES
 from landed.task.spec import TaskSpec
 from landed.task.validate import check_spec
+from landed.telemetry import tracing
 from landed.temporal.plugin import connect, worker_identity
 from landed.temporal.settings import DEFAULT_RUNNER_QUEUE
 
@@ -158,6 +159,16 @@ class TaskHandle:
         #: True when this task id was already submitted: nothing new was started.
         self.existing = existing
 
+    @property
+    def run_id(self) -> str | None:
+        """The workflow run this handle follows (None when not known)."""
+        return self._handle.result_run_id or self._handle.run_id
+
+    @property
+    def workflow(self) -> WorkflowHandle[Any, Receipt]:
+        """The task's Temporal workflow handle (its history, its run)."""
+        return self._handle
+
     async def result(self) -> Receipt:
         """Wait for the settled receipt; TaskIdReused when the runner found the id settled in
         its ledger for another task."""
@@ -203,7 +214,12 @@ class Client:
     ) -> Client:
         """Connect like every landed process: Temporal's environment configuration
         (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS) unless given here.
-        ``task_queue`` is the runner's queue (default LANDED_TASK_QUEUE or landed-runner)."""
+        ``task_queue`` is the runner's queue (default LANDED_TASK_QUEUE or landed-runner).
+
+        Where OTEL_* names an endpoint and the process has not configured landed's tracing
+        (``landed.telemetry.tracing.install`` with the application's own provider), tracing is
+        configured here (service ``landed-client``), so ``run()`` starts the task's trace."""
+        tracing.ensure("landed-client")
         temporal = await connect(
             identity=identity or worker_identity("client"),
             address=address,

@@ -15,6 +15,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from landed.telemetry import tracing
 from landed.temporal.connection import ConnectionSettingsError, connect_options, worker_identity
 
 __all__ = [
@@ -93,6 +94,7 @@ _CORE_ROOMS: tuple[str, ...] = (
     "landed.receipts",
     "landed.signing",
     "landed.task",
+    "landed.telemetry",
     "landed.temporal",
     "landed.util",
 )
@@ -126,11 +128,16 @@ def strict_workflow_runner() -> WorkflowRunner:
 
 
 def landed_plugin() -> SimplePlugin:
-    """The plugin: the pydantic data converter, and landed's modules shared with the sandbox."""
+    """The plugin: the pydantic data converter, landed's modules shared with the sandbox and,
+    when this process configured tracing (landed.telemetry.tracing), Temporal's tracing
+    interceptor on the client, its workers and replayers: one trace from the submission
+    through the workflow and every role. Workflow spans are made only outside replay."""
+    traced = tracing.interceptor()
     return SimplePlugin(
         PLUGIN_NAME,
         data_converter=pydantic_data_converter,
         workflow_runner=_shared_runner,
+        interceptors=[traced] if traced is not None else None,
     )
 
 

@@ -24,6 +24,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from landed.probes.sources import SourceRegistry, load_registry
 from landed.task.messages import Routing
 from landed.task.names import SEARCH_ATTRIBUTES
+from landed.telemetry import logs, tracing
 from landed.temporal import registry as roles
 from landed.temporal.plugin import connect, strict_workflow_runner
 from landed.temporal.settings import ActorSettings, RoleSettings, RunnerSettings, VerifierSettings
@@ -320,13 +321,21 @@ async def run_role(
     if isinstance(settings, VerifierSettings):
         # A bad source is named even where Temporal is unreachable.
         registry = load_registry(role="verifier", allow_unsourced=False)
-    client = await connect(identity=identity, address=address, namespace=namespace)
-    await _namespace_exists(client)
-    worker, view, cleanup = await build_worker(settings, client, identity, registry=registry)
-    view["address"] = client.service_client.config.target_host
-    view["namespace"] = client.namespace
-    async with worker:
-        on_ready(view)
-        await stop.wait()
-    if cleanup is not None:
-        await cleanup()
+    logs.configure(role=role)
+    # Before the connection: the plugin puts the tracing interceptor on it when this is on.
+    traced = tracing.configure(f"landed-{role}") is not None
+    try:
+        client = await connect(identity=identity, address=address, namespace=namespace)
+        await _namespace_exists(client)
+        worker, view, cleanup = await build_worker(settings, client, identity, registry=registry)
+        view["address"] = client.service_client.config.target_host
+        view["namespace"] = client.namespace
+        view["tracing"] = tracing.protocol() if traced else "off"
+        async with worker:
+            on_ready(view)
+            await stop.wait()
+        if cleanup is not None:
+            await cleanup()
+    finally:
+        # Spans still buffered are exported before the process goes (a blocking flush).
+        await asyncio.to_thread(tracing.shutdown)
