@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
 
 from landed.workflows.acting import Attempts
 from landed.workflows.claims import claim_holds, ledger_policy
+from landed.workflows.durable import DURABLE_PATCH, Durable
 from landed.workflows.reads import VERIFY_RETRY, Reader, chain_run_id
 from landed.workflows.state import ActFacts, RunState
 
@@ -80,6 +81,9 @@ class AgentTask:
             cancelled=self._cancelled,
             independent=self._independent,
         )
+        self._durable = Durable(spec, self._run, self._reader, self._hold)
+        # Set once the durability reads ran in this run (not while replaying an older one).
+        self._durable_on = False
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -118,16 +122,16 @@ class AgentTask:
                 return ReceiptQuery(receipt=run.final, settled=True)
             # Graded but not yet in the ledger: not settled, so it carries no settle time.
             unsettled = run.final.model_copy(update={"settled_at": None})
-            return ReceiptQuery(receipt=unsettled, settled=False)
+            return ReceiptQuery(receipt=_pending(unsettled), settled=False)
         graded = self._graded_so_far()
         if graded is not None:
             update = {"verdict": None, "verdict_by": None, "settled_at": None}
-            return ReceiptQuery(receipt=graded.model_copy(update=update), settled=False)
+            return ReceiptQuery(receipt=_pending(graded.model_copy(update=update)), settled=False)
         report = run.report or ActReport(claimed_status="planned")
         partial = assemble_receipt(
             self._spec, report, list(run.proofs), attempt=max(run.attempt, 1)
         )
-        return ReceiptQuery(receipt=partial, settled=False)
+        return ReceiptQuery(receipt=_pending(partial), settled=False)
 
     def _graded_so_far(self) -> Receipt | None:
         """The final receipt, else the grade of what the act reported (None before it has)."""
@@ -200,7 +204,11 @@ class AgentTask:
             # racing the old run's settle): the ledger's receipt is the answer.
             return self._finish(self._act.settled_elsewhere, spec, owner_set)
         await self._read_back_and_grade(spec, routing, report, after)
-        return await self._settle(spec, owner_set)
+        final = await self._settle(spec, owner_set)
+        if self._durable_on:
+            actors = [a for a in (report.actor, *self._act.actors) if a]
+            await self._durable.schedule_recheck(routing, final, actors)
+        return final
 
     async def _pre_read(self, spec: TaskSpec, routing: Routing) -> list[Observation | None]:
         """Each step's before-state, when this run reads one (else none)."""
@@ -230,11 +238,19 @@ class AgentTask:
         to its step and grade the task."""
         run = self._run
         run.report = report
+        started = workflow.now()
         if after is None and spec.proof_plan:
             run.step = Step.VERIFY
             every = list(range(len(spec.proof_plan)))
             attempt = max(run.attempt, 1)  # 0 when the time cap left no act attempt
             after = await self._reader.read(routing, "after", every, run.before, attempt=attempt)
+        if spec.proof_plan and after is not None and workflow.patched(DURABLE_PATCH):
+            self._durable_on = True
+            attempt = max(run.attempt, 1)
+            held = await self._durable.read_back(routing, attempt, after, started)
+            run.proofs = [held[i].proof for i in range(len(spec.proof_plan))]
+            run.final = self._grade(spec, routing, report)
+            return
         # The receipt's proof items: each plan step's read-back, held to its step.
         read = after or {}
         run.proofs = [
@@ -349,6 +365,12 @@ class AgentTask:
             self._scope(routing), reading, before, actors, attempt, signed_as=signed_as
         )
 
+    def _hold(self, reading: VerifyReading, routing: Routing) -> VerifyReading:
+        """A read-back held to its step, as the receipt's proofs are (``_independent``)."""
+        return self._independent(
+            reading, self._run.before[reading.index], self._run.report, routing
+        )
+
     def _trusted(self, routing: Routing) -> TrustStore:
         if self._trust is None:
             self._trust = trust_from_pems(routing.trusted_keys)
@@ -370,8 +392,18 @@ class AgentTask:
             # A grading that runs again (after a stalled runner) may see a cancel the first did
             # not; the settle step then keeps the first, which the ledger already holds.
             cancelled=workflow.cancellation_reason() is not None,
+            unconfirmed=self._durable.unconfirmed,
+            durability=self._durable.record,
         )
         trusted = self._trusted(routing)
         return graded_receipt(
             spec, report, self._run.proofs, facts, settled_at=workflow.now(), trusted=trusted
         )
+
+
+def _pending(receipt: Receipt) -> Receipt:
+    """A receipt the task has not settled yet: its lifecycle is pending."""
+    if receipt.landed is None:
+        return receipt
+    ext = receipt.landed.model_copy(update={"lifecycle": "pending"})
+    return receipt.model_copy(update={"landed": ext})

@@ -15,7 +15,13 @@ from typing import NamedTuple
 from landed.probes.contract import Observation, Outcome
 from landed.receipts.grading import grade
 from landed.receipts.model import LandedExtension, ProofItem, Receipt
-from landed.receipts.verdict import PlanStep, TaskVerdict, hold_to_plan, hold_to_run
+from landed.receipts.verdict import (
+    PlanStep,
+    TaskVerdict,
+    hold_to_confirmation,
+    hold_to_plan,
+    hold_to_run,
+)
 from landed.signing import TrustStore
 from landed.task.assemble import assemble_receipt, unknown_write_report
 from landed.task.messages import ActReport, ClaimOutput, VerifyReading
@@ -224,6 +230,10 @@ class RunFacts:
     lost_run: bool = False
     unknown_write: str | None = None
     cancelled: bool = False
+    #: Steps whose confirmation read differed from the read that passed (durability).
+    unconfirmed: tuple[str, ...] = ()
+    #: What the durability reads did (``landed.durability`` on the receipt), None: none ran.
+    durability: Mapping[str, object] | None = None
 
 
 def graded_receipt(
@@ -249,6 +259,8 @@ def graded_receipt(
             "spec_sha256": facts.spec_sha256,
             "act_error": facts.act_error,
             "run_id": facts.run_id,
+            "lifecycle": "verified",
+            **({"durability": dict(facts.durability)} if facts.durability is not None else {}),
         },
     )
     result = grade(draft, signature_ok=trusted.signature_ok)
@@ -262,6 +274,7 @@ def graded_receipt(
         unknown_write=facts.unknown_write,
         cancelled=facts.cancelled,
     )
+    verdict = hold_to_confirmation(verdict, facts.unconfirmed)
     ext = LandedExtension.model_validate(
         {
             **(draft.landed.model_dump() if draft.landed else {}),
