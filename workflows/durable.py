@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from temporalio import workflow
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -134,6 +135,15 @@ class Durable:
         horizon = self._spec.durability.recheck_after
         if horizon is None or final.verdict != "verified":
             return
+        try:
+            await self._start_recheck(routing, final, actors, horizon)
+        except WorkflowAlreadyStartedError:
+            # A run reset after its settle starts it again: the one already started stands.
+            return
+
+    async def _start_recheck(
+        self, routing: Routing, final: Receipt, actors: list[str], horizon: timedelta
+    ) -> None:
         await workflow.start_child_workflow(
             RECHECK_WORKFLOW,
             RecheckInput(
