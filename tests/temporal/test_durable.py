@@ -20,6 +20,7 @@ from temporalio.worker import Replayer
 from landed.ledger.base import Ledger
 from landed.receipts.model import Receipt
 from landed.task.durability import recheck_workflow_id
+from landed.task.messages import ReceiptQuery
 from landed.temporal.plugin import landed_plugin
 
 
@@ -82,7 +83,12 @@ async def test_a_late_landing_settles_verified_within_its_window_and_empty_witho
     late["proof_plan"][0]["settle_window"] = 6
     early = rows_task("dur-early", db, expect=45, batch="de", write=45, land_after_s=2)
     async with rows_roles(temporal_dev, tmp_path, db) as roles:
-        windowed, unwindowed = await asyncio.gather(roles.client.run(late), roles.client.run(early))
+        handle = await roles.client.start(late)
+        # Not settled for at least the 2 s the rows take to land: its receipt is pending.
+        query = roles.temporal.get_workflow_handle("dur-late")
+        pending = await query.query("receipt", result_type=ReceiptQuery)
+        assert not pending.settled and _lifecycle(pending.receipt) == "pending"
+        windowed, unwindowed = await asyncio.gather(handle.result(), roles.client.run(early))
         history = await roles.temporal.get_workflow_handle("dur-late").fetch_history()
     assert windowed.verdict == "verified", windowed.landed
     assert 1.5 <= _durability(windowed)["settle_waited_s"] < 6
