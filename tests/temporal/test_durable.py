@@ -4,6 +4,8 @@ that appends a reversal, and their histories replayed."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,26 @@ def _lifecycle(receipt: Receipt) -> str | None:
     return getattr(receipt.landed, "lifecycle", None) if receipt.landed else None
 
 
+HISTORIES = Path(__file__).parent / "histories" / "durable"
+
+
+def _record(name: str, history: WorkflowHistory) -> None:
+    """With LANDED_RECORD_HISTORIES=1, keep ``history`` as a committed fixture (see
+    test_agent_task._record_history): a later change to these reads must still replay it."""
+    if os.environ.get("LANDED_RECORD_HISTORIES") == "1":
+        HISTORIES.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(json.loads(history.to_json()), indent=1) + "\n"
+        (HISTORIES / f"{name}.json").write_text(text)
+
+
+async def test_recorded_durability_histories_replay() -> None:
+    """The committed histories (a confirmation read that found the rows gone, a late landing
+    read again in its window, a recheck that appended a reversal) replay as recorded."""
+    paths = sorted(HISTORIES.glob("*.json"))
+    assert len(paths) == 3, paths
+    await _replay([WorkflowHistory.from_json(p.stem, json.loads(p.read_text())) for p in paths])
+
+
 async def _replay(histories: list[WorkflowHistory]) -> None:
     replayer = Replayer(workflows=[AgentTask, Recheck], plugins=[landed_plugin()])
     for history in histories:
@@ -70,6 +92,7 @@ async def test_rows_undone_right_after_the_act_are_not_done(
     assert _lifecycle(receipt) == "verified"
     assert control.verdict == "verified" and _durability(control)["confirmed"] is True
     assert _durability(control)["confirm_after_s"] == 1.0
+    _record("undone", histories[0])
     await _replay(histories)
 
 
@@ -96,6 +119,7 @@ async def test_a_late_landing_settles_verified_within_its_window_and_empty_witho
     assert unwindowed.verdict != "verified"
     assert [p.result for p in unwindowed.proof if p.kind == "record"] == ["empty"]
     assert _durability(unwindowed)["settle_waited_s"] == 0
+    _record("late", history)
     await _replay([history])
 
 
@@ -138,6 +162,7 @@ async def test_a_reversal_after_settling_is_appended_by_the_recheck(
             await roles.temporal.get_workflow_handle(recheck_workflow_id(t)).fetch_history()
             for t in ("dur-gone", "dur-held")
         ]
+    _record("recheck_reversed", histories[0])
     await _replay(histories)
 
 
