@@ -18,6 +18,7 @@ BENCHMARKS: dict[str, str] = {
     "chaos": "bench.chaos",
     "plan_lint": "bench.plan_lint",
     "tracing_spans": "bench.tracing_spans",
+    "confirm": "bench.confirm",
 }
 
 

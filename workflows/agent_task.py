@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
 
 from landed.workflows.acting import Attempts
 from landed.workflows.claims import claim_holds, ledger_policy
+from landed.workflows.durable import DURABLE_PATCH, Durable
 from landed.workflows.frames import FrameReader
 from landed.workflows.reads import VERIFY_RETRY, Reader, chain_run_id
 from landed.workflows.state import ActFacts, RunState
@@ -83,6 +84,9 @@ class AgentTask:
             cancelled=self._cancelled,
             independent=self._independent,
         )
+        self._durable = Durable(spec, self._run, self._reader, self._hold)
+        # Set once the durability reads ran in this run (not while replaying an older one).
+        self._durable_on = False
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -121,16 +125,16 @@ class AgentTask:
                 return ReceiptQuery(receipt=run.final, settled=True)
             # Graded but not yet in the ledger: not settled, so it carries no settle time.
             unsettled = run.final.model_copy(update={"settled_at": None})
-            return ReceiptQuery(receipt=unsettled, settled=False)
+            return ReceiptQuery(receipt=_pending(unsettled), settled=False)
         graded = self._graded_so_far()
         if graded is not None:
             update = {"verdict": None, "verdict_by": None, "settled_at": None}
-            return ReceiptQuery(receipt=graded.model_copy(update=update), settled=False)
+            return ReceiptQuery(receipt=_pending(graded.model_copy(update=update)), settled=False)
         report = run.report or ActReport(claimed_status="planned")
         partial = assemble_receipt(
             self._spec, report, list(run.proofs), attempt=max(run.attempt, 1)
         )
-        return ReceiptQuery(receipt=partial, settled=False)
+        return ReceiptQuery(receipt=_pending(partial), settled=False)
 
     def _graded_so_far(self) -> Receipt | None:
         """The final receipt, else the grade of what the act reported (None before it has)."""
@@ -203,7 +207,11 @@ class AgentTask:
             # racing the old run's settle): the ledger's receipt is the answer.
             return self._finish(self._act.settled_elsewhere, spec, owner_set)
         await self._read_back_and_grade(spec, routing, report, after)
-        return await self._settle(spec, owner_set)
+        final = await self._settle(spec, owner_set)
+        if self._durable_on:
+            actors = [a for a in (report.actor, *self._act.actors) if a]
+            await self._durable.schedule_recheck(routing, final, actors)
+        return final
 
     async def _pre_read(self, spec: TaskSpec, routing: Routing) -> list[Observation | None]:
         """Each step's before-state, when this run reads one (else none)."""
@@ -239,17 +247,24 @@ class AgentTask:
         run = self._run
         run.report = report
         attempt = max(run.attempt, 1)  # 0 when the time cap left no act attempt
+        started = workflow.now()
         if after is None and spec.proof_plan:
             run.step = Step.VERIFY
             every = list(range(len(spec.proof_plan)))
             after = await self._reader.read(routing, "after", every, run.before, attempt=attempt)
-        # The receipt's proof items: each plan step's read-back, held to its step.
-        read = after or {}
-        run.proofs = [
-            self._independent(read[i], run.before[i], report, routing).proof
-            for i in range(len(spec.proof_plan))
-        ]
-        # What else the act changed: each frame read again, as it was read before the act.
+        if spec.proof_plan and after is not None and workflow.patched(DURABLE_PATCH):
+            self._durable_on = True
+            held = await self._durable.read_back(routing, attempt, after, started)
+            run.proofs = [held[i].proof for i in range(len(spec.proof_plan))]
+        else:
+            # The receipt's proof items: each plan step's read-back, held to its step.
+            read = after or {}
+            run.proofs = [
+                self._independent(read[i], run.before[i], report, routing).proof
+                for i in range(len(spec.proof_plan))
+            ]
+        # What else the act changed: each frame read again (after any confirmation read), as it
+        # was read before the act.
         run.frames_after = await self._frames.read(
             routing, "frame-after", attempt=attempt, actors=self._actors(report)
         )
@@ -369,6 +384,12 @@ class AgentTask:
         """Every identity that ran (or failed) an act attempt of this run."""
         return [a for a in (report.actor if report else None, *self._act.actors) if a]
 
+    def _hold(self, reading: VerifyReading, routing: Routing) -> VerifyReading:
+        """A read-back held to its step, as the receipt's proofs are (``_independent``)."""
+        return self._independent(
+            reading, self._run.before[reading.index], self._run.report, routing
+        )
+
     def _trusted(self, routing: Routing) -> TrustStore:
         if self._trust is None:
             self._trust = trust_from_pems(routing.trusted_keys)
@@ -392,8 +413,18 @@ class AgentTask:
             cancelled=workflow.cancellation_reason() is not None,
             frames_before=tuple(self._run.frames_before),
             frames_after=tuple(self._run.frames_after),
+            unconfirmed=self._durable.unconfirmed,
+            durability=self._durable.record,
         )
         trusted = self._trusted(routing)
         return graded_receipt(
             spec, report, self._run.proofs, facts, settled_at=workflow.now(), trusted=trusted
         )
+
+
+def _pending(receipt: Receipt) -> Receipt:
+    """A receipt the task has not settled yet: its lifecycle is pending."""
+    if receipt.landed is None:
+        return receipt
+    ext = receipt.landed.model_copy(update={"lifecycle": "pending"})
+    return receipt.model_copy(update={"landed": ext})

@@ -368,3 +368,30 @@ async def test_a_report_whose_reader_left_keeps_its_own_exit_code(
     sample.write_bytes(sample_bytes())
     check = _to_a_closed_pipe("check", str(sample), *json_flag, cwd=tmp_path)
     assert check.returncode == 1 and "Traceback" not in check.stderr, check.stderr
+
+
+@pytest.mark.slow
+async def test_the_board_and_check_count_a_reversal(tmp_path: Path) -> None:
+    """A recheck's reversed row is the task's latest on the board, and both the board and
+    `landed check` of the export count it."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    verified = _unsigned("t1", 1, "verified")
+    rows = [
+        verified.model_copy(update={"landed": LandedExtension.model_validate(ext)})
+        for ext in ({"lifecycle": "verified"}, {"lifecycle": "reversed"})
+    ]
+    rows[1] = rows[1].model_copy(update={"verdict": "reversed"})
+    async with await open_ledger(url) as ledger:
+        for receipt in [*rows, _unsigned("t2", 1, "verified")]:
+            assert await ledger.append(receipt) is True
+    board = landed("board", "--ledger", url, "--json", cwd=tmp_path)
+    assert board.returncode == 0, board.stderr
+    shown = json.loads(board.stdout)
+    assert shown["reversed"] == 1
+    assert [t["verdict"] for t in shown["tasks"]] == ["reversed", "verified"]
+    table = landed("board", "--ledger", url, cwd=tmp_path)
+    assert "2 task(s), 1 reversed" in table.stdout
+    export = landed("receipts", "export", "--ledger", url, cwd=tmp_path)
+    (tmp_path / "r.jsonl").write_text(export.stdout)
+    checked = landed("check", tmp_path / "r.jsonl", "--json", cwd=tmp_path)
+    assert json.loads(checked.stdout.splitlines()[-1])["scorecard"]["reversed"] == 1, checked

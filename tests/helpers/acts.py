@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,17 @@ import landed
 
 def _db(ctx: landed.ActContext) -> str:
     return ctx.credential("rows-db").removeprefix("sqlite:///")
+
+
+def _later(delay: float, db: str, statement: str, values: list[tuple[Any, ...]]) -> None:
+    """Run ``statement`` over ``values`` on ``db`` ``delay`` seconds from now, in a thread."""
+
+    def run() -> None:
+        time.sleep(delay)
+        with sqlite3.connect(db, timeout=30) as conn:
+            conn.executemany(statement, values)
+
+    threading.Thread(target=run, daemon=True).start()
 
 
 @landed.act("test.rows")
@@ -37,10 +49,22 @@ def rows(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
     if spec.get("wait_for_file"):
         while not Path(spec["wait_for_file"]).exists():
             time.sleep(0.05)
-    with sqlite3.connect(db, timeout=30) as conn:
-        conn.executemany(
+    values = [(spec["batch"], i, ctx.idempotency_key) for i in range(int(spec.get("write", 0)))]
+    if spec.get("land_after_s") is not None:
+        # The write becomes visible later than the act returns (replica lag, a queue).
+        _later(
+            float(spec["land_after_s"]),
+            db,
             "insert into rows (batch, seq, key) values (?, ?, ?)",
-            [(spec["batch"], i, ctx.idempotency_key) for i in range(int(spec.get("write", 0)))],
+            values,
+        )
+    else:
+        with sqlite3.connect(db, timeout=30) as conn:
+            conn.executemany("insert into rows (batch, seq, key) values (?, ?, ?)", values)
+    if spec.get("undo_after_s") is not None:
+        # A process of the act's own takes the write back just after the act returns.
+        _later(
+            float(spec["undo_after_s"]), db, "delete from rows where batch = ?", [(spec["batch"],)]
         )
         if spec.get("delete_batch"):
             conn.execute("delete from rows where batch = ?", [spec["delete_batch"]])

@@ -262,13 +262,20 @@ async def test_a_ledger_of_the_first_schema_reads_as_is_and_a_writer_upgrades_it
         assert db.execute(
             "SELECT body_sha256 FROM landed_receipts WHERE task_id = 'a'"
         ).fetchone() == (first_sha,)
-        # The first schema's own insert, as a runner not yet upgraded sends it, still reads as
-        # "already there" (no error) on the upgraded file.
-        old = db.execute(
-            "INSERT INTO landed_receipts (task_id, attempt, body_sha256, body)"
-            " VALUES ('a', 1, 'z', '{}') ON CONFLICT (task_id, attempt) DO NOTHING"
+        # A stored key's insert reads as "already there" (no error) on the upgraded file.
+        again = db.execute(
+            "INSERT INTO landed_receipts (task_id, attempt, stage, body_sha256, body)"
+            " VALUES ('a', 1, 'settle', 'z', '{}') ON CONFLICT (task_id, attempt, stage)"
+            " DO NOTHING"
         )
-        assert old.rowcount == 0
+        assert again.rowcount == 0
+        # Schema 6 keys a row by its stage too (a recheck's row beside the settled one): a
+        # runner from before it names the old key and is refused until it is upgraded.
+        with pytest.raises(sqlite3.OperationalError, match="ON CONFLICT clause"):
+            db.execute(
+                "INSERT INTO landed_receipts (task_id, attempt, body_sha256, body)"
+                " VALUES ('a', 1, 'z', '{}') ON CONFLICT (task_id, attempt) DO NOTHING"
+            )
     db.close()
 
 

@@ -127,4 +127,7 @@ def _render_scorecard(card: Scorecard, console: Console) -> None:
         f"({card.cost_logged:,} of {card.settled:,} receipts log cost)",
     )
     table.add_row("verified revenue", format_money(card.verified_revenue_usd), "P4 receipts only")
+    table.add_row(
+        "reversals", f"{card.reversed:,}", "verified outcomes a recheck found no longer holding"
+    )
     console.print(table)

@@ -106,7 +106,8 @@ async def _board(url: str | None) -> tuple[str, list[Receipt]]:
 def board(
     ledger: LedgerOption = None,
     as_json: Annotated[
-        bool, typer.Option("--json", help='One JSON object: {"ledger", "count", "tasks"}.')
+        bool,
+        typer.Option("--json", help='One JSON object: {"ledger", "count", "reversed", "tasks"}.'),
     ] = False,
 ) -> None:
     """The latest verdict of every task: a projection of the append-only ledger (GOV-2).
@@ -118,8 +119,10 @@ def board(
     except LedgerError as exc:
         raise _fail(str(exc), json_error="ledger unreadable" if as_json else None) from None
     rows = [_row(r) for r in receipts]
+    reversed_ = sum(1 for row in rows if row["verdict"] == "reversed")
     if as_json:
-        emit(json.dumps({"ledger": where, "count": len(rows), "tasks": rows}).encode() + b"\n")
+        body = {"ledger": where, "count": len(rows), "reversed": reversed_, "tasks": rows}
+        emit(json.dumps(body).encode() + b"\n")
         return
     table = Table(title=Text(f"landed board: {where}"), title_justify="left")
     columns = ("task", "attempt", "owner", "claimed", "verdict", "rung", "settled at", "signed")
@@ -143,7 +146,7 @@ def board(
     # A pipe or file gets a wide table rather than rich's 80-column default.
     console = ReportConsole(width=None if sys.stdout.isatty() else 160)
     console.print(table)
-    console.print(f"{len(rows)} task(s)", highlight=False)
+    console.print(f"{len(rows)} task(s), {reversed_} reversed", highlight=False)
 
 
 async def _export(url: str | None, out: IO[bytes], latest: bool) -> tuple[str, int]:

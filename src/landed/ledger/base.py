@@ -25,6 +25,7 @@ __all__ = [
     "LedgerNotFound",
     "LedgerRow",
     "canonical_json",
+    "stage_of",
 ]
 
 DEFAULT_LEDGER_PATH = Path(".landed") / "ledger.db"
@@ -93,6 +94,10 @@ class LedgerRow:
     settled_at: datetime | None
     body: bytes
     sha256: str
+    #: Which row of the attempt this is: "settle" (the task's verdict), or the lifecycle stage
+    #: a later recheck appended ("confirmed", "reversed"). Part of the key: a recheck's row is
+    #: a new row beside the settled one, and its retry still appends nothing.
+    stage: str = "settle"
 
     @classmethod
     def of(cls, receipt: Receipt) -> LedgerRow:
@@ -110,11 +115,18 @@ class LedgerRow:
             settled_at=receipt.settled_at,
             body=body,
             sha256=hashlib.sha256(body).hexdigest(),
+            stage=stage_of(receipt),
         )
 
     @property
-    def key(self) -> tuple[str, int]:
-        return (self.task_id, self.attempt)
+    def key(self) -> tuple[str, int, str]:
+        return (self.task_id, self.attempt, self.stage)
+
+
+def stage_of(receipt: Receipt) -> str:
+    """The ledger row a receipt is: a recheck's lifecycle row, or the task's settle row."""
+    lifecycle = getattr(receipt.landed, "lifecycle", None) if receipt.landed else None
+    return lifecycle if lifecycle in ("confirmed", "reversed") else "settle"
 
 
 def parse_body(
@@ -287,7 +299,7 @@ class GroupCommit:
 
     async def _store(self, batch: list[tuple[LedgerRow, asyncio.Future[bool]]]) -> None:
         # The first row per key is written; later rows with the same key compare against it.
-        leaders: dict[tuple[str, int], LedgerRow] = {}
+        leaders: dict[tuple[str, int, str], LedgerRow] = {}
         for row, _ in batch:
             leaders.setdefault(row.key, row)
         order = list(leaders.values())

@@ -11,7 +11,7 @@ from landed.ledger.base import LedgerError
 
 __all__ = ["SCHEMA_VERSION", "migrate", "schema_version"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # {s} is the schema, {r} the writer role; each step runs once, with its version row, in one
 # transaction. Steps are never edited once released: a change is a new step.
@@ -66,6 +66,13 @@ _STEPS: dict[int, list[str]] = {
            ON {s}.landed_claims FOR EACH STATEMENT EXECUTE FUNCTION {s}.landed_reject_change()""",
         "REVOKE ALL ON {s}.landed_claims FROM PUBLIC",
         "GRANT SELECT, INSERT ON {s}.landed_claims TO {r}",
+    ],
+    # A row's key is (task_id, attempt, stage): a recheck's lifecycle row (confirmed,
+    # reversed) is appended beside the task's settled row (stage 'settle').
+    3: [
+        "ALTER TABLE {s}.landed_receipts ADD COLUMN stage text NOT NULL DEFAULT 'settle'",
+        "ALTER TABLE {s}.landed_receipts DROP CONSTRAINT landed_receipts_task_id_attempt_key",
+        "ALTER TABLE {s}.landed_receipts ADD UNIQUE (task_id, attempt, stage)",
     ],
 }
 

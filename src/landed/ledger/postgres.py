@@ -30,7 +30,7 @@ __all__ = ["PostgresLedger", "split_url"]
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _LANDED_PARAMS = ("schema", "writer_role")
 _PAGE = 500
-_COLUMNS = 7
+_COLUMNS = 8
 
 
 @functools.lru_cache(maxsize=64)
@@ -106,7 +106,7 @@ class PostgresLedger:
         self._table = sql.Identifier(schema, "landed_receipts")
         self._latest_sql = sql.SQL(
             "SELECT sequence, body, body_sha256 FROM {t} WHERE task_id = %s"
-            " ORDER BY attempt DESC LIMIT 1"
+            " ORDER BY attempt DESC, sequence DESC LIMIT 1"
         ).format(t=self._table)
         self._commit = GroupCommit(
             self._flush,
@@ -185,8 +185,9 @@ class PostgresLedger:
     async def _flush_once(self, rows: Sequence[LedgerRow]) -> list[bool | str]:
         # One multi-row INSERT: one round trip and one commit for the whole batch.
         insert = sql.SQL(
-            "INSERT INTO {t} (task_id, attempt, verdict, owner, settled_at, body_sha256, body)"
-            " VALUES {values} ON CONFLICT (task_id, attempt) DO NOTHING RETURNING task_id, attempt"
+            "INSERT INTO {t} (task_id, attempt, verdict, owner, settled_at, body_sha256, body,"
+            " stage) VALUES {values} ON CONFLICT (task_id, attempt, stage) DO NOTHING"
+            " RETURNING task_id, attempt, stage"
         ).format(t=self._table, values=sql.SQL(_values(len(rows))))
         params = [
             value
@@ -199,25 +200,31 @@ class PostgresLedger:
                 r.settled_at,
                 r.sha256,
                 r.body.decode(),
+                r.stage,
             )
         ]
         async with self._pool.connection() as conn:
             async with psycopg.AsyncRawCursor(conn) as raw:
                 await raw.execute(insert, params)
-                inserted = {(str(t), int(a)) for t, a in await raw.fetchall()}
-            stored: dict[tuple[str, int], str] = {}
+                inserted = {(str(t), int(a), str(s)) for t, a, s in await raw.fetchall()}
+            stored: dict[tuple[str, int, str], str] = {}
             missing = [r for r in rows if r.key not in inserted]
             if missing:
                 # A later statement sees rows that concurrent writers committed meanwhile: the
                 # skipped insert waited for them.
                 cur = await conn.execute(
                     sql.SQL(
-                        "SELECT task_id, attempt, body_sha256 FROM {t} WHERE (task_id, attempt)"
-                        " IN (SELECT * FROM unnest(%s::text[], %s::int[]))"
+                        "SELECT task_id, attempt, stage, body_sha256 FROM {t} WHERE"
+                        " (task_id, attempt, stage) IN"
+                        " (SELECT * FROM unnest(%s::text[], %s::int[], %s::text[]))"
                     ).format(t=self._table),
-                    ([r.task_id for r in missing], [r.attempt for r in missing]),
+                    (
+                        [r.task_id for r in missing],
+                        [r.attempt for r in missing],
+                        [r.stage for r in missing],
+                    ),
                 )
-                stored = {(str(t), int(a)): str(h) for t, a, h in await cur.fetchall()}
+                stored = {(str(t), int(a), str(s)): str(h) for t, a, s, h in await cur.fetchall()}
         out: list[bool | str] = []
         for r in rows:
             if r.key in inserted:
@@ -249,7 +256,8 @@ class PostgresLedger:
     async def get(self, task_id: str) -> list[Receipt]:
         return await self._select(
             sql.SQL(
-                "SELECT sequence, body, body_sha256 FROM {t} WHERE task_id = %s ORDER BY attempt"
+                "SELECT sequence, body, body_sha256 FROM {t} WHERE task_id = %s"
+                " ORDER BY attempt, sequence"
             ).format(t=self._table),
             task_id,
         )
@@ -311,7 +319,7 @@ class PostgresLedger:
                 # Code point order, as SQLite's: the database's own collation would order
                 # (and page) the same board differently from one server locale to the next.
                 'SELECT DISTINCT ON (task_id COLLATE "C") sequence, body, body_sha256 FROM {t}'
-                ' ORDER BY task_id COLLATE "C", attempt DESC'
+                ' ORDER BY task_id COLLATE "C", attempt DESC, sequence DESC'
             ).format(t=self._table)
         )
 

@@ -26,7 +26,7 @@ __all__ = ["SqliteLedger", "columns", "sqlite_path"]
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _PAGE = 500
 _QUERY = frozenset({"synchronous"})
 
@@ -40,6 +40,55 @@ _NO_REPLACE = """CREATE TRIGGER landed_receipts_no_replace BEFORE INSERT ON land
     WHEN EXISTS (SELECT 1 FROM landed_receipts
                  WHERE task_id = NEW.task_id AND attempt = NEW.attempt)
     BEGIN SELECT RAISE(IGNORE); END"""
+
+_APPEND_ONLY = [
+    """CREATE TRIGGER landed_receipts_no_update BEFORE UPDATE ON landed_receipts
+       BEGIN SELECT RAISE(ABORT, 'the landed ledger is append-only: UPDATE is not allowed');
+       END""",
+    """CREATE TRIGGER landed_receipts_no_delete BEFORE DELETE ON landed_receipts
+       BEGIN SELECT RAISE(ABORT, 'the landed ledger is append-only: DELETE is not allowed');
+       END""",
+]
+_NO_ROWID_REWRITE = """CREATE TRIGGER IF NOT EXISTS landed_receipts_no_rowid_rewrite
+           BEFORE INSERT ON landed_receipts
+           WHEN EXISTS (SELECT 1 FROM landed_receipts WHERE sequence = NEW.sequence)
+           BEGIN SELECT RAISE(ABORT,
+               'the landed ledger is append-only: a stored sequence cannot be written again');
+           END"""
+
+# Schema 6: a row's key is (task_id, attempt, stage), so a recheck's lifecycle row (confirmed,
+# reversed) is appended beside the settled one. SQLite cannot change a table's UNIQUE, so the
+# table is copied (sequence numbers kept) into one with the new key; DROP TABLE fires no
+# trigger, and every trigger is made again on the new table.
+_STAGE_KEY = [
+    """CREATE TABLE landed_receipts_v6 (
+        sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+        task_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL CHECK (attempt >= 1),
+        stage TEXT NOT NULL DEFAULT 'settle',
+        verdict TEXT,
+        owner TEXT,
+        settled_at TEXT,
+        body_sha256 TEXT NOT NULL,
+        body TEXT NOT NULL,
+        appended_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        UNIQUE (task_id, attempt, stage)
+    )""",
+    """INSERT INTO landed_receipts_v6 (sequence, task_id, attempt, verdict, owner, settled_at,
+        body_sha256, body, appended_at) SELECT sequence, task_id, attempt, verdict, owner,
+        settled_at, body_sha256, body, appended_at FROM landed_receipts ORDER BY sequence""",
+    "DROP TABLE landed_receipts",
+    "ALTER TABLE landed_receipts_v6 RENAME TO landed_receipts",
+    "CREATE INDEX landed_receipts_verdict ON landed_receipts (verdict)",
+    "CREATE INDEX landed_receipts_owner ON landed_receipts (owner)",
+    "CREATE INDEX landed_receipts_settled_at ON landed_receipts (settled_at)",
+    *_APPEND_ONLY,
+    """CREATE TRIGGER landed_receipts_no_replace BEFORE INSERT ON landed_receipts
+    WHEN EXISTS (SELECT 1 FROM landed_receipts WHERE task_id = NEW.task_id
+                 AND attempt = NEW.attempt AND stage = NEW.stage)
+    BEGIN SELECT RAISE(IGNORE); END""",
+    _NO_ROWID_REWRITE,
+]
 
 # Each step runs once, in order, inside one transaction with its version row.
 _MIGRATIONS: dict[int, list[str]] = {
@@ -96,12 +145,7 @@ _MIGRATIONS: dict[int, list[str]] = {
     # recursive_triggers (the sqlite3 shell's default). This trigger runs before conflict
     # resolution, so the statement aborts and the stored row stays.
     5: [
-        """CREATE TRIGGER IF NOT EXISTS landed_receipts_no_rowid_rewrite
-           BEFORE INSERT ON landed_receipts
-           WHEN EXISTS (SELECT 1 FROM landed_receipts WHERE sequence = NEW.sequence)
-           BEGIN SELECT RAISE(ABORT,
-               'the landed ledger is append-only: a stored sequence cannot be written again');
-           END""",
+        _NO_ROWID_REWRITE,
         """CREATE TRIGGER IF NOT EXISTS landed_claims_no_rowid_rewrite
            BEFORE INSERT ON landed_claims
            WHEN EXISTS (SELECT 1 FROM landed_claims WHERE rowid = NEW.rowid)
@@ -109,18 +153,19 @@ _MIGRATIONS: dict[int, list[str]] = {
                'landed claims are append-only: a stored rowid cannot be written again');
            END""",
     ],
+    6: _STAGE_KEY,
 }
 
 # A stored (task_id, attempt) inserts nothing: dropped by the no-replace trigger (schema 2+) or
 # skipped by the conflict clause (schema 1); the caller then compares it with the stored one.
 _INSERT = """INSERT INTO landed_receipts
-    (task_id, attempt, verdict, owner, settled_at, body_sha256, body)
-    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, attempt) DO NOTHING"""
+    (task_id, attempt, verdict, owner, settled_at, body_sha256, body, stage)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, attempt, stage) DO NOTHING"""
 
 
 _LATEST = (
     "SELECT sequence, body, body_sha256 FROM landed_receipts WHERE task_id = ?"
-    " ORDER BY attempt DESC LIMIT 1"
+    " ORDER BY attempt DESC, sequence DESC LIMIT 1"
 )
 
 
@@ -134,6 +179,7 @@ def columns(row: LedgerRow) -> tuple[object, ...]:
         row.settled_at.isoformat() if row.settled_at else None,
         row.sha256,
         row.body.decode(),
+        row.stage,
     )
 
 
@@ -345,7 +391,8 @@ class SqliteLedger:
                     out.append(True)
                     continue
                 stored = conn.execute(
-                    "SELECT body_sha256 FROM landed_receipts WHERE task_id = ? AND attempt = ?",
+                    "SELECT body_sha256 FROM landed_receipts WHERE task_id = ? AND attempt = ?"
+                    " AND stage = ?",
                     row.key,
                 ).fetchone()
                 out.append(str(stored[0]))
@@ -425,7 +472,7 @@ class SqliteLedger:
     async def get(self, task_id: str) -> list[Receipt]:
         return await self._select(
             "SELECT sequence, body, body_sha256 FROM landed_receipts WHERE task_id = ?"
-            " ORDER BY attempt",
+            " ORDER BY attempt, sequence",
             task_id,
         )
 
@@ -450,8 +497,9 @@ class SqliteLedger:
 
     async def board(self) -> list[Receipt]:
         return await self._select(
-            "SELECT sequence, body, body_sha256 FROM landed_receipts AS r WHERE attempt = "
-            "(SELECT max(attempt) FROM landed_receipts WHERE task_id = r.task_id) ORDER BY task_id"
+            "SELECT sequence, body, body_sha256 FROM landed_receipts AS r WHERE sequence = "
+            "(SELECT sequence FROM landed_receipts WHERE task_id = r.task_id"
+            " ORDER BY attempt DESC, sequence DESC LIMIT 1) ORDER BY task_id"
         )
 
     async def iter_receipts(self) -> AsyncGenerator[Receipt, None]:

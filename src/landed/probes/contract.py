@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -408,6 +408,27 @@ class Contract(_Shape):
     action: str = Field(min_length=1)
     probe: Probe
     expect: Expectation
+    # Durability (landed.task.durability): the task's default when None.
+    confirm_after: timedelta | None = Field(
+        default=None,
+        description="Quiet interval before the confirmation read of a passing reading; a "
+        "reading that changes between the two is not done. None: the task's durability default.",
+    )
+    settle_window: timedelta | None = Field(
+        default=None,
+        description="How long after the act this outcome may take to become visible (replica "
+        "lag, a queue): within it, empty and mismatch are read again with backoff.",
+    )
+
+    @field_validator("confirm_after", "settle_window")
+    @classmethod
+    def _durations(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and not timedelta(0) <= value <= timedelta(hours=1):
+            raise ValueError(
+                "confirm_after and settle_window must be between 0 and 1 hour; give seconds or "
+                "an ISO 8601 duration such as PT2S"
+            )
+        return value
 
 
 # --- observations ------------------------------------------------------------------------------

@@ -99,7 +99,8 @@ class _SignedTally:
         if extension is not None and extension.revenue_usd is not None:
             check = self._check
             if not isinstance(view, Receipt) or not isinstance(extension, LandedExtension):
-                return self._tally.add(_CostOnly(view.cost), graded)  # never signed: no revenue
+                # Never signed: no revenue.
+                return self._tally.add(_CostOnly(view.verdict, view.cost), graded)
             receipt = view
             if signed_revenue(receipt, lambda i: check(receipt, receipt.proof[i])) is None:
                 unsigned = extension.model_copy(update={"revenue_usd": None})
@@ -108,6 +109,7 @@ class _SignedTally:
 
 
 class _CostOnly(NamedTuple):
+    verdict: str | None
     cost: Any
     landed: None = None
 

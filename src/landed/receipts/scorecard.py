@@ -26,6 +26,8 @@ class _LandedView(Protocol):
 
 class ScoredView(Protocol):
     @property
+    def verdict(self) -> str | None: ...
+    @property
     def cost(self) -> _CostView | None: ...
     @property
     def landed(self) -> _LandedView | None: ...
@@ -49,6 +51,11 @@ class Scorecard(BaseModel):
     verified_revenue_usd: float = Field(
         description="Sum of landed.revenue_usd over receipts graded P4 that meet their bar."
     )
+    reversed: int = Field(
+        default=0,
+        description="Receipts with verdict reversed: a recheck found a verified outcome no "
+        "longer holds (each also counts as a done claim not proven).",
+    )
 
 
 _HELD = Status.HELD
@@ -71,6 +78,7 @@ class ScoreTally:
         "held",
         "revenue",
         "revenue_rest",
+        "reversed",
         "settled",
     )
 
@@ -84,9 +92,12 @@ class ScoreTally:
         self.cost_rest = Fraction(0)
         self.revenue = 0
         self.revenue_rest = Fraction(0)
+        self.reversed = 0
 
     def add(self, view: ScoredView, graded: RawGrade) -> None:
         self.settled += 1
+        if view.verdict == "reversed":
+            self.reversed += 1
         if graded.claims_done:
             self.done_claimed += 1
             if graded.done_at_p3:  # "done at P3 or above", a reconciled claim at P3 too
@@ -138,6 +149,7 @@ class ScoreTally:
                 round(cost / self.done_proven, 6) if cost is not None and self.done_proven else None
             ),
             verified_revenue_usd=round(revenue, 2),
+            reversed=self.reversed,
         )
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "FrameCheck",
     "PlanStep",
     "TaskVerdict",
+    "hold_to_confirmation",
     "hold_to_frames",
     "hold_to_plan",
     "hold_to_run",
@@ -132,3 +133,15 @@ def hold_to_run(
 def unknown_write_finding(why: str) -> str:
     """The DOD-10 finding of an act whose write is unknown, in receipt form."""
     return f"DOD-10: {why}"
+
+
+def hold_to_confirmation(verdict: TaskVerdict, unconfirmed: Sequence[str]) -> TaskVerdict:
+    """A read-back that passed and then read otherwise on its confirmation read is not done:
+    the outcome was undone (rolled back, reverted, cancelled) or never settled. Caps a done
+    verdict at executed, as a step that did not pass does, and says which step changed."""
+    if not unconfirmed:
+        return verdict
+    status, meets_bar = verdict.status, verdict.meets_bar
+    if status.is_done or status.rank > Status.EXECUTED.rank:
+        status, meets_bar = Status.EXECUTED, False
+    return TaskVerdict(status, meets_bar, verdict.findings + tuple(unconfirmed))

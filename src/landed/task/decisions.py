@@ -18,6 +18,7 @@ from landed.receipts.model import LandedExtension, ProofItem, Receipt
 from landed.receipts.verdict import (
     PlanStep,
     TaskVerdict,
+    hold_to_confirmation,
     hold_to_frames,
     hold_to_plan,
     hold_to_run,
@@ -234,6 +235,10 @@ class RunFacts:
     #: Each frame's reading before and after the act, held to its frame (None: not read).
     frames_before: tuple[Observation | None, ...] = ()
     frames_after: tuple[Observation | None, ...] = ()
+    #: Steps whose confirmation read differed from the read that passed (durability).
+    unconfirmed: tuple[str, ...] = ()
+    #: What the durability reads did (``landed.durability`` on the receipt), None: none ran.
+    durability: Mapping[str, object] | None = None
 
 
 def graded_receipt(
@@ -259,6 +264,8 @@ def graded_receipt(
             "spec_sha256": facts.spec_sha256,
             "act_error": facts.act_error,
             "run_id": facts.run_id,
+            "lifecycle": "verified",
+            **({"durability": dict(facts.durability)} if facts.durability is not None else {}),
         },
     )
     result = grade(draft, signature_ok=trusted.signature_ok)
@@ -276,6 +283,7 @@ def graded_receipt(
         unknown_write=facts.unknown_write,
         cancelled=facts.cancelled,
     )
+    verdict = hold_to_confirmation(verdict, facts.unconfirmed)
     ext = LandedExtension.model_validate(
         {
             **(draft.landed.model_dump() if draft.landed else {}),

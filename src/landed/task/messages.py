@@ -119,6 +119,11 @@ class Routing(BaseModel):
     task_may_skip_pre_read: bool = Field(
         default=False, description="The runner honours a task's pre_read: false."
     )
+    confirm_reads: bool = Field(
+        default=True,
+        description="A passing read-back is confirmed by a second read after the task's quiet "
+        "interval before it settles as done (the operator's; off only to measure its cost).",
+    )
     claim: ClaimOutput | None = Field(
         default=None,
         description="Set when the plan claimed the first act for this run (no pre-read between "

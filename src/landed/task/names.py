@@ -10,6 +10,7 @@ __all__ = [
     "LOOKUP_ACTIVITY",
     "LOOKUP_WORKFLOW",
     "PLAN_ACTIVITY",
+    "RECHECK_WORKFLOW",
     "SEARCH_ATTRIBUTES",
     "SETTLE_ACTIVITY",
     "VERIFY_ACTIVITY",
@@ -22,6 +23,8 @@ VERIFY_ACTIVITY = "landed.verify"
 SETTLE_ACTIVITY = "landed.settle"
 CLAIM_ACTIVITY = "landed.claim"
 PLAN_ACTIVITY = "landed.plan"
+#: A verified outcome read again after its horizon (landed.task.durability).
+RECHECK_WORKFLOW = "LandedRecheck"
 #: The runner's read of a settled receipt from its ledger, for a task Temporal has forgotten.
 LOOKUP_WORKFLOW = "LandedReceiptLookup"
 LOOKUP_ACTIVITY = "landed.lookup"

@@ -18,10 +18,12 @@ from landed.probes.expect import LEGACY_MEANING
 from landed.receipts.ladder import READ_BACK_KINDS
 
 __all__ = [
+    "DEFAULT_CONFIRM_AFTER",
     "DEFAULT_TIME_CAP",
     "ActSpec",
     "ApprovalGate",
     "ConsentGate",
+    "Durability",
     "RetryBudget",
     "StepTimeouts",
     "TaskSpec",
@@ -156,6 +158,41 @@ class StepTimeouts(_Strict):
         return _within(value, timedelta(seconds=1), timedelta(days=1), "a step timeout", "PT30S")
 
 
+#: The quiet interval before the confirmation read when neither the step nor the task names
+#: one. One second: a read-back takes 15-25 ms, so an undo seen in practice (0.3 s after
+#: the act) lands well inside it, and a timer costs the runner no CPU while it waits (see
+#: `python -m bench confirm` for the added latency and throughput).
+DEFAULT_CONFIRM_AFTER = timedelta(seconds=1)
+
+
+class Durability(_Strict):
+    """How long a verified outcome must hold: the confirmation read and the recheck."""
+
+    confirm_after: timedelta = Field(
+        default=DEFAULT_CONFIRM_AFTER,
+        description="Quiet interval before the second read of a passing read-back (per step: "
+        "its contract's confirm_after).",
+    )
+    recheck_after: timedelta | None = Field(
+        default=None,
+        description="Horizon after settling at which a verified outcome is read again; a "
+        "reading that no longer holds appends a `reversed` receipt. None: no recheck.",
+    )
+
+    @field_validator("confirm_after")
+    @classmethod
+    def _confirm_bounds(cls, value: timedelta) -> timedelta:
+        return _within(value, timedelta(0), timedelta(hours=1), "durability.confirm_after", "PT1S")
+
+    @field_validator("recheck_after")
+    @classmethod
+    def _recheck_bounds(cls, value: timedelta | None) -> timedelta | None:
+        if value is None:
+            return None
+        low, high = timedelta(seconds=1), timedelta(days=30)
+        return _within(value, low, high, "durability.recheck_after", "PT10M")
+
+
 class TaskSpec(_Strict):
     """One agent task, named before work starts (DOD-1). ``task_id`` is the workflow id.
 
@@ -209,6 +246,8 @@ class TaskSpec(_Strict):
     def meaning(self) -> int:
         """The meaning this plan is judged under (1 for a plan from before meanings)."""
         return self.expect_meaning if self.expect_meaning is not None else LEGACY_MEANING
+
+    durability: Durability = Field(default_factory=Durability)
 
     @field_validator("owner")
     @classmethod

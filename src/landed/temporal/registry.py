@@ -66,9 +66,10 @@ def runner(ledger: Ledger, routing: Routing) -> RoleWork:
     from landed.activities.runner import RunnerActivities  # type: ignore[import-not-found]
     from landed.workflows.agent_task import AgentTask  # type: ignore[import-not-found]
     from landed.workflows.receipt_lookup import ReceiptLookup  # type: ignore[import-not-found]
+    from landed.workflows.recheck import Recheck  # type: ignore[import-not-found]
 
     steps = RunnerActivities(ledger, routing)
     return RoleWork(
-        workflows=[AgentTask, ReceiptLookup],
+        workflows=[AgentTask, ReceiptLookup, Recheck],
         activities=[steps.plan, steps.claim, steps.settle, steps.lookup],
     )

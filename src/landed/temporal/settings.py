@@ -200,6 +200,13 @@ class RunnerSettings(RoleSettings):
         "itself, and benchmarks).",
     )
 
+    confirm_reads: bool = Field(
+        default=True,
+        description="Confirm a passing read-back with a second read after the task's quiet "
+        "interval (durability.confirm_after) before it settles as done; off only to measure "
+        "what the confirmation costs.",
+    )
+
     _split_trust = field_validator("trust", mode="before")(_split)
 
     def public_view(self) -> dict[str, Any]:

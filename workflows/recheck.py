@@ -1,0 +1,74 @@
+"""Recheck: a verified outcome read again after its horizon; a reversal is appended, not hidden.
+
+Started by AgentTask when it settles verified with ``durability.recheck_after`` set, as a
+workflow of its own (abandoned by the task's), so the task's result is not held for the horizon.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from landed.task.assemble import trust_from_pems
+    from landed.task.durability import RecheckInput, lifecycle_receipt, recheck_holds
+    from landed.task.messages import Routing, SettleInput, SettleOutput
+    from landed.task.names import RECHECK_WORKFLOW, SETTLE_ACTIVITY
+    from landed.task.readings import ReadScope, independent
+
+from landed.workflows.reads import Reader, chain_run_id
+from landed.workflows.state import RunState
+
+__all__ = ["Recheck"]
+
+# As the task's own settle: the append is idempotent on (task, attempt, stage).
+_SETTLE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    non_retryable_error_types=("LedgerConflict",),
+)
+
+
+@workflow.defn(name=RECHECK_WORKFLOW)
+class Recheck:
+    """Sleeps until the horizon, reads every plan step back, appends confirmed or reversed."""
+
+    @workflow.run
+    async def run(self, inp: RecheckInput) -> str:
+        spec = inp.spec
+        await workflow.sleep(spec.durability.recheck_after or timedelta(0))
+        run = RunState(before=list(inp.before), attempt=inp.attempt, routing=inp.routing)
+        run.deadline = workflow.now() + spec.time_cap
+        trusted = trust_from_pems(inp.routing.trusted_keys)
+
+        def scope(routing: Routing) -> ReadScope:
+            return ReadScope(
+                spec=spec,
+                runner=routing.runner,
+                trusted=trusted,
+                run_id=chain_run_id(),
+                asked_at=run.asked_at or workflow.now(),
+            )
+
+        reader = Reader(spec, run, scope, lambda err: False)
+        every = list(range(len(spec.proof_plan)))
+        read = await reader.read(inp.routing, "after", every, run.before, attempt=inp.attempt)
+        held = {
+            i: independent(scope(inp.routing), read[i], run.before[i], inp.actors, inp.attempt)
+            for i in every
+        }
+        stage = recheck_holds(held, len(every))
+        if stage == "unobserved":
+            # Nothing could be read: neither confirmed nor reversed, the settled row stands.
+            return stage
+        row = lifecycle_receipt(inp, [held[i].proof for i in every], stage, at=workflow.now())
+        await workflow.execute_local_activity(
+            SETTLE_ACTIVITY,
+            SettleInput(receipt=row),
+            result_type=SettleOutput,
+            start_to_close_timeout=spec.timeouts.settle,
+            retry_policy=_SETTLE_RETRY,
+        )
+        return stage
