@@ -61,13 +61,13 @@ def rows(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
     else:
         with sqlite3.connect(db, timeout=30) as conn:
             conn.executemany("insert into rows (batch, seq, key) values (?, ?, ?)", values)
+            if spec.get("delete_batch"):
+                conn.execute("delete from rows where batch = ?", [spec["delete_batch"]])
     if spec.get("undo_after_s") is not None:
         # A process of the act's own takes the write back just after the act returns.
         _later(
             float(spec["undo_after_s"]), db, "delete from rows where batch = ?", [(spec["batch"],)]
         )
-        if spec.get("delete_batch"):
-            conn.execute("delete from rows where batch = ?", [spec["delete_batch"]])
     time.sleep(float(spec.get("sleep_after_s", 0)) if first else 0)
     if failing and spec.get("fail") == "after":
         raise RuntimeError("the write returned an error")
