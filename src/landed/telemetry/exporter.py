@@ -22,7 +22,7 @@ from landed.telemetry.reader import Reader
 from landed.telemetry.scorecard_metrics import ScorecardCollector
 from landed.telemetry.settings import ExporterSettings
 
-__all__ = ["Exporter"]
+__all__ = ["Exporter", "serve_beside"]
 
 log = logging.getLogger("landed.telemetry")
 
@@ -101,3 +101,14 @@ class Exporter:
             namespace=self.settings.namespace,
         )
         return web.Response(text=html, content_type="text/html", charset="utf-8")
+
+
+async def serve_beside(ledger_url: str, temporal_ui: str | None, port: int) -> Exporter:
+    """The exporter that ``landed dev`` and ``landed demo`` start beside their stack, on
+    ``port`` (0: a free one); LANDED_EXPORTER__* settings apply otherwise."""
+    overrides: dict[str, object] = {"ledger_url": ledger_url, "port": port}
+    if temporal_ui:
+        overrides["temporal_ui"] = temporal_ui
+    exporter = Exporter(ExporterSettings(**overrides))  # type: ignore[arg-type]
+    await exporter.start()
+    return exporter
