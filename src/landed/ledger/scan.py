@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -54,54 +55,85 @@ def open_scan(url: str) -> LedgerScan:
     return _SqliteScan(str(path))
 
 
-_CLAIMS = """SELECT c.claimed_at, c.task_id, c.run_id, c.attempt, r.owner, r.body
+# In rowid order (SQLite has one writer at a time, so rowid order is commit order); the
+# receipt of the same attempt is one lookup in its unique index.
+_CLAIMS = """SELECT c.rowid, c.claimed_at, r.owner, r.body
     FROM landed_claims AS c LEFT JOIN landed_receipts AS r
       ON r.task_id = c.task_id AND r.attempt = c.attempt
-    WHERE (c.claimed_at, c.task_id, c.run_id, c.attempt) > (?, ?, ?, ?) AND c.claimed_at < ?
-    ORDER BY c.claimed_at, c.task_id, c.run_id, c.attempt LIMIT ?"""
+    WHERE c.rowid > ? ORDER BY c.rowid LIMIT ?"""
 
 
 class _SqliteScan:
-    """One read-only connection per read: a moved or unreadable file is seen at once."""
+    """One read-only connection, kept while the file at the path is the one it opened: a
+    moved, removed or replaced ledger is seen at the next read, not read on through."""
 
     def __init__(self, path: str) -> None:
         self._path = path
+        self._conn: sqlite3.Connection | None = None
+        self._inode: tuple[int, int] | None = None
 
     def _connect(self) -> sqlite3.Connection:
-        uri = f"file:{quote(self._path)}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout = 2000")
-        return conn
+        try:
+            st = os.stat(self._path)
+        except OSError as exc:
+            self._drop()
+            raise sqlite3.OperationalError(f"cannot open the file: {exc.strerror}") from exc
+        if self._conn is None or self._inode != (st.st_dev, st.st_ino):
+            self._drop()
+            uri = f"file:{quote(self._path)}?mode=ro"
+            # Reads come one at a time (the exporter holds a lock) from whichever worker thread.
+            self._conn = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA busy_timeout = 2000")
+            self._inode = (st.st_dev, st.st_ino)
+        return self._conn
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
     def _read(self, query: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
         try:
-            conn = self._connect()
-            try:
-                return list(conn.execute(query, params).fetchall())
-            finally:
-                conn.close()
+            return list(self._connect().execute(query, params).fetchall())
         except sqlite3.Error as exc:
+            self._drop()
             raise LedgerError(f"reading the ledger file {self._path} failed: {exc}") from exc
 
     async def rows(self, after: int, also: Sequence[int], limit: int) -> list[RawRow]:
-        marks = ",".join("?" * len(also))
-        extra = f" OR sequence IN ({marks})" if also else ""
         query = (
-            "SELECT sequence, body, body_sha256 FROM landed_receipts "
-            f"WHERE sequence > ?{extra} ORDER BY sequence LIMIT ?"
+            "SELECT * FROM (SELECT sequence, body, body_sha256 FROM landed_receipts "
+            "WHERE sequence > ? ORDER BY sequence LIMIT ?)"
         )
-        found = await asyncio.to_thread(self._read, query, [after, *also, limit + len(also)])
+        params: list[object] = [after, limit]
+        if also:
+            marks = ",".join("?" * len(also))
+            query += (
+                " UNION ALL SELECT sequence, body, body_sha256 FROM landed_receipts"
+                f" WHERE sequence IN ({marks}) ORDER BY 1"
+            )
+            params.extend(also)
+        found = await asyncio.to_thread(self._read, query, params)
         return [(int(r[0]), str(r[1]), str(r[2])) for r in found]
 
     async def claims(
         self, after: tuple[str, str, str, int], before: datetime, limit: int
     ) -> list[ClaimRow]:
+        # The cursor's last place holds the rowid; claimed_at is written by the runner as UTC
+        # ISO text, so it compares as text. The read stops at the first claim not yet old
+        # enough: the ones after it wait for the next read, in order.
         cutoff = before.astimezone(UTC).isoformat(timespec="microseconds")
-        found = await asyncio.to_thread(self._read, _CLAIMS, [*after, cutoff, limit])
-        return [((str(r[0]), str(r[1]), str(r[2]), int(r[3])), r[4], r[5]) for r in found]
+        found = await asyncio.to_thread(self._read, _CLAIMS, [after[3], limit])
+        out: list[ClaimRow] = []
+        for rowid, claimed_at, owner, body in found:
+            if str(claimed_at) >= cutoff:
+                break
+            out.append((("", "", "", int(rowid)), owner, body))
+        return out
 
     async def close(self) -> None:
-        return None
+        await asyncio.to_thread(self._drop)
 
 
 class _PgScan:
@@ -127,25 +159,34 @@ class _PgScan:
             raise LedgerError(f"reading the PostgreSQL ledger failed: {exc}") from exc
 
     async def rows(self, after: int, also: Sequence[int], limit: int) -> list[RawRow]:
+        # Two index scans, never an OR across them, which PostgreSQL answers with a full scan.
         query = sql.SQL(
-            "SELECT sequence, body, body_sha256 FROM {t} WHERE sequence > %s "
-            "OR sequence = ANY(%s) ORDER BY sequence LIMIT %s"
+            "(SELECT sequence, body, body_sha256 FROM {t} WHERE sequence > %s"
+            " ORDER BY sequence LIMIT %s)"
         ).format(t=self._table)
-        found = await self._read(query, [after, list(also), limit + len(also)])
+        params: list[object] = [after, limit]
+        if also:
+            query = sql.SQL(
+                "{} UNION ALL (SELECT sequence, body, body_sha256 FROM {t}"
+                " WHERE sequence = ANY(%s)) ORDER BY 1"
+            ).format(query, t=self._table)
+            params.append(list(also))
+        found = await self._read(query, params)
         return [(int(r[0]), str(r[1]), str(r[2])) for r in found]
 
     async def claims(
         self, after: tuple[str, str, str, int], before: datetime, limit: int
     ) -> list[ClaimRow]:
-        # claimed_at is compared as text in one fixed UTC format, so the cursor is one value
-        # for both backends and a restart resumes it as it was written.
+        # The cursor is (claimed_at as UTC text, task_id, run_id, attempt). landed_claims has
+        # no index on claimed_at (schema 2), so this read scans the claims table: its cost
+        # grows with the claims, unlike the receipts' (see the README's exporter section).
+        at = "to_char(c.claimed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US')"
         query = sql.SQL(
-            "SELECT to_char(c.claimed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US') AS at,"
-            " c.task_id, c.run_id, c.attempt, r.owner, r.body FROM {c} AS c LEFT JOIN {t} AS r"
-            " ON r.task_id = c.task_id AND r.attempt = c.attempt"
-            " WHERE c.claimed_at < %s AND (to_char(c.claimed_at AT TIME ZONE 'UTC',"
-            ' \'YYYY-MM-DD"T"HH24:MI:SS.US\'), c.task_id COLLATE "C", c.run_id COLLATE "C",'
-            " c.attempt) > (%s, %s, %s, %s)"
+            "SELECT " + at + ", c.task_id, c.run_id, c.attempt, r.owner, r.body FROM {c} AS c"
+            " LEFT JOIN LATERAL (SELECT owner, body FROM {t} WHERE task_id = c.task_id"
+            " AND attempt = c.attempt) AS r ON true WHERE c.claimed_at < %s AND"
+            " (" + at + ', c.task_id COLLATE "C", c.run_id COLLATE "C", c.attempt)'
+            " > (%s, %s, %s, %s)"
             ' ORDER BY 1, c.task_id COLLATE "C", c.run_id COLLATE "C", c.attempt LIMIT %s'
         ).format(c=self._claims, t=self._table)
         found = await self._read(query, [before, *after, limit])
