@@ -34,6 +34,7 @@ TARGET_RATIO = 2.0
 SCRAPES = 40
 NEW_PER_SCRAPE = 10
 PG_DSN = os.environ.get("LANDED_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+_CLAIM_COLS = "(task_id, run_id, attempt, spec_sha256, claimed_at)"
 _COLS = ["task_id", "attempt", "verdict", "owner", "settled_at", "body_sha256", "body"]
 
 
@@ -54,13 +55,22 @@ def _rows(n: int, tag: str) -> list[tuple[object, ...]]:
     return out
 
 
+def _claims(rows: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    """The claim each settled task made before its act, as the runner writes it."""
+    return [(r[0], f"run-{r[0]}", 1, "0" * 64, "2026-11-07T00:59:59.000000+00:00") for r in rows]
+
+
 def fill_sqlite(path: Path, n: int) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN IMMEDIATE")
     for start in range(0, n, 100_000):
+        rows = _rows(min(100_000, n - start), f"s{start}")
         conn.executemany(
             f"INSERT INTO landed_receipts ({', '.join(_COLS)}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            _rows(min(100_000, n - start), f"s{start}"),
+            rows,
+        )
+        conn.executemany(
+            f"INSERT INTO landed_claims {_CLAIM_COLS} VALUES (?, ?, ?, ?, ?)", _claims(rows)
         )
     conn.execute("COMMIT")
     conn.close()
@@ -69,18 +79,27 @@ def fill_sqlite(path: Path, n: int) -> None:
 async def fill_postgres(schema: str, n: int) -> None:
     table = sql.Identifier(schema, "landed_receipts")
     cols = sql.SQL(", ").join(map(sql.Identifier, _COLS))
+    claims = sql.Identifier(schema, "landed_claims")
     copying = sql.SQL("COPY {} ({}) FROM STDIN").format(table, cols)
+    claiming = sql.SQL("COPY {} " + _CLAIM_COLS + " FROM STDIN").format(claims)
     async with await psycopg.AsyncConnection.connect(PG_DSN) as conn:
-        async with conn.cursor() as cur, cur.copy(copying) as copy:
-            for start in range(0, n, 100_000):
-                for row in _rows(min(100_000, n - start), f"p{start}"):
+        for start in range(0, n, 100_000):
+            rows = _rows(min(100_000, n - start), f"p{start}")
+            async with conn.cursor() as cur, cur.copy(copying) as copy:
+                for row in rows:
                     await copy.write_row(row)
+            async with conn.cursor() as cur, cur.copy(claiming) as copy:
+                for row in _claims(rows):
+                    await copy.write_row(row)
+        await conn.commit()
+        await conn.execute(sql.SQL("ANALYZE {}").format(table))
+        await conn.execute(sql.SQL("ANALYZE {}").format(claims))
         await conn.commit()
 
 
 async def scrape_times(url: str, ledger: Ledger) -> tuple[float, float]:
     """(catch-up seconds, median scrape ms) of an exporter started on ``url``."""
-    exporter = Exporter(ExporterSettings(ledger_url=url, port=0))
+    exporter = Exporter(ExporterSettings(ledger_url=url, port=0, claim_lag_seconds=0))
     started = time.perf_counter()
     address = await exporter.start()
     catch_up = time.perf_counter() - started

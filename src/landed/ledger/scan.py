@@ -144,6 +144,7 @@ class _PgScan:
         self._url = url
         self._table = sql.Identifier(schema, "landed_receipts")
         self._claims = sql.Identifier(schema, "landed_claims")
+        self._claims_name = (f'"{schema}"', "landed_claims")
         self._conn: psycopg.AsyncConnection[Any] | None = None
 
     async def _read(self, query: sql.Composed, params: Sequence[object]) -> list[tuple[Any, ...]]:
@@ -177,20 +178,36 @@ class _PgScan:
     async def claims(
         self, after: tuple[str, str, str, int], before: datetime, limit: int
     ) -> list[ClaimRow]:
-        # The cursor is (claimed_at as UTC text, task_id, run_id, attempt). landed_claims has
-        # no index on claimed_at (schema 2), so this read scans the claims table: its cost
-        # grows with the claims, unlike the receipts' (see the README's exporter section).
-        at = "to_char(c.claimed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US')"
+        # The cursor is (the table's file node, the last claim's ctid). landed_claims has no
+        # index on time (schema 2), but it is never updated or deleted from, so its rows sit
+        # in insert order and a TID range scan reads only those past the cursor. The read
+        # stops at the first claim younger than ``before``: a claim transaction still open
+        # below it then has had the whole claim lag to commit.
+        node = await self._read(
+            sql.SQL("SELECT pg_relation_filenode({})::text").format(
+                sql.Literal(".".join(self._claims_name))
+            ),
+            [],
+        )
+        filenode = str(node[0][0]) if node else ""
+        if after[0] and after[0] != filenode:
+            raise LedgerError(
+                "landed_claims was rewritten (VACUUM FULL, CLUSTER or a restore) since the "
+                "exporter read it, so its place in it is lost; restart the exporter"
+            )
         query = sql.SQL(
-            "SELECT " + at + ", c.task_id, c.run_id, c.attempt, r.owner, r.body FROM {c} AS c"
+            "SELECT c.ctid::text, c.claimed_at, r.owner, r.body FROM {c} AS c"
             " LEFT JOIN LATERAL (SELECT owner, body FROM {t} WHERE task_id = c.task_id"
-            " AND attempt = c.attempt) AS r ON true WHERE c.claimed_at < %s AND"
-            " (" + at + ', c.task_id COLLATE "C", c.run_id COLLATE "C", c.attempt)'
-            " > (%s, %s, %s, %s)"
-            ' ORDER BY 1, c.task_id COLLATE "C", c.run_id COLLATE "C", c.attempt LIMIT %s'
+            " AND attempt = c.attempt) AS r ON true"
+            " WHERE c.ctid > %s::tid ORDER BY c.ctid LIMIT %s"
         ).format(c=self._claims, t=self._table)
-        found = await self._read(query, [before, *after, limit])
-        return [((str(r[0]), str(r[1]), str(r[2]), int(r[3])), r[4], r[5]) for r in found]
+        found = await self._read(query, [after[1] or "(0,0)", limit])
+        out: list[ClaimRow] = []
+        for ctid, claimed_at, owner, body in found:
+            if claimed_at >= before:
+                break
+            out.append(((filenode, str(ctid), "", 0), owner, body))
+        return out
 
     async def close(self) -> None:
         conn, self._conn = self._conn, None
