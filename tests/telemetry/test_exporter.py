@@ -122,6 +122,15 @@ async def test_claims_count_as_started_with_their_receipts_owner_and_loop(
     assert total(found, "landed_tasks_started_total", owner="erin", loop="hourly") == 1
     assert total(found, "landed_tasks_started_total", owner="", loop="") == 1
     assert total(later, "landed_tasks_started_total") == 3
+    # A claim younger than the claim lag waits: its task may settle and name its owner.
+    patient = exporter_on(place, claim_lag_seconds=3600.0)
+    url = await patient.start()
+    try:
+        waiting = samples((await get(f"{url}metrics"))[1])
+    finally:
+        await patient.stop()
+    assert total(waiting, "landed_tasks_started_total") == 0
+    assert total(waiting, "landed_tasks_settled_total") == 1
 
 
 async def test_owners_past_the_cap_fold_into_other(place: Place, ledger: Ledger) -> None:
