@@ -48,3 +48,11 @@ def test_a_bad_setting_is_named() -> None:
     )
     assert done.returncode == 3
     assert "port" in done.stderr and "65535" in done.stderr
+    done = subprocess.run(
+        [str(landed), "exporter", "--ledger", "mysql://db/x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3
+    assert "unknown ledger URL scheme 'mysql'" in done.stderr

@@ -40,8 +40,9 @@ class LedgerScan(Protocol):
     async def claims(
         self, after: tuple[str, str, str, int], before: datetime, limit: int
     ) -> list[ClaimRow]:
-        """Claims made before ``before`` whose cursor (claimed_at, task_id, run_id, attempt)
-        is past ``after``, ascending, with the receipt of the same attempt when settled."""
+        """Claims past the cursor ``after`` (opaque: each backend fills in its own place),
+        in the order they were stored, up to the first made at or after ``before``; each with
+        the owner and body of the same attempt's receipt when it has settled."""
         ...
 
     async def close(self) -> None: ...
@@ -51,7 +52,12 @@ def open_scan(url: str) -> LedgerScan:
     """A scan of the ledger at ``url``; it connects on first use and again after a failure."""
     if url.startswith(("postgresql://", "postgres://")):
         return _PgScan(url)
-    path, _ = sqlite_path(url.removeprefix("file:"))
+    if "://" in url and not url.startswith("sqlite://"):
+        raise LedgerError(
+            f"unknown ledger URL scheme {url.split('://', 1)[0]!r}; use sqlite:///PATH, a file "
+            "path, or postgresql://USER@HOST/DB"
+        )
+    path, _ = sqlite_path(url)
     return _SqliteScan(str(path))
 
 
