@@ -19,6 +19,7 @@ BENCHMARKS: dict[str, str] = {
     "plan_lint": "bench.plan_lint",
     "tracing_spans": "bench.tracing_spans",
     "confirm": "bench.confirm",
+    "exporter_scrape": "bench.exporter_scrape",
 }
 
 

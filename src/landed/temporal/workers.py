@@ -325,18 +325,34 @@ async def run_role(
     logs.configure(role=role)
     # Before the connection: the plugin puts the tracing interceptor on it when this is on.
     traced = tracing.configure(f"landed-{role}") is not None
+    # The role's metrics port, when set: the SDK's metrics and the role's health on one page.
+    metrics = None
+    if settings.metrics_port:
+        from landed.telemetry.worker_metrics import WorkerMetrics  # aiohttp: only when asked
+
+        metrics = WorkerMetrics(role, settings.metrics_port)
+    metrics_url = await metrics.start() if metrics is not None else None
     try:
-        client = await connect(identity=identity, address=address, namespace=namespace)
+        runtime = metrics.runtime if metrics is not None else None
+        client = await connect(
+            identity=identity, address=address, namespace=namespace, runtime=runtime
+        )
         await _namespace_exists(client)
         worker, view, cleanup = await build_worker(settings, client, identity, registry=registry)
         view["address"] = client.service_client.config.target_host
         view["namespace"] = client.namespace
         view["tracing"] = tracing.protocol() if traced else "off"
+        if metrics_url is not None:
+            view["metrics"] = metrics_url
         async with worker:
+            if metrics is not None:
+                metrics.polling()
             on_ready(view)
             await stop.wait()
         if cleanup is not None:
             await cleanup()
     finally:
+        if metrics is not None:
+            await metrics.stop()
         # Spans still buffered are exported before the process goes (a blocking flush).
         await asyncio.to_thread(tracing.shutdown)

@@ -1,0 +1,232 @@
+"""Incremental raw reads for the exporter: the rows after a sequence, the claims after a cursor.
+
+A scan hands back rows as stored (body and body_sha256 unchecked): the reader verifies each one
+and counts a mismatch instead of failing the whole read. Nothing here writes or migrates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+
+from landed.ledger.base import LedgerError
+from landed.ledger.postgres import split_url
+from landed.ledger.sqlite import sqlite_path
+
+__all__ = ["START", "ClaimRow", "LedgerScan", "RawRow", "open_scan", "shown"]
+
+#: (sequence, body, body_sha256) exactly as stored.
+RawRow = tuple[int, str, str]
+#: (cursor, owner of the task's receipt or None, that receipt's body or None).
+ClaimRow = tuple[tuple[str, str, str, int], str | None, str | None]
+#: The claims cursor before the first claim.
+START: tuple[str, str, str, int] = ("", "", "", 0)
+
+
+class LedgerScan(Protocol):
+    async def rows(self, after: int, also: Sequence[int], limit: int) -> list[RawRow]:
+        """Rows with sequence > ``after`` (ascending, at most ``limit``) plus those in ``also``."""
+        ...
+
+    async def claims(
+        self, after: tuple[str, str, str, int], before: datetime, limit: int
+    ) -> list[ClaimRow]:
+        """Claims past the cursor ``after`` (opaque: each backend fills in its own place),
+        in the order they were stored, up to the first made at or after ``before``; each with
+        the owner and body of the same attempt's receipt when it has settled."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def open_scan(url: str) -> LedgerScan:
+    """A scan of the ledger at ``url``; it connects on first use and again after a failure."""
+    if url.startswith(("postgresql://", "postgres://")):
+        return _PgScan(url)
+    if "://" in url and not url.startswith("sqlite://"):
+        raise LedgerError(
+            f"unknown ledger URL scheme {url.split('://', 1)[0]!r}; use sqlite:///PATH, a file "
+            "path, or postgresql://USER@HOST/DB"
+        )
+    path, _ = sqlite_path(url)
+    return _SqliteScan(str(path))
+
+
+# In rowid order (SQLite has one writer at a time, so rowid order is commit order); the
+# receipt of the same attempt is one lookup in its unique index.
+_CLAIMS = """SELECT c.rowid, c.claimed_at, r.owner, r.body
+    FROM landed_claims AS c LEFT JOIN landed_receipts AS r
+      ON r.task_id = c.task_id AND r.attempt = c.attempt
+    WHERE c.rowid > ? ORDER BY c.rowid LIMIT ?"""
+
+
+class _SqliteScan:
+    """One read-only connection, kept while the file at the path is the one it opened: a
+    moved, removed or replaced ledger is seen at the next read, not read on through."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._conn: sqlite3.Connection | None = None
+        self._inode: tuple[int, int] | None = None
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            st = os.stat(self._path)
+        except OSError as exc:
+            self._drop()
+            raise sqlite3.OperationalError(f"cannot open the file: {exc.strerror}") from exc
+        if self._conn is None or self._inode != (st.st_dev, st.st_ino):
+            self._drop()
+            uri = f"file:{quote(self._path)}?mode=ro"
+            # Reads come one at a time (the exporter holds a lock) from whichever worker thread.
+            self._conn = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA busy_timeout = 2000")
+            self._inode = (st.st_dev, st.st_ino)
+        return self._conn
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _read(self, query: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+        try:
+            return list(self._connect().execute(query, params).fetchall())
+        except sqlite3.Error as exc:
+            self._drop()
+            raise LedgerError(f"reading the ledger file {self._path} failed: {exc}") from exc
+
+    async def rows(self, after: int, also: Sequence[int], limit: int) -> list[RawRow]:
+        query = (
+            "SELECT * FROM (SELECT sequence, body, body_sha256 FROM landed_receipts "
+            "WHERE sequence > ? ORDER BY sequence LIMIT ?)"
+        )
+        params: list[object] = [after, limit]
+        if also:
+            marks = ",".join("?" * len(also))
+            query += (
+                " UNION ALL SELECT sequence, body, body_sha256 FROM landed_receipts"
+                f" WHERE sequence IN ({marks}) ORDER BY 1"
+            )
+            params.extend(also)
+        found = await asyncio.to_thread(self._read, query, params)
+        return [(int(r[0]), str(r[1]), str(r[2])) for r in found]
+
+    async def claims(
+        self, after: tuple[str, str, str, int], before: datetime, limit: int
+    ) -> list[ClaimRow]:
+        # The cursor's last place holds the rowid; claimed_at is written by the runner as UTC
+        # ISO text, so it compares as text. The read stops at the first claim not yet old
+        # enough: the ones after it wait for the next read, in order.
+        cutoff = before.astimezone(UTC).isoformat(timespec="microseconds")
+        found = await asyncio.to_thread(self._read, _CLAIMS, [after[3], limit])
+        out: list[ClaimRow] = []
+        for rowid, claimed_at, owner, body in found:
+            if str(claimed_at) >= cutoff:
+                break
+            out.append((("", "", "", int(rowid)), owner, body))
+        return out
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._drop)
+
+
+class _PgScan:
+    """One connection, opened on first use and dropped after any failure."""
+
+    def __init__(self, url: str) -> None:
+        self._dsn, schema, _ = split_url(url)
+        self._url = url
+        self._table = sql.Identifier(schema, "landed_receipts")
+        self._claims = sql.Identifier(schema, "landed_claims")
+        self._claims_name = (f'"{schema}"', "landed_claims")
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+
+    async def _read(self, query: sql.Composed, params: Sequence[object]) -> list[tuple[Any, ...]]:
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = await psycopg.AsyncConnection.connect(
+                    self._dsn, autocommit=True, connect_timeout=5
+                )
+            cur = await self._conn.execute(query, params)
+            return list(await cur.fetchall())
+        except psycopg.Error as exc:
+            await self.close()
+            raise LedgerError(f"reading the PostgreSQL ledger failed: {exc}") from exc
+
+    async def rows(self, after: int, also: Sequence[int], limit: int) -> list[RawRow]:
+        # Two index scans, never an OR across them, which PostgreSQL answers with a full scan.
+        query = sql.SQL(
+            "(SELECT sequence, body, body_sha256 FROM {t} WHERE sequence > %s"
+            " ORDER BY sequence LIMIT %s)"
+        ).format(t=self._table)
+        params: list[object] = [after, limit]
+        if also:
+            query = sql.SQL(
+                "{} UNION ALL (SELECT sequence, body, body_sha256 FROM {t}"
+                " WHERE sequence = ANY(%s)) ORDER BY 1"
+            ).format(query, t=self._table)
+            params.append(list(also))
+        found = await self._read(query, params)
+        return [(int(r[0]), str(r[1]), str(r[2])) for r in found]
+
+    async def claims(
+        self, after: tuple[str, str, str, int], before: datetime, limit: int
+    ) -> list[ClaimRow]:
+        # The cursor is (the table's file node, the last claim's ctid). landed_claims has no
+        # index on time (schema 2), but it is never updated or deleted from, so its rows sit
+        # in insert order and a TID range scan reads only those past the cursor. The read
+        # stops at the first claim younger than ``before``: a claim transaction still open
+        # below it then has had the whole claim lag to commit.
+        node = await self._read(
+            sql.SQL("SELECT pg_relation_filenode({})::text").format(
+                sql.Literal(".".join(self._claims_name))
+            ),
+            [],
+        )
+        filenode = str(node[0][0]) if node else ""
+        if after[0] and after[0] != filenode:
+            raise LedgerError(
+                "landed_claims was rewritten (VACUUM FULL, CLUSTER or a restore) since the "
+                "exporter read it, so its place in it is lost; restart the exporter"
+            )
+        query = sql.SQL(
+            "SELECT c.ctid::text, c.claimed_at, r.owner, r.body FROM {c} AS c"
+            " LEFT JOIN LATERAL (SELECT owner, body FROM {t} WHERE task_id = c.task_id"
+            " AND attempt = c.attempt) AS r ON true"
+            " WHERE c.ctid > %s::tid ORDER BY c.ctid LIMIT %s"
+        ).format(c=self._claims, t=self._table)
+        found = await self._read(query, [after[1] or "(0,0)", limit])
+        out: list[ClaimRow] = []
+        for ctid, claimed_at, owner, body in found:
+            if claimed_at >= before:
+                break
+            out.append(((filenode, str(ctid), "", 0), owner, body))
+        return out
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()
+
+
+def shown(url: str) -> str:
+    """The URL as printed: a PostgreSQL password is replaced by ***."""
+    parts = urlsplit(url)
+    if parts.password:
+        return urlunsplit(
+            parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@"))
+        )
+    return url
