@@ -279,3 +279,28 @@ async def test_a_row_committed_late_below_the_cursor_is_still_counted(
     assert total(before, "landed_tasks_settled_total") == 2
     assert total(after, "landed_tasks_settled_total") == 3
     assert total(after, "landed_held_total", owner="bob") == 1
+
+
+def _recheck(receipt: Receipt, stage: str) -> Receipt:
+    """The row a recheck appends for ``receipt``: confirmed (same verdict) or reversed."""
+    assert receipt.landed is not None
+    landed = receipt.landed.model_copy(update={"lifecycle": stage})
+    verdict = "reversed" if stage == "reversed" else receipt.verdict
+    return receipt.model_copy(update={"landed": landed, "verdict": verdict})
+
+
+async def test_a_rechecks_rows_are_no_new_settlements(place: Place, ledger: Ledger) -> None:
+    kept, taken_back = MIX[0], MIX[1]
+    await ledger.claim(kept.task_id, "run-k", 1, "0" * 64)
+    await ledger.append_many([kept, taken_back])
+    await ledger.append_many([_recheck(kept, "confirmed"), _recheck(taken_back, "reversed")])
+    exporter = exporter_on(place, claim_lag_seconds=0)
+    url = await exporter.start()
+    try:
+        found = samples((await get(f"{url}metrics"))[1])
+    finally:
+        await exporter.stop()
+    assert total(found, "landed_tasks_settled_total") == 2
+    assert total(found, "landed_done_claimed_total") == 2
+    assert total(found, "landed_reversals_total", owner="alice", loop="nightly") == 1
+    assert total(found, "landed_tasks_started_total", owner="alice", loop="nightly") == 1

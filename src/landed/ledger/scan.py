@@ -62,10 +62,11 @@ def open_scan(url: str) -> LedgerScan:
 
 
 # In rowid order (SQLite has one writer at a time, so rowid order is commit order); the
-# receipt of the same attempt is one lookup in its unique index.
+# receipt that settled the same attempt (not a recheck's later row) is one lookup in its unique
+# index.
 _CLAIMS = """SELECT c.rowid, c.claimed_at, r.owner, r.body
     FROM landed_claims AS c LEFT JOIN landed_receipts AS r
-      ON r.task_id = c.task_id AND r.attempt = c.attempt
+      ON r.task_id = c.task_id AND r.attempt = c.attempt AND r.stage = 'settle'
     WHERE c.rowid > ? ORDER BY c.rowid LIMIT ?"""
 
 
@@ -204,7 +205,7 @@ class _PgScan:
         query = sql.SQL(
             "SELECT c.ctid::text, c.claimed_at, r.owner, r.body FROM {c} AS c"
             " LEFT JOIN LATERAL (SELECT owner, body FROM {t} WHERE task_id = c.task_id"
-            " AND attempt = c.attempt) AS r ON true"
+            " AND attempt = c.attempt AND stage = 'settle') AS r ON true"
             " WHERE c.ctid > %s::tid ORDER BY c.ctid LIMIT %s"
         ).format(c=self._claims, t=self._table)
         found = await self._read(query, [after[1] or "(0,0)", limit])

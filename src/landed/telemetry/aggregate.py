@@ -122,6 +122,9 @@ class Board:
             self.count("landed_reversals_total", ol)
             self.holds.pop(receipt.task_id, None)
             return
+        if ext is not None and getattr(ext, "lifecycle", None) == "confirmed":
+            # A recheck found the settled outcome still there: the same task, not a new one.
+            return
         graded = evaluate(receipt)
         rung = ext.rung if ext is not None else None
         self.count(
