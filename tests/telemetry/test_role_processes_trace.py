@@ -106,9 +106,11 @@ async def test_one_trace_across_the_role_processes(tmp_path: Path) -> None:
         events += [(e["role"], e["event"]) for e in lines if e.get("task_id") == task_id]
         trace_ids = {e["trace_id"] for e in lines if e.get("task_id") == task_id}
         assert trace_ids == {run.trace_id.hex()}, (role, trace_ids)
+    # Three reads: the pre-read, the read-back, and the confirmation read after a quiet interval.
     assert sorted(events) == [
         ("actor", "acted"),
         ("runner", "settled"),
+        ("verifier", "read"),
         ("verifier", "read"),
         ("verifier", "read"),
     ]
