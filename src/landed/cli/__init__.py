@@ -88,6 +88,7 @@ def _register() -> None:
         check,
         demo,
         dev,
+        exporter,
         guard,
         keys,
         ledger,

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -28,6 +28,9 @@ from landed.cli.signals import stop_requested
 from landed.receipts.model import Cost, Receipt
 from landed.task.acts import ActContext, act
 from landed.task.messages import ActReport
+
+if TYPE_CHECKING:
+    from landed.telemetry.exporter import Exporter
 
 __all__ = ["SCENARIOS", "Scenario", "demo"]
 
@@ -253,6 +256,7 @@ async def _run_demo(
     home: Path, show: Callable[[list[dict[str, Any]], dict[str, Any], float], None], keep: bool
 ) -> list[dict[str, Any]]:
     from landed.dev.stack import DevStack
+    from landed.telemetry.exporter import serve_beside
 
     run = time.strftime("%H%M%S") + "-" + uuid.uuid4().hex[:4]
     home.mkdir(parents=True, exist_ok=True)
@@ -277,6 +281,7 @@ async def _run_demo(
             },
         )
         started = time.monotonic()
+        exporter: Exporter | None = None
         await stack.start()
         try:
             info = stack.addresses()
@@ -314,11 +319,16 @@ async def _run_demo(
                 )
             info["copies_of_post"] = site.count(f"spring-pricing-{run}")
             elapsed = time.monotonic() - started
+            # The scorecard of what just settled, from the ledger (a free port: printed).
+            exporter = await serve_beside(ledger_url, info["web_ui"], 0)
+            info["exporter"] = exporter.url
             show(rows, info, elapsed)
             if keep:
                 with stop_requested() as stop:
                     await stop.wait()
         finally:
+            if exporter is not None:
+                await exporter.stop()
             await asyncio.to_thread(stack.stop)
     return rows
 
@@ -398,4 +408,5 @@ def _print_table(
     state = "Ctrl-C stops it" if keep else "stopped with the demo; --keep keeps it up"
     console.print(f"web UI   {escape(str(info['web_ui']))} ({state})", highlight=False)
     console.print(f"temporal {info['temporal']}, db {escape(str(info['db']))}", highlight=False)
+    console.print(f"scorecard {info['exporter']} (metrics: {info['exporter']}metrics; {state})")
     console.print(f"{len(rows) - len(failed)}/{len(rows)} as expected in {elapsed:.1f}s")

@@ -8,12 +8,17 @@ import json
 import socket
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from landed.cli import app
 from landed.cli.out import fail
 from landed.cli.signals import stop_requested
+
+if TYPE_CHECKING:
+    from landed.dev.stack import DevStack
+    from landed.telemetry.exporter import Exporter
 
 
 def _or_free(port: int, what: str) -> int:
@@ -35,6 +40,18 @@ def _or_free(port: int, what: str) -> int:
             )
             return 0
     return port
+
+
+async def _exporter(stack: DevStack, info: dict[str, Any]) -> Exporter:
+    """The scorecard exporter on the stack's ledger: LANDED_EXPORTER__PORT, else 9464, else a
+    free port (printed)."""
+    from landed.telemetry.exporter import serve_beside
+    from landed.telemetry.settings import ExporterSettings
+
+    port = _or_free(ExporterSettings().port, "scorecard exporter")
+    # The runner's own URL: the one it reports has its credentials taken out.
+    ledger_url = stack.role_environment("runner")["LANDED_RUNNER_LEDGER_URL"]
+    return await serve_beside(ledger_url, info["web_ui"], port)
 
 
 async def _run_dev(
@@ -61,8 +78,11 @@ async def _run_dev(
             return 0
         starting.result()  # a start that failed raises here
         status = 0
+        exporter = None
         try:
             info = stack.addresses()
+            exporter = await _exporter(stack, info)
+            info["exporter"] = exporter.url
             if as_json:
                 print(json.dumps({"event": "ready", **info}), flush=True)
             else:
@@ -71,10 +91,12 @@ async def _run_dev(
                 print(f"Temporal metrics   {info['temporal_metrics']}")
                 print(f"Temporal database  {info['db'] or 'in memory'}")
                 print(f"Outcome ledger     {info['ledger']}")
+                print(f"Scorecard          {info['exporter']} (metrics: {info['exporter']}metrics)")
                 print(f"Worker logs        {info['logs']}")
                 for role, w in info["workers"].items():
                     print(
                         f"{role:<8} pid {w['pid']:<7} queue {w['task_queue']:<16} {w['identity']}"
+                        + (f"  metrics {w['metrics']}" if w.get("metrics") else "")
                     )
                 print(f"Submit tasks: TEMPORAL_ADDRESS={info['temporal']} landed submit task.json")
                 print("Ctrl-C stops everything.", flush=True)
@@ -90,6 +112,8 @@ async def _run_dev(
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=1.0)
         finally:
+            if exporter is not None:
+                await exporter.stop()
             await asyncio.to_thread(stack.stop)
         if not as_json:
             print("landed dev: stopped", flush=True)

@@ -197,6 +197,7 @@ class DevStack:
                     "pid": p.pid,
                     "identity": (p.ready or {}).get("identity"),
                     "task_queue": (p.ready or {}).get("task_queue"),
+                    "metrics": (p.ready or {}).get("metrics"),
                 }
                 for role, p in self.roles.items()
             },

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.plugin import SimplePlugin
+from temporalio.runtime import Runtime
 from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
@@ -142,9 +143,11 @@ async def connect(
     profile: str | None = None,
     env: Mapping[str, str] | None = None,
     extra_plugins: Sequence[SimplePlugin] = (),
+    runtime: Runtime | None = None,
 ) -> Client:
-    """Client.connect through the landed plugin; workers built on this client inherit it."""
+    """Client.connect through the landed plugin; workers built on this client inherit it.
+    ``runtime``: the SDK runtime to use (a role's, when it serves metrics)."""
     opts = connect_options(address=address, namespace=namespace, profile=profile, env=env)
     return await Client.connect(
-        plugins=[landed_plugin(), *extra_plugins], identity=identity, **opts
+        plugins=[landed_plugin(), *extra_plugins], identity=identity, runtime=runtime, **opts
     )

@@ -53,6 +53,13 @@ class RoleSettings(BaseSettings):
     task_queue: str
     identity: str | None = Field(default=None, description="Default: role@host:pid.")
     max_concurrent_activities: int = Field(default=200, ge=1)
+    metrics_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="Serve Temporal's SDK metrics and landed_worker_up on 127.0.0.1 at this "
+        "port; 0 or unset: off.",
+    )
 
     def resolved_identity(self) -> str:
         return self.identity or worker_identity(self.role)

@@ -24,6 +24,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from landed.probes.sources import SourceRegistry, load_registry
 from landed.task.messages import Routing
 from landed.task.names import SEARCH_ATTRIBUTES
+from landed.telemetry.worker_metrics import WorkerMetrics
 from landed.temporal import registry as roles
 from landed.temporal.plugin import connect, strict_workflow_runner
 from landed.temporal.settings import ActorSettings, RoleSettings, RunnerSettings, VerifierSettings
@@ -320,13 +321,27 @@ async def run_role(
     if isinstance(settings, VerifierSettings):
         # A bad source is named even where Temporal is unreachable.
         registry = load_registry(role="verifier", allow_unsourced=False)
-    client = await connect(identity=identity, address=address, namespace=namespace)
-    await _namespace_exists(client)
-    worker, view, cleanup = await build_worker(settings, client, identity, registry=registry)
-    view["address"] = client.service_client.config.target_host
-    view["namespace"] = client.namespace
-    async with worker:
-        on_ready(view)
-        await stop.wait()
-    if cleanup is not None:
-        await cleanup()
+    # The role's metrics port, when set: the SDK's metrics and the role's health on one page.
+    metrics = WorkerMetrics(role, settings.metrics_port) if settings.metrics_port else None
+    metrics_url = await metrics.start() if metrics is not None else None
+    try:
+        runtime = metrics.runtime if metrics is not None else None
+        client = await connect(
+            identity=identity, address=address, namespace=namespace, runtime=runtime
+        )
+        await _namespace_exists(client)
+        worker, view, cleanup = await build_worker(settings, client, identity, registry=registry)
+        view["address"] = client.service_client.config.target_host
+        view["namespace"] = client.namespace
+        if metrics_url is not None:
+            view["metrics"] = metrics_url
+        async with worker:
+            if metrics is not None:
+                metrics.polling()
+            on_ready(view)
+            await stop.wait()
+        if cleanup is not None:
+            await cleanup()
+    finally:
+        if metrics is not None:
+            await metrics.stop()

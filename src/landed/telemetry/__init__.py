@@ -1,0 +1,1 @@
+"""Observability: the scorecard exporter (Prometheus, from the ledger) and its page."""

@@ -1,0 +1,114 @@
+"""``landed exporter``: the scorecard from the ledger on /metrics, and a page on /.
+
+Every scrape first reads what was appended since the last one (bounded pages), then serves the
+sums. A ledger that cannot be read leaves the sums as they were and says so in
+``landed_ledger_up 0``: a scrape never fails because the ledger did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from landed.ledger.factory import default_url
+from landed.ledger.scan import open_scan, shown
+from landed.telemetry.aggregate import Board
+from landed.telemetry.page import render_page
+from landed.telemetry.reader import Reader
+from landed.telemetry.scorecard_metrics import ScorecardCollector
+from landed.telemetry.settings import ExporterSettings
+
+__all__ = ["Exporter", "serve_beside"]
+
+log = logging.getLogger("landed.telemetry")
+
+
+class Exporter:
+    """Owns the board, its reader and the HTTP server; ``start`` catches up, then serves."""
+
+    def __init__(self, settings: ExporterSettings) -> None:
+        self.settings = settings
+        self.ledger_url = settings.ledger_url or default_url()
+        self.ledger_shown = shown(self.ledger_url)
+        self.board = Board(settings.max_label_values, recent=settings.recent)
+        self.collector = ScorecardCollector(self.board)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self.collector)
+        self.reader = Reader(open_scan(self.ledger_url), self.board, settings.claim_lag_seconds)
+        self.catch_up_seconds = 0.0
+        self.last_error = ""
+        self._lock = asyncio.Lock()
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def refresh(self, max_pages: int | None = None) -> None:
+        """Read what is new; any failure is ``landed_ledger_up 0`` and a log line, not a raise."""
+        async with self._lock:
+            try:
+                await self.reader.read(max_pages)
+            except Exception as exc:  # a scrape must answer whatever the ledger did
+                if self.collector.up or str(exc) != self.last_error:
+                    log.warning("landed exporter: the ledger could not be read: %s", exc)
+                self.collector.up = False
+                self.last_error = str(exc)
+                return
+            self.collector.up = True
+            self.last_error = ""
+
+    async def start(self) -> str:
+        """Catch up with the whole ledger once, then listen; returns the URL served."""
+        started = time.perf_counter()
+        await self.refresh()
+        self.catch_up_seconds = time.perf_counter() - started
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/", self._page)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.settings.host, self.settings.port)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        port = sockets[0].getsockname()[1] if sockets else self.settings.port
+        self.url = f"http://{self.settings.host}:{port}/"
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self.reader.scan.close()
+
+    async def scrape(self) -> bytes:
+        await self.refresh(self.settings.max_pages_per_scrape)
+        return generate_latest(self.registry)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        body = await self.scrape()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _page(self, request: web.Request) -> web.Response:
+        await self.refresh(self.settings.max_pages_per_scrape)
+        html = render_page(
+            self.board,
+            up=self.collector.up,
+            error=self.last_error,
+            ui=self.settings.temporal_ui,
+            namespace=self.settings.namespace,
+        )
+        return web.Response(text=html, content_type="text/html", charset="utf-8")
+
+
+async def serve_beside(ledger_url: str, temporal_ui: str | None, port: int) -> Exporter:
+    """The exporter that ``landed dev`` and ``landed demo`` start beside their stack, on
+    ``port`` (0: a free one); LANDED_EXPORTER__* settings apply otherwise."""
+    overrides: dict[str, object] = {"ledger_url": ledger_url, "port": port}
+    if temporal_ui:
+        overrides["temporal_ui"] = temporal_ui
+    exporter = Exporter(ExporterSettings(**overrides))  # type: ignore[arg-type]
+    await exporter.start()
+    return exporter

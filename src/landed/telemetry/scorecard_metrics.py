@@ -1,0 +1,122 @@
+"""The metric contract: the board's sums as Prometheus families, with fixed names and labels."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from landed.telemetry.aggregate import BUCKETS, Board
+
+__all__ = ["OWNER_LOOP_COUNTERS", "ScorecardCollector"]
+
+OL = ["owner", "loop"]
+#: Counters labelled by owner and loop alone, with their help text.
+OWNER_LOOP_COUNTERS = {
+    "landed_tasks_started_total": "Tasks that reached their act (the ledger's claims).",
+    "landed_done_claimed_total": "Settled receipts whose status or verdict claims done.",
+    "landed_done_proven_total": "Done claims proven at P3 or above, words agreeing.",
+    "landed_held_total": "Receipts settled as held at an approval gate.",
+    "landed_blocked_total": "Receipts settled as blocked.",
+    "landed_harness_releases_total": "Tasks released after a harness failure (GOV-10).",
+    "landed_reversals_total": "Later receipt rows with verdict reversed.",
+}
+
+
+def _counter(name: str, doc: str, labels: list[str]) -> CounterMetricFamily:
+    # prometheus_client appends _total itself; the family is named without it.
+    return CounterMetricFamily(name.removesuffix("_total"), doc, labels=labels)
+
+
+class ScorecardCollector(Collector):
+    """Reads the board at scrape time; ``up`` says whether the last read of the ledger worked."""
+
+    def __init__(self, board: Board) -> None:
+        self.board = board
+        self.up = False
+
+    def collect(self) -> Iterator[Metric]:
+        board = self.board
+        for name, doc in OWNER_LOOP_COUNTERS.items():
+            family = _counter(name, doc, OL)
+            for labels, value in sorted(board.counts.get(name, {}).items()):
+                family.add_metric(list(labels), value)
+            yield family
+        settled = _counter(
+            "landed_tasks_settled_total",
+            "Settled receipts by verdict, rung and proof level.",
+            ["verdict", "rung", "proof_level", *OL],
+        )
+        for labels, value in sorted(board.counts.get("landed_tasks_settled_total", {}).items()):
+            settled.add_metric(list(labels), value)
+        yield settled
+        cost = _counter("landed_cost_usd_total", "Dollars spent, by phase.", ["phase", *OL])
+        for labels, usd in sorted(board.cost.items()):
+            cost.add_metric(list(labels), usd)
+        yield cost
+        revenue = _counter(
+            "landed_verified_revenue_usd_total",
+            "landed.revenue_usd of receipts graded P4 that meet their bar.",
+            OL,
+        )
+        for labels, usd in sorted(board.revenue.items()):
+            revenue.add_metric(list(labels), usd)
+        yield revenue
+        yield from self._probes()
+        yield from self._ledger()
+
+    def _probes(self) -> Iterator[Metric]:
+        board = self.board
+        seen = _counter(
+            "landed_probe_observations_total",
+            "Signed read-backs in settled receipts, by probe kind and outcome.",
+            ["kind", "outcome"],
+        )
+        for labels, value in sorted(
+            board.counts.get("landed_probe_observations_total", {}).items()
+        ):
+            seen.add_metric(list(labels), value)
+        yield seen
+        hist = HistogramMetricFamily(
+            "landed_probe_duration_seconds",
+            "How long each signed read-back took, by probe kind.",
+            labels=["kind"],
+        )
+        for kind, h in sorted(board.probe_durations.items()):
+            running, buckets = 0, []
+            for bound, n in zip(BUCKETS, h.buckets, strict=True):
+                running += n
+                buckets.append(("+Inf" if bound == float("inf") else repr(bound), running))
+            hist.add_metric([kind], buckets, h.total)
+        yield hist
+
+    def _ledger(self) -> Iterator[Metric]:
+        # Reserved: tripwires do not exist yet, so there is nothing to trip or repair.
+        loops = {labels[1] for labels in self.board.counts.get("landed_done_claimed_total", {})}
+        trips = _counter("landed_tripwire_trips_total", "Loop tripwire trips (reserved).", ["loop"])
+        repairs = GaugeMetricFamily(
+            "landed_repairs_open", "Open repair tasks (reserved).", labels=["loop"]
+        )
+        for loop in sorted(loops | {""}):
+            trips.add_metric([loop], 0)
+            repairs.add_metric([loop], 0)
+        yield trips
+        yield repairs
+        yield GaugeMetricFamily(
+            "landed_ledger_up",
+            "1 when the last read of the ledger worked; 0 keeps the last good values.",
+            value=1 if self.up else 0,
+        )
+        rejected = _counter(
+            "landed_ledger_rows_rejected_total",
+            "Rows whose body does not match their body_sha256: reported, never counted.",
+            [],
+        )
+        rejected.add_metric([], self.board.rejected)
+        yield rejected
