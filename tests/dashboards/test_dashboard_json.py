@@ -63,7 +63,7 @@ def test_every_panel_query_is_valid_promql(tmp_path: Path) -> None:
     queries = [q for path in BOARDS for q in panel_queries(path)]
     assert len(queries) >= 20
     with prometheus(tmp_path, rule_files=[RULES]) as prom:
-        for title, expr in queries:
+        for _title, expr in queries:
             prom.query(substitute(expr, {"owner": "agent-a"}))  # raises on a PromQL error
         with pytest.raises(ValueError, match="parse error"):
             prom.query("sum by (owner (landed_done_claimed_total)")

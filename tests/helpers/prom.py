@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from helpers.wait import until_sync
 
+from helpers.wait import until_sync
 from landed.util.orphans import stop_with_parent
 
-__all__ = ["Alertmanager", "Prometheus", "Webhook", "alertmanager", "prometheus", "webhook"]
+__all__ = ["Prometheus", "Server", "Webhook", "alertmanager", "prometheus", "webhook"]
 
 _MAX_BODY = 1 << 20  # an Alertmanager notification is a few KiB; refuse anything past 1 MiB
 
@@ -37,7 +37,7 @@ def _binary(name: str) -> str:
     return found
 
 
-class _Server:
+class Server:
     """A child process serving HTTP on 127.0.0.1:``port``; its output goes to ``log``."""
 
     def __init__(self, argv: list[str], port: int, log: Path) -> None:
@@ -71,7 +71,7 @@ class _Server:
             self._proc.wait(timeout=10)
 
 
-class Prometheus(_Server):
+class Prometheus(Server):
     def query(self, expr: str) -> list[dict[str, Any]]:
         """The instant query's result vector; a PromQL error raises with Prometheus's message."""
         resp = httpx.get(self.url + "/api/v1/query", params={"query": expr}, timeout=10)
@@ -128,7 +128,7 @@ def prometheus(
 
 
 @contextmanager
-def alertmanager(tmp_path: Path, webhook_url: str) -> Iterator[_Server]:
+def alertmanager(tmp_path: Path, webhook_url: str) -> Iterator[Server]:
     """Alertmanager (no cluster) sending every alert, firing and resolved, to ``webhook_url``
     at once: no grouping delay, so a test waits only for what it causes."""
     home = tmp_path / f"alertmanager-{free_port()}"
@@ -147,7 +147,7 @@ def alertmanager(tmp_path: Path, webhook_url: str) -> Iterator[_Server]:
     }
     (home / "alertmanager.yml").write_text(json.dumps(config))
     port = free_port()
-    server = _Server(
+    server = Server(
         [
             _binary("prometheus-alertmanager"),
             f"--config.file={home / 'alertmanager.yml'}",
