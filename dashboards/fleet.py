@@ -11,8 +11,8 @@ __all__ = ["fleet"]
 
 _RATE = "[$__rate_interval]"
 _RANGE = "[$__range]"
-# The verifier's queue, whatever it is called (landed-verifier by default).
-_VERIFIER_QUEUE = 'task_queue=~".*verifier.*"'
+# The verifier's own SDK metrics (its role's global tag), whatever its queue is called.
+_VERIFIER_QUEUE = 'landed_role="verifier"'
 
 
 def _scorecard(board: dash.Dashboard) -> dash.Dashboard:
@@ -131,7 +131,7 @@ def _probes_and_loops(board: dash.Dashboard) -> dash.Dashboard:
             [
                 (
                     "histogram_quantile(0.95, sum by (le, task_queue) (rate("
-                    f"temporal_activity_schedule_to_start_latency_seconds_bucket{{{_VERIFIER_QUEUE}}}"
+                    f"temporal_activity_schedule_to_start_latency_bucket{{{_VERIFIER_QUEUE}}}"
                     f"{_RATE})))",
                     "wait p95 {{task_queue}}",
                 ),
