@@ -16,6 +16,7 @@ BENCHMARKS: dict[str, str] = {
     "probe_command": "bench.probe_command",
     "probe_record": "bench.probe_record",
     "chaos": "bench.chaos",
+    "exporter_scrape": "bench.exporter_scrape",
 }
 
 

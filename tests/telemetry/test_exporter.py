@@ -15,8 +15,9 @@ from helpers.exporter import Place, exporter_on, get, samples, total
 from helpers.scorecard import settled
 from psycopg import sql
 
-from landed.ledger.base import Ledger
+from landed.ledger.base import Ledger, LedgerRow
 from landed.ledger.scan import LedgerScan, RawRow
+from landed.receipts.model import Receipt
 
 pytestmark = pytest.mark.slow
 
@@ -121,6 +122,15 @@ async def test_claims_count_as_started_with_their_receipts_owner_and_loop(
     assert total(found, "landed_tasks_started_total", owner="erin", loop="hourly") == 1
     assert total(found, "landed_tasks_started_total", owner="", loop="") == 1
     assert total(later, "landed_tasks_started_total") == 3
+    # A claim younger than the claim lag waits: its task may settle and name its owner.
+    patient = exporter_on(place, claim_lag_seconds=3600.0)
+    url = await patient.start()
+    try:
+        waiting = samples((await get(f"{url}metrics"))[1])
+    finally:
+        await patient.stop()
+    assert total(waiting, "landed_tasks_started_total") == 0
+    assert total(waiting, "landed_tasks_settled_total") == 1
 
 
 async def test_owners_past_the_cap_fold_into_other(place: Place, ledger: Ledger) -> None:
@@ -231,3 +241,41 @@ async def test_promtool_finds_nothing_to_say(place: Place, ledger: Ledger) -> No
         [promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30
     )
     assert (done.returncode, done.stdout + done.stderr) == (0, "")
+
+
+def _insert_at(place: Place, sequence: int, receipt: Receipt) -> None:
+    """A row stored under a sequence number of its own choosing: what a PostgreSQL writer
+    whose transaction commits after a later one's leaves behind the cursor."""
+    row = LedgerRow.of(receipt)
+    values = (sequence, row.task_id, 1, row.verdict, row.owner, row.sha256, row.body.decode())
+    cols = "(sequence, task_id, attempt, verdict, owner, body_sha256, body)"
+    if place.path is not None:
+        with sqlite3.connect(place.path) as conn:
+            conn.execute(f"INSERT INTO landed_receipts {cols} VALUES (?, ?, ?, ?, ?, ?, ?)", values)
+        return
+    with psycopg.connect(place.admin_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {} " + cols + " OVERRIDING SYSTEM VALUE"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s)"
+            ).format(sql.Identifier(place.schema, "landed_receipts")),
+            values,
+        )
+
+
+async def test_a_row_committed_late_below_the_cursor_is_still_counted(
+    place: Place, ledger: Ledger
+) -> None:
+    await ledger.append(MIX[0])
+    _insert_at(place, 1000, MIX[1])  # 2..999 not there yet: the late ones' numbers
+    exporter = exporter_on(place)
+    url = await exporter.start()
+    try:
+        before = samples((await get(f"{url}metrics"))[1])
+        _insert_at(place, 500, MIX[2])
+        after = samples((await get(f"{url}metrics"))[1])
+    finally:
+        await exporter.stop()
+    assert total(before, "landed_tasks_settled_total") == 2
+    assert total(after, "landed_tasks_settled_total") == 3
+    assert total(after, "landed_held_total", owner="bob") == 1

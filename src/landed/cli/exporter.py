@@ -62,6 +62,8 @@ def exporter(
     CLAIM_LAG_SECONDS, TEMPORAL_UI, NAMESPACE). Exit codes: 0 stopped on request; 3 invalid
     settings or the port could not be bound.
     """
+    from landed.ledger.base import LedgerError
+
     overrides: dict[str, Any] = {
         "ledger_url": ledger,
         "host": host,
@@ -73,6 +75,8 @@ def exporter(
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise fail(f"landed exporter: invalid settings: {problems}", 3) from None
+    except LedgerError as exc:
+        raise fail(f"landed exporter: {exc}", 3) from None
     except OSError as exc:
         print(f"landed exporter: cannot listen: {exc}; pick another --port", file=sys.stderr)
         raise typer.Exit(3) from None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -39,8 +40,9 @@ class LedgerScan(Protocol):
     async def claims(
         self, after: tuple[str, str, str, int], before: datetime, limit: int
     ) -> list[ClaimRow]:
-        """Claims made before ``before`` whose cursor (claimed_at, task_id, run_id, attempt)
-        is past ``after``, ascending, with the receipt of the same attempt when settled."""
+        """Claims past the cursor ``after`` (opaque: each backend fills in its own place),
+        in the order they were stored, up to the first made at or after ``before``; each with
+        the owner and body of the same attempt's receipt when it has settled."""
         ...
 
     async def close(self) -> None: ...
@@ -50,58 +52,94 @@ def open_scan(url: str) -> LedgerScan:
     """A scan of the ledger at ``url``; it connects on first use and again after a failure."""
     if url.startswith(("postgresql://", "postgres://")):
         return _PgScan(url)
-    path, _ = sqlite_path(url.removeprefix("file:"))
+    if "://" in url and not url.startswith("sqlite://"):
+        raise LedgerError(
+            f"unknown ledger URL scheme {url.split('://', 1)[0]!r}; use sqlite:///PATH, a file "
+            "path, or postgresql://USER@HOST/DB"
+        )
+    path, _ = sqlite_path(url)
     return _SqliteScan(str(path))
 
 
-_CLAIMS = """SELECT c.claimed_at, c.task_id, c.run_id, c.attempt, r.owner, r.body
+# In rowid order (SQLite has one writer at a time, so rowid order is commit order); the
+# receipt of the same attempt is one lookup in its unique index.
+_CLAIMS = """SELECT c.rowid, c.claimed_at, r.owner, r.body
     FROM landed_claims AS c LEFT JOIN landed_receipts AS r
       ON r.task_id = c.task_id AND r.attempt = c.attempt
-    WHERE (c.claimed_at, c.task_id, c.run_id, c.attempt) > (?, ?, ?, ?) AND c.claimed_at < ?
-    ORDER BY c.claimed_at, c.task_id, c.run_id, c.attempt LIMIT ?"""
+    WHERE c.rowid > ? ORDER BY c.rowid LIMIT ?"""
 
 
 class _SqliteScan:
-    """One read-only connection per read: a moved or unreadable file is seen at once."""
+    """One read-only connection, kept while the file at the path is the one it opened: a
+    moved, removed or replaced ledger is seen at the next read, not read on through."""
 
     def __init__(self, path: str) -> None:
         self._path = path
+        self._conn: sqlite3.Connection | None = None
+        self._inode: tuple[int, int] | None = None
 
     def _connect(self) -> sqlite3.Connection:
-        uri = f"file:{quote(self._path)}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout = 2000")
-        return conn
+        try:
+            st = os.stat(self._path)
+        except OSError as exc:
+            self._drop()
+            raise sqlite3.OperationalError(f"cannot open the file: {exc.strerror}") from exc
+        if self._conn is None or self._inode != (st.st_dev, st.st_ino):
+            self._drop()
+            uri = f"file:{quote(self._path)}?mode=ro"
+            # Reads come one at a time (the exporter holds a lock) from whichever worker thread.
+            self._conn = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA busy_timeout = 2000")
+            self._inode = (st.st_dev, st.st_ino)
+        return self._conn
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
     def _read(self, query: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
         try:
-            conn = self._connect()
-            try:
-                return list(conn.execute(query, params).fetchall())
-            finally:
-                conn.close()
+            return list(self._connect().execute(query, params).fetchall())
         except sqlite3.Error as exc:
+            self._drop()
             raise LedgerError(f"reading the ledger file {self._path} failed: {exc}") from exc
 
     async def rows(self, after: int, also: Sequence[int], limit: int) -> list[RawRow]:
-        marks = ",".join("?" * len(also))
-        extra = f" OR sequence IN ({marks})" if also else ""
         query = (
-            "SELECT sequence, body, body_sha256 FROM landed_receipts "
-            f"WHERE sequence > ?{extra} ORDER BY sequence LIMIT ?"
+            "SELECT * FROM (SELECT sequence, body, body_sha256 FROM landed_receipts "
+            "WHERE sequence > ? ORDER BY sequence LIMIT ?)"
         )
-        found = await asyncio.to_thread(self._read, query, [after, *also, limit + len(also)])
+        params: list[object] = [after, limit]
+        if also:
+            marks = ",".join("?" * len(also))
+            query += (
+                " UNION ALL SELECT sequence, body, body_sha256 FROM landed_receipts"
+                f" WHERE sequence IN ({marks}) ORDER BY 1"
+            )
+            params.extend(also)
+        found = await asyncio.to_thread(self._read, query, params)
         return [(int(r[0]), str(r[1]), str(r[2])) for r in found]
 
     async def claims(
         self, after: tuple[str, str, str, int], before: datetime, limit: int
     ) -> list[ClaimRow]:
+        # The cursor's last place holds the rowid; claimed_at is written by the runner as UTC
+        # ISO text, so it compares as text. The read stops at the first claim not yet old
+        # enough: the ones after it wait for the next read, in order.
         cutoff = before.astimezone(UTC).isoformat(timespec="microseconds")
-        found = await asyncio.to_thread(self._read, _CLAIMS, [*after, cutoff, limit])
-        return [((str(r[0]), str(r[1]), str(r[2]), int(r[3])), r[4], r[5]) for r in found]
+        found = await asyncio.to_thread(self._read, _CLAIMS, [after[3], limit])
+        out: list[ClaimRow] = []
+        for rowid, claimed_at, owner, body in found:
+            if str(claimed_at) >= cutoff:
+                break
+            out.append((("", "", "", int(rowid)), owner, body))
+        return out
 
     async def close(self) -> None:
-        return None
+        await asyncio.to_thread(self._drop)
 
 
 class _PgScan:
@@ -112,6 +150,7 @@ class _PgScan:
         self._url = url
         self._table = sql.Identifier(schema, "landed_receipts")
         self._claims = sql.Identifier(schema, "landed_claims")
+        self._claims_name = (f'"{schema}"', "landed_claims")
         self._conn: psycopg.AsyncConnection[Any] | None = None
 
     async def _read(self, query: sql.Composed, params: Sequence[object]) -> list[tuple[Any, ...]]:
@@ -127,29 +166,54 @@ class _PgScan:
             raise LedgerError(f"reading the PostgreSQL ledger failed: {exc}") from exc
 
     async def rows(self, after: int, also: Sequence[int], limit: int) -> list[RawRow]:
+        # Two index scans, never an OR across them, which PostgreSQL answers with a full scan.
         query = sql.SQL(
-            "SELECT sequence, body, body_sha256 FROM {t} WHERE sequence > %s "
-            "OR sequence = ANY(%s) ORDER BY sequence LIMIT %s"
+            "(SELECT sequence, body, body_sha256 FROM {t} WHERE sequence > %s"
+            " ORDER BY sequence LIMIT %s)"
         ).format(t=self._table)
-        found = await self._read(query, [after, list(also), limit + len(also)])
+        params: list[object] = [after, limit]
+        if also:
+            query = sql.SQL(
+                "{} UNION ALL (SELECT sequence, body, body_sha256 FROM {t}"
+                " WHERE sequence = ANY(%s)) ORDER BY 1"
+            ).format(query, t=self._table)
+            params.append(list(also))
+        found = await self._read(query, params)
         return [(int(r[0]), str(r[1]), str(r[2])) for r in found]
 
     async def claims(
         self, after: tuple[str, str, str, int], before: datetime, limit: int
     ) -> list[ClaimRow]:
-        # claimed_at is compared as text in one fixed UTC format, so the cursor is one value
-        # for both backends and a restart resumes it as it was written.
+        # The cursor is (the table's file node, the last claim's ctid). landed_claims has no
+        # index on time (schema 2), but it is never updated or deleted from, so its rows sit
+        # in insert order and a TID range scan reads only those past the cursor. The read
+        # stops at the first claim younger than ``before``: a claim transaction still open
+        # below it then has had the whole claim lag to commit.
+        node = await self._read(
+            sql.SQL("SELECT pg_relation_filenode({})::text").format(
+                sql.Literal(".".join(self._claims_name))
+            ),
+            [],
+        )
+        filenode = str(node[0][0]) if node else ""
+        if after[0] and after[0] != filenode:
+            raise LedgerError(
+                "landed_claims was rewritten (VACUUM FULL, CLUSTER or a restore) since the "
+                "exporter read it, so its place in it is lost; restart the exporter"
+            )
         query = sql.SQL(
-            "SELECT to_char(c.claimed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US') AS at,"
-            " c.task_id, c.run_id, c.attempt, r.owner, r.body FROM {c} AS c LEFT JOIN {t} AS r"
-            " ON r.task_id = c.task_id AND r.attempt = c.attempt"
-            " WHERE c.claimed_at < %s AND (to_char(c.claimed_at AT TIME ZONE 'UTC',"
-            ' \'YYYY-MM-DD"T"HH24:MI:SS.US\'), c.task_id COLLATE "C", c.run_id COLLATE "C",'
-            " c.attempt) > (%s, %s, %s, %s)"
-            ' ORDER BY 1, c.task_id COLLATE "C", c.run_id COLLATE "C", c.attempt LIMIT %s'
+            "SELECT c.ctid::text, c.claimed_at, r.owner, r.body FROM {c} AS c"
+            " LEFT JOIN LATERAL (SELECT owner, body FROM {t} WHERE task_id = c.task_id"
+            " AND attempt = c.attempt) AS r ON true"
+            " WHERE c.ctid > %s::tid ORDER BY c.ctid LIMIT %s"
         ).format(c=self._claims, t=self._table)
-        found = await self._read(query, [before, *after, limit])
-        return [((str(r[0]), str(r[1]), str(r[2]), int(r[3])), r[4], r[5]) for r in found]
+        found = await self._read(query, [after[1] or "(0,0)", limit])
+        out: list[ClaimRow] = []
+        for ctid, claimed_at, owner, body in found:
+            if claimed_at >= before:
+                break
+            out.append(((filenode, str(ctid), "", 0), owner, body))
+        return out
 
     async def close(self) -> None:
         conn, self._conn = self._conn, None

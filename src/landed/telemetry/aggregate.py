@@ -72,9 +72,15 @@ class Board:
         self.probe_durations: dict[str, Histogram] = {}
         self.rejected = 0
         self.rows_read = 0
+        self.claims_read = 0
         self.recent: deque[Settled] = deque(maxlen=recent)
         self.holds: dict[str, Settled] = {}
         self._max_holds = max_holds
+
+    @property
+    def version(self) -> int:
+        """Changes whenever a row or a claim was read (what the rendered text depends on)."""
+        return self.rows_read + self.claims_read
 
     def count(self, name: str, labels: Labels, by: int = 1) -> None:
         self.counts.setdefault(name, Counter())[labels] += by
@@ -92,6 +98,7 @@ class Board:
 
     def add_claim(self, owner: str | None, body: str | None) -> None:
         """A claim (a task that reached its act), labelled by its receipt when it has one."""
+        self.claims_read += 1
         self.count("landed_tasks_started_total", self._owner_loop(owner, _loop_in(body)))
 
     def _owner_loop(self, owner: str | None, loop: str | None) -> Labels:

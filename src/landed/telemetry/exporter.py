@@ -42,6 +42,7 @@ class Exporter:
         self.catch_up_seconds = 0.0
         self.last_error = ""
         self._lock = asyncio.Lock()
+        self._rendered: tuple[tuple[int, bool], bytes] = ((-1, False), b"")
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -85,7 +86,12 @@ class Exporter:
 
     async def scrape(self) -> bytes:
         await self.refresh(self.settings.max_pages_per_scrape)
-        return generate_latest(self.registry)
+        # Rendering costs as much as the series, not the ledger; a scrape that found nothing
+        # new serves the text of the last one.
+        key = (self.board.version, self.collector.up)
+        if key != self._rendered[0]:
+            self._rendered = (key, generate_latest(self.registry))
+        return self._rendered[1]
 
     async def _metrics(self, request: web.Request) -> web.Response:
         body = await self.scrape()

@@ -94,6 +94,7 @@ _CORE_ROOMS: tuple[str, ...] = (
     "landed.receipts",
     "landed.signing",
     "landed.task",
+    "landed.telemetry",
     "landed.temporal",
     "landed.util",
 )

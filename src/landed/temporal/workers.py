@@ -24,7 +24,6 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from landed.probes.sources import SourceRegistry, load_registry
 from landed.task.messages import Routing
 from landed.task.names import SEARCH_ATTRIBUTES
-from landed.telemetry.worker_metrics import WorkerMetrics
 from landed.temporal import registry as roles
 from landed.temporal.plugin import connect, strict_workflow_runner
 from landed.temporal.settings import ActorSettings, RoleSettings, RunnerSettings, VerifierSettings
@@ -322,7 +321,11 @@ async def run_role(
         # A bad source is named even where Temporal is unreachable.
         registry = load_registry(role="verifier", allow_unsourced=False)
     # The role's metrics port, when set: the SDK's metrics and the role's health on one page.
-    metrics = WorkerMetrics(role, settings.metrics_port) if settings.metrics_port else None
+    metrics = None
+    if settings.metrics_port:
+        from landed.telemetry.worker_metrics import WorkerMetrics  # aiohttp: only when asked
+
+        metrics = WorkerMetrics(role, settings.metrics_port)
     metrics_url = await metrics.start() if metrics is not None else None
     try:
         runtime = metrics.runtime if metrics is not None else None
