@@ -138,6 +138,7 @@ async def test_the_proof_rate_alert_fires_and_resolves_through_alertmanager(
             while not recovered.is_set():
                 await f.run(True, 2)
 
+        recovering = time.monotonic()
         recovery = asyncio.create_task(landing_tasks())
         try:
             await until(
@@ -148,13 +149,17 @@ async def test_the_proof_rate_alert_fires_and_resolves_through_alertmanager(
             )
             # Resolved because proofs came back over the floor, not because the window emptied
             # (an empty window records nothing: None here).
+            resolved_after = time.monotonic() - recovering
             back = await f.value(f.alerting, proof_rate)
             assert back is not None and back >= 0.9
         finally:
             recovered.set()
             await recovery
         assert f.hook.statuses(ALERT)[0] == "firing"
-        print(f"{ALERT}: at the webhook {fired_after:.1f} s after the proof rate dropped")
+        print(
+            f"{ALERT}: firing at the webhook {fired_after:.1f} s after the drop, resolved "
+            f"{resolved_after:.1f} s after tasks landed again"
+        )
 
         await check_every_panel_has_data(f)
 
