@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from helpers.exporter import Place, exporter_on
 from helpers.grafana import BOARDS, ROOT, panel_queries, substitute
-from helpers.prom import Prometheus, Webhook, alertmanager, fast_rules, prometheus, webhook
+from helpers.prom import Prometheus, alertmanager, fast_rules, prometheus
 from helpers.roles import Roles, rows_roles
 from helpers.sor import make_rows_db, rows_task
 from helpers.wait import until
+from helpers.webhook import Webhook, webhook
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 

@@ -1,5 +1,5 @@
-"""Real Prometheus and Alertmanager on free loopback ports, each with its own data folder, and
-a webhook receiver the test runs: what landed's rules, alerts and dashboards are tested on."""
+"""Real Prometheus and Alertmanager on free loopback ports, each with its own data folder: what
+landed's rules, alerts and dashboards are tested on (the webhook they notify: helpers.webhook)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ import re
 import shutil
 import socket
 import subprocess
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +22,10 @@ from landed.util.orphans import stop_with_parent
 __all__ = [
     "Prometheus",
     "Server",
-    "Webhook",
     "alertmanager",
     "fast_rules",
     "prometheus",
-    "webhook",
 ]
-
-_MAX_BODY = 1 << 20  # an Alertmanager notification is a few KiB; refuse anything past 1 MiB
 
 
 def free_port() -> int:
@@ -172,57 +166,6 @@ def alertmanager(tmp_path: Path, webhook_url: str) -> Iterator[Server]:
         yield server
     finally:
         server.stop()
-
-
-class Webhook:
-    """Every JSON notification POSTed to it, in arrival order."""
-
-    def __init__(self) -> None:
-        self.received: list[dict[str, Any]] = []
-        received = self.received
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                if not 0 < length <= _MAX_BODY:
-                    self.send_response(413)
-                    self.end_headers()
-                    return
-                received.append(json.loads(self.rfile.read(length)))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        host, port = self._server.server_address[:2]
-        self.url = f"http://{host!s}:{port}/alerts"
-
-    def statuses(self, alertname: str) -> list[str]:
-        """The status (firing, resolved) of each notification naming ``alertname``."""
-        return [
-            alert["status"]
-            for note in list(self.received)
-            for alert in note.get("alerts", [])
-            if alert.get("labels", {}).get("alertname") == alertname
-        ]
-
-
-@contextmanager
-def webhook() -> Iterator[Webhook]:
-    hook = Webhook()
-    hook._thread.start()
-    try:
-        yield hook
-    finally:
-        hook._server.shutdown()
-        hook._server.server_close()
 
 
 def fast_rules(source: Path, target: Path, *, window: str = "20s", hold: str = "2s") -> Path:
