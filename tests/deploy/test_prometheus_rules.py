@@ -16,6 +16,7 @@ RULES = ROOT / "deploy" / "prometheus" / "landed-rules.yml"
 RULE_TESTS = sorted((ROOT / "deploy" / "prometheus" / "tests").glob("*.test.yml"))
 RUNBOOKS = ROOT / "docs" / "runbooks.md"
 ALERTMANAGER = ROOT / "deploy" / "alertmanager" / "alertmanager.yml"
+PROMETHEUS = ROOT / "deploy" / "prometheus" / "prometheus.yml"
 
 pytestmark = pytest.mark.slow  # promtool evaluates a day of samples for the baseline alert
 
@@ -116,3 +117,9 @@ def test_amtool_checks_the_alertmanager_example() -> None:
     result = run("amtool", "check-config", ALERTMANAGER)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
+
+
+def test_promtool_checks_the_prometheus_example() -> None:
+    result = run("promtool", "check", "config", PROMETHEUS)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 1 rule files found" in result.stdout
