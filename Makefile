@@ -7,7 +7,12 @@ STAMP := $(VENV)/.landed-installed
 # landed.workflows and landed.activities, so the contracts run on a copy laid out that way.
 LAYERS := build/import-graph
 
-.PHONY: demo test test-fast lint layers typecheck pytest bench install clean
+.PHONY: demo test test-fast lint layers typecheck pytest bench install system-deps clean
+
+# Real parts the tests start that pip cannot install: Prometheus (and promtool), Alertmanager
+# (and amtool), Chromium. Debian packages, installed only when one is missing (root, or sudo).
+SYSTEM_PACKAGES := prometheus prometheus-alertmanager chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 $(STAMP): pyproject.toml setup.py src/landed/util/_dupscan.c
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,6 +20,16 @@ $(STAMP): pyproject.toml setup.py src/landed/util/_dupscan.c
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+system-deps:
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing $$missing"; \
+		$(SUDO) apt-get update && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$missing; \
+	fi
 
 demo: $(STAMP)
 	$(VENV)/bin/landed demo
@@ -33,13 +48,13 @@ layers: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) system-deps
 	$(VENV)/bin/pytest
 
-test: lint layers typecheck pytest
+test: system-deps lint layers typecheck pytest
 
 # The inner loop: everything that starts no Temporal server and no role processes.
-test-fast: $(STAMP)
+test-fast: $(STAMP) system-deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest -m "not slow" -q
 

@@ -3,6 +3,7 @@ identity and fresh task queue; the runner caches no workflows (every task replay
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -18,11 +19,18 @@ from landed.ledger.base import Ledger
 from landed.ledger.factory import open_ledger
 from landed.probes.sources import SourceRegistry
 from landed.signing import KeyPair
+from landed.telemetry.worker_metrics import WorkerMetrics
 from landed.temporal.plugin import connect
 from landed.temporal.settings import ActorSettings, RunnerSettings, VerifierSettings
 from landed.temporal.workers import build_worker
 
 __all__ = ["Roles", "rows_roles", "run_roles"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -33,6 +41,7 @@ class Roles:
     public_key: Path
     queues: dict[str, str]
     identities: dict[str, str]
+    metrics: dict[str, str]  # role -> host:port of its metrics page (run_roles(metrics=True))
 
     async def ledger(self) -> Ledger:
         return await open_ledger(self.ledger_url, create=False)
@@ -50,9 +59,11 @@ async def run_roles(
     identities: Mapping[str, str] | None = None,
     runner: Mapping[str, Any] | None = None,
     runner_interceptors: Sequence[Interceptor] = (),
+    metrics: bool = False,
 ) -> AsyncIterator[Roles]:
     """``identities`` overrides role identities (e.g. an actor sharing the verifier's);
-    ``runner`` adds runner settings (the operator's, e.g. task_may_skip_pre_read)."""
+    ``runner`` adds runner settings (the operator's, e.g. task_may_skip_pre_read);
+    ``metrics``: each role serves its SDK metrics and landed_worker_up on a port of its own."""
     tag = uuid.uuid4().hex[:10]
     queues = {r: f"{r}-{tag}" for r in ("actor", "verifier", "runner")}
     identities = {r: f"{r}@test-{tag}" for r in queues} | {
@@ -91,9 +102,15 @@ async def run_roles(
         ),
     }
     registry = SourceRegistry(dict(sources or {}), observer=identities["verifier"])
+    pages: dict[str, str] = {}
     async with AsyncExitStack() as stack:
         for role, cfg in settings.items():
-            client = await connect(identity=identities[role], address=address)
+            page = WorkerMetrics(role, _free_port()) if metrics else None
+            if page is not None:
+                pages[role] = (await page.start()).removeprefix("http://").split("/")[0]
+                stack.push_async_callback(page.stop)
+            runtime = page.runtime if page is not None else None
+            client = await connect(identity=identities[role], address=address, runtime=runtime)
             worker, _view, cleanup = await build_worker(
                 cfg,
                 client,
@@ -104,6 +121,8 @@ async def run_roles(
             if cleanup is not None:
                 stack.push_async_callback(cleanup)
             await stack.enter_async_context(worker)
+            if page is not None:
+                page.polling()
         temporal = await connect(identity=f"client@test-{tag}", address=address)
         yield Roles(
             client=landed.Client(temporal, task_queue=queues["runner"]),
@@ -112,11 +131,18 @@ async def run_roles(
             public_key=public,
             queues=queues,
             identities=identities,
+            metrics=pages,
         )
 
 
 def rows_roles(
-    address: str, tmp_path: Path, db: Path, *, verifier: bool = True, **runner: Any
+    address: str,
+    tmp_path: Path,
+    db: Path,
+    *,
+    verifier: bool = True,
+    metrics: bool = False,
+    **runner: Any,
 ) -> Any:
     """The roles over the rows database of helpers.sor: the actor's credential and the
     verifier's source both name it rows-db. ``verifier=False``: the runner reads from a queue
@@ -129,4 +155,5 @@ def rows_roles(
         credentials={"rows-db": f"sqlite:///{db}"},
         sources={"rows-db": {"url": f"sqlite:///{db}"}} if verifier else None,
         runner=runner or None,
+        metrics=metrics,
     )
