@@ -91,6 +91,7 @@ def _register() -> None:
         guard,
         keys,
         ledger,
+        ledger_verify,
         sample,
         schema,
         submit,

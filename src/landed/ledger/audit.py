@@ -112,6 +112,7 @@ class ChainWalk:
                 self._heads.setdefault(head.pos, []).append(head)
         self._expect = 1
         self._prev = GENESIS
+        self._prev_seq = 0
 
     def _find(self, kind: str, sequence: int | None, pos: int | None, message: str) -> None:
         self.report.findings_total += 1
@@ -153,8 +154,8 @@ class ChainWalk:
                 "deleted",
                 seq,
                 pos,
-                f"{missing} missing before sequence {seq}: receipt(s) were deleted (or this row "
-                "was moved here from later in the chain)",
+                f"{missing} missing between sequence {self._prev_seq} and sequence {seq}: "
+                "receipt(s) were deleted (or this row was moved here from later in the chain)",
             )
         elif pos < expect:
             self._find(
@@ -175,6 +176,7 @@ class ChainWalk:
                 "replaced",
             )
         self._prev = row.link or GENESIS
+        self._prev_seq = seq
         self._expect = pos + 1
         self.report.last_pos = max(self.report.last_pos, pos)
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from landed.ledger.chain import DEFAULT_HEAD_EVERY, DEFAULT_HEAD_INTERVAL_S
 from landed.temporal.connection import worker_identity
 
 __all__ = [
@@ -200,6 +201,22 @@ class RunnerSettings(RoleSettings):
         "itself, and benchmarks).",
     )
 
+    head_key: Path | None = Field(
+        default=None,
+        description="The runner's own PEM Ed25519 key for signing the ledger's chain head "
+        "(`landed keys new`; never the verifier's). Without it the chain is still written, "
+        "but `landed ledger verify` cannot tell a recomputed chain from the real one.",
+    )
+    head_every: int = Field(
+        default=DEFAULT_HEAD_EVERY, ge=1, description="Sign the chain head every N appends."
+    )
+    head_interval_s: float = Field(
+        default=DEFAULT_HEAD_INTERVAL_S,
+        gt=0,
+        le=86_400,
+        description="... and at least this often while appends are unsigned.",
+    )
+
     _split_trust = field_validator("trust", mode="before")(_split)
 
     def public_view(self) -> dict[str, Any]:
@@ -208,4 +225,5 @@ class RunnerSettings(RoleSettings):
             "actor_task_queue": self.actor_task_queue,
             "verifier_task_queue": self.verifier_task_queue,
             "trusted_keys": len(self.trust),
+            "head_key": bool(self.head_key),
         }

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
@@ -22,6 +22,9 @@ from temporalio.worker import Interceptor, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from landed.probes.sources import SourceRegistry, load_registry
+
+if TYPE_CHECKING:
+    from landed.ledger.chain import HeadSigner
 from landed.task.messages import Routing
 from landed.task.names import SEARCH_ATTRIBUTES
 from landed.temporal import registry as roles
@@ -231,7 +234,7 @@ async def _runner_worker(
 
     routing = _routing(settings, identity, _read_pems(settings.trust))
     await ensure_search_attributes(client)
-    ledger = await open_ledger(settings.ledger_url)
+    ledger = await open_ledger(settings.ledger_url, signer=_head_signer(settings))
     work = roles.runner(ledger, routing)
     view["ledger"] = ledger.url
     # The SDK's default sandbox becomes the plugin's, which shares landed's workflow module
@@ -254,6 +257,20 @@ async def _runner_worker(
         interceptors=list(interceptors),
     )
     return worker, view, ledger.close
+
+
+def _head_signer(settings: RunnerSettings) -> HeadSigner | None:
+    """The runner's chain-head key (its own, never the verifier's) and when to sign."""
+    if settings.head_key is None:
+        return None
+    from landed.ledger.chain import HeadSigner
+    from landed.signing import KeyPair, SigningError
+
+    try:
+        key = KeyPair.load(settings.head_key)
+    except SigningError as exc:
+        raise RoleError(f"LANDED_RUNNER_HEAD_KEY: {exc}") from exc
+    return HeadSigner(key, every=settings.head_every, interval_s=settings.head_interval_s)
 
 
 def _routing(settings: RunnerSettings, identity: str, pems: list[str]) -> Routing:
