@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from pathlib import Path
 from typing import Annotated
@@ -13,7 +12,7 @@ from rich.markup import escape
 
 from landed.cli.ledger import LedgerOption, ledger_app
 from landed.cli.out import ReportConsole, emit, fail
-from landed.ledger.audit import ChainReport, ChainWalk
+from landed.ledger.audit import ChainReport, audit
 from landed.ledger.base import LedgerError
 from landed.ledger.factory import open_ledger
 from landed.signing import SigningError, TrustStore
@@ -29,11 +28,7 @@ async def _walk(
     url: str | None, trust: TrustStore | None, max_unsigned: int | None
 ) -> tuple[str, ChainReport]:
     async with await open_ledger(url, create=False) as ledger:
-        walk = ChainWalk(await ledger.chain_heads(), trust, max_unsigned)
-        async with contextlib.aclosing(ledger.iter_chain()) as pages:
-            async for page in pages:
-                walk.feed(page)
-        return ledger.url, walk.finish()
+        return ledger.url, await audit(ledger, trust, max_unsigned)
 
 
 @ledger_app.command("verify")

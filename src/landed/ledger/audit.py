@@ -6,16 +6,20 @@ and the heads: a million rows cost a million hashes, never a million rows of mem
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from landed.ledger.chain import GENESIS, MIGRATION_KEY_ID, SignedHead, link
 
-__all__ = ["ChainReport", "ChainRow", "ChainWalk", "Finding"]
+if TYPE_CHECKING:
+    from landed.ledger.base import Ledger
+
+__all__ = ["ChainReport", "ChainRow", "ChainWalk", "Finding", "audit"]
 
 #: Findings kept in the report; more are counted, not kept (a wiped ledger is one story).
 MAX_FINDINGS = 1000
@@ -237,3 +241,16 @@ class ChainWalk:
                 f"--max-unsigned {report.max_unsigned}",
             )
         return report
+
+
+async def audit(
+    ledger: Ledger,
+    trust: Mapping[str, Ed25519PublicKey] | None,
+    max_unsigned: int | None = None,
+) -> ChainReport:
+    """Walk an open ledger's whole chain (what `landed ledger verify` reports)."""
+    walk = ChainWalk(await ledger.chain_heads(), trust, max_unsigned)
+    async with contextlib.aclosing(ledger.iter_chain()) as pages:
+        async for page in pages:
+            walk.feed(page)
+    return walk.finish()
