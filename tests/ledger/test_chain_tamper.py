@@ -135,14 +135,10 @@ async def test_unsigned_rows_are_signed_on_close_and_counted_until_then(
     assert not report.tampered and report.last_signed_pos == 4
 
 
-async def test_many_concurrent_writers_leave_one_unbroken_chain(
-    owner: Owner, key: KeyPair
-) -> None:
+async def test_many_concurrent_writers_leave_one_unbroken_chain(owner: Owner, key: KeyPair) -> None:
     # Several ledgers (connections, pools) on one store append at once; each links on under the
     # store's lock (SQLite's write lock, PostgreSQL's advisory lock), so the chain stays whole.
-    ledgers = [
-        await open_ledger(owner.url, signer=HeadSigner(key, every=7)) for _ in range(6)
-    ]
+    ledgers = [await open_ledger(owner.url, signer=HeadSigner(key, every=7)) for _ in range(6)]
     try:
 
         async def write(n: int) -> None:

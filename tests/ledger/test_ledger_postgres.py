@@ -193,7 +193,9 @@ async def test_a_runner_on_a_ledger_older_than_its_code_is_told_to_upgrade_it(
     async with await owner_conn(seeded) as conn:
         # The first schema, as landed released it: no claims, no chain, version 1.
         for table in ("landed_claims", "landed_chain_heads"):
-            await conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(seeded.schema, table)))
+            await conn.execute(
+                sql.SQL("DROP TABLE {}").format(sql.Identifier(seeded.schema, table))
+            )
         await conn.execute(
             sql.SQL("ALTER TABLE {} DROP COLUMN chain_pos, DROP COLUMN chain_link").format(
                 sql.Identifier(seeded.schema, "landed_receipts")

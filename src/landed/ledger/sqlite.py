@@ -297,7 +297,17 @@ class SqliteLedger:
             raise
         signer.committed()
 
+    def _require_chain_sync(self) -> None:
+        version = schema_version(self._db())
+        if version < SCHEMA_VERSION:
+            raise LedgerError(
+                f"{self._path} is at ledger schema version {version}, before the hash chain "
+                f"(version {SCHEMA_VERSION}): run `landed ledger init --ledger URL` to upgrade "
+                "it (the rows stored so far are chained then, and verify says so)"
+            )
+
     def _heads_sync(self) -> list[SignedHead]:
+        self._require_chain_sync()
         rows = self._db().execute(
             "SELECT chain_pos, sequence, chain_link, key_id, signed_at, signature"
             " FROM landed_chain_heads ORDER BY chain_pos LIMIT ?",
@@ -395,13 +405,7 @@ class SqliteLedger:
         return heads
 
     async def iter_chain(self) -> AsyncGenerator[list[ChainRow], None]:
-        version = await self._run(lambda: schema_version(self._db()))
-        if version < SCHEMA_VERSION:
-            raise LedgerError(
-                f"{self._path} is at ledger schema version {version}, before the hash chain "
-                f"(version {SCHEMA_VERSION}): run `landed ledger init --ledger URL` to upgrade "
-                "it (the rows stored so far are chained then, and verify says so)"
-            )
+        await self._run(self._require_chain_sync)
         after = 0
         while True:
             page = await self._run(self._chain_page_sync, after)
