@@ -37,18 +37,19 @@ async def test_a_schema_5_sqlite_ledger_is_chained_on_upgrade(tmp_path: Path) ->
         )
     db.close()
     url = f"sqlite:///{path}"
-    with pytest.raises(LedgerError, match="before the hash chain.*landed ledger init"):
+    with pytest.raises(LedgerError, match=r"before the hash chain.*landed ledger init"):
         await verify(url, key)
     await seed(url, key, n=3)  # a runner of this landed upgrades it, then appends and signs
     report = await verify(url, key)
     assert not report.tampered, report.findings
     assert (report.rows, report.migrated_upto, report.last_signed_pos) == (6, 3, 6)
-    with sqlite3.connect(path) as db:
-        with pytest.raises(sqlite3.IntegrityError, match="append-only: UPDATE"):
-            db.execute("UPDATE landed_receipts SET verdict = 'failed'")
+    db = sqlite3.connect(path)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only: UPDATE"):
+        db.execute("UPDATE landed_receipts SET verdict = 'failed'")
     db.close()
 
 
+@pytest.mark.slow
 async def test_a_schema_2_postgres_ledger_is_chained_on_upgrade(postgres_dsn: str) -> None:
     key = KeyPair.generate()
     with pg_ledger(postgres_dsn) as owner:
@@ -71,14 +72,16 @@ async def test_a_schema_2_postgres_ledger_is_chained_on_upgrade(postgres_dsn: st
                 ).format(**names),
                 _old_rows(3),
             )
-        with pytest.raises(LedgerError, match="before the hash chain.*landed ledger init"):
+        with pytest.raises(LedgerError, match=r"before the hash chain.*landed ledger init"):
             await verify(owner.url, key)
         await seed(owner.url, key, n=3)
         report = await verify(owner.url, key)
         assert not report.tampered, report.findings
         assert (report.rows, report.migrated_upto, report.last_signed_pos) == (6, 3, 6)
-        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-            with pytest.raises(psycopg.errors.RaiseException, match="append-only: UPDATE"):
-                conn.execute(
-                    sql.SQL("UPDATE {s}.landed_receipts SET verdict = 'failed'").format(**names)
-                )
+        with (
+            psycopg.connect(postgres_dsn, autocommit=True) as conn,
+            pytest.raises(psycopg.errors.RaiseException, match="append-only: UPDATE"),
+        ):
+            conn.execute(
+                sql.SQL("UPDATE {s}.landed_receipts SET verdict = 'failed'").format(**names)
+            )

@@ -15,7 +15,8 @@ from landed.ledger.factory import open_ledger
 from landed.signing import KeyPair
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+# PostgreSQL setups (a schema, a role, a pool) take longer than the suite's fast budget.
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
 def owner(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Owner]:
     if request.param == "sqlite":
         path = tmp_path / "ledger.db"
@@ -135,6 +136,7 @@ async def test_unsigned_rows_are_signed_on_close_and_counted_until_then(
     assert not report.tampered and report.last_signed_pos == 4
 
 
+@pytest.mark.slow
 async def test_many_concurrent_writers_leave_one_unbroken_chain(owner: Owner, key: KeyPair) -> None:
     # Several ledgers (connections, pools) on one store append at once; each links on under the
     # store's lock (SQLite's write lock, PostgreSQL's advisory lock), so the chain stays whole.
