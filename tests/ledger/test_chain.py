@@ -30,9 +30,8 @@ def rows(n: int) -> list[ChainRow]:
     for seq in range(1, n + 1):
         body = f'{{"task_id":"t{seq}"}}'.encode()
         head = head.next(seq * 2, hashlib.sha256(body).hexdigest())  # sequences may have gaps
-        out.append(
-            ChainRow(head.sequence, head.pos, head.link, hashlib.sha256(body).hexdigest(), body)
-        )
+        sha = hashlib.sha256(body).hexdigest()
+        out.append(ChainRow(head.sequence, head.pos, head.link, sha, sha))
     return out
 
 

@@ -104,12 +104,13 @@ async def iter_chain(
         await _require_chain(conn, schema)
         await cur.execute(
             sql.SQL(
-                "SELECT sequence, chain_pos, chain_link, body_sha256, body FROM {}"
+                # Qualified: a table owner's own sha256() in another schema is never called.
+                "SELECT sequence, chain_pos, chain_link, body_sha256, pg_catalog.encode("
+                "pg_catalog.sha256(pg_catalog.convert_to(body, 'UTF8')), 'hex') FROM {}"
                 " ORDER BY sequence"
             ).format(sql.Identifier(schema, "landed_receipts"))
         )
         while page := await cur.fetchmany(_PAGE):
             yield [
-                ChainRow(int(seq), pos, link, str(sha), str(body).encode())
-                for seq, pos, link, sha, body in page
+                ChainRow(int(q), pos, link, str(sha), str(now)) for q, pos, link, sha, now in page
             ]

@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from hashlib import sha256
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import parse_qs, quote, unquote
@@ -317,7 +318,7 @@ class SqliteLedger:
 
     def _chain_page_sync(self, after: int) -> list[ChainRow]:
         return [
-            ChainRow(int(r[0]), r[1], r[2], str(r[3]), bytes(r[4]))
+            ChainRow(int(r[0]), r[1], r[2], str(r[3]), sha256(r[4]).hexdigest())
             for r in self._db().execute(
                 "SELECT sequence, chain_pos, chain_link, body_sha256, CAST(body AS BLOB)"
                 " FROM landed_receipts WHERE sequence > ? ORDER BY sequence LIMIT ?",
