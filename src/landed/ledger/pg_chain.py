@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -110,7 +111,17 @@ async def iter_chain(
                 " ORDER BY sequence"
             ).format(sql.Identifier(schema, "landed_receipts"))
         )
-        while page := await cur.fetchmany(_PAGE):
-            yield [
-                ChainRow(int(q), pos, link, str(sha), str(now)) for q, pos, link, sha, now in page
-            ]
+        pending = asyncio.ensure_future(cur.fetchmany(_PAGE))
+        try:
+            while page := await pending:
+                # Ask for the next page before walking this one: the server reads and hashes
+                # it meanwhile.
+                pending = asyncio.ensure_future(cur.fetchmany(_PAGE))
+                await asyncio.sleep(0)
+                yield [
+                    ChainRow(int(q), pos, link, str(sha), str(now))
+                    for q, pos, link, sha, now in page
+                ]
+        finally:
+            if not pending.done():
+                await asyncio.gather(pending, return_exceptions=True)
