@@ -71,6 +71,7 @@ async def _run_dev(
                 print(f"Temporal metrics   {info['temporal_metrics']}")
                 print(f"Temporal database  {info['db'] or 'in memory'}")
                 print(f"Outcome ledger     {info['ledger']}")
+                print(f"Ledger head keys   {info['head_keys']} (landed ledger verify --trust)")
                 print(f"Worker logs        {info['logs']}")
                 for role, w in info["workers"].items():
                     print(

@@ -202,6 +202,7 @@ class DevStack:
             if "runner" in self.roles
             else self.ledger_url,
             "db": str(self.server.db_file) if self.server.db_file else None,
+            "head_keys": str(self.head_keys()[1].parent),
             "logs": str((self.home / "logs").resolve()),
             "workers": {
                 role: {
