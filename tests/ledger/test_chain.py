@@ -9,8 +9,16 @@ from dataclasses import replace
 
 from helpers.wait import until
 
-from landed.ledger.audit import ChainRow, ChainWalk
-from landed.ledger.chain import GENESIS, ChainHead, HeadSigner, keep_signing, link, stop_signing
+from landed.ledger.audit import ChainWalk
+from landed.ledger.chain import (
+    GENESIS,
+    ChainHead,
+    ChainRow,
+    HeadSigner,
+    keep_signing,
+    link,
+    stop_signing,
+)
 from landed.signing import KeyPair
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from landed.ledger.chain import GENESIS, MIGRATION_KEY_ID, SignedHead, link
+from landed.ledger.chain import GENESIS, MIGRATION_KEY_ID, ChainRow, SignedHead, link
 
 if TYPE_CHECKING:
     from landed.ledger.base import Ledger
@@ -22,20 +22,6 @@ __all__ = ["ChainReport", "ChainRow", "ChainWalk", "Finding", "audit"]
 
 #: Findings kept in the report; more are counted, not kept (a wiped ledger is one story).
 MAX_FINDINGS = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class ChainRow:
-    """One stored receipt as the walk reads it: ``body_hash`` is the sha256 of the body as
-    stored now, computed by the reader (PostgreSQL computes it server-side, so a million
-    bodies are hashed where they lie instead of crossing the wire), ``body_sha256`` the hash
-    stored beside it when it was appended."""
-
-    sequence: int
-    pos: int | None
-    link: str | None
-    body_sha256: str
-    body_hash: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,7 @@ from pydantic import ValidationError
 from landed.receipts.model import Receipt, attempt_of
 
 if TYPE_CHECKING:
-    from landed.ledger.audit import ChainRow
-    from landed.ledger.chain import SignedHead
+    from landed.ledger.chain import ChainRow, SignedHead
 
 __all__ = [
     "DEFAULT_LEDGER_PATH",

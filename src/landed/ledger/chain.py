@@ -29,7 +29,6 @@ from datetime import UTC, datetime
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from landed.ledger.base import LedgerError
 from landed.signing import KeyPair
 
 __all__ = [
@@ -39,6 +38,7 @@ __all__ = [
     "MAX_HEADS",
     "MIGRATION_KEY_ID",
     "ChainHead",
+    "ChainRow",
     "HeadSigner",
     "SignedHead",
     "head_payload",
@@ -78,6 +78,20 @@ class ChainHead:
     def next(self, sequence: int, body_sha256: str) -> ChainHead:
         pos = self.pos + 1
         return ChainHead(pos, sequence, link(pos, sequence, body_sha256, self.link))
+
+
+@dataclass(frozen=True, slots=True)
+class ChainRow:
+    """One stored receipt as the walk reads it: ``body_hash`` is the sha256 of the body as
+    stored now, computed by the reader (PostgreSQL computes it server-side, so a million
+    bodies are hashed where they lie instead of crossing the wire), ``body_sha256`` the hash
+    stored beside it when it was appended."""
+
+    sequence: int
+    pos: int | None
+    link: str | None
+    body_sha256: str
+    body_hash: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +167,7 @@ async def keep_signing(signer: HeadSigner, sign: Callable[[], Awaitable[None]]) 
         if signer.unsigned > 0:
             try:
                 await sign()
-            except LedgerError as exc:
+            except Exception as exc:  # the ticker outlives any one failure; never the appends
                 _log.warning(
                     "signing the ledger's chain head failed (retried in %ss): %s",
                     signer.interval_s,

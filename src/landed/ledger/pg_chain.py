@@ -9,9 +9,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from landed.ledger.audit import ChainRow
 from landed.ledger.base import LedgerError
-from landed.ledger.chain import MAX_HEADS, ChainHead, SignedHead
+from landed.ledger.chain import MAX_HEADS, ChainHead, ChainRow, SignedHead
 from landed.ledger.pg_schema import SCHEMA_VERSION, schema_version
 
 __all__ = ["chain_heads", "insert_head", "iter_chain", "lock_chain", "read_head", "sequence_name"]

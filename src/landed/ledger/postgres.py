@@ -15,7 +15,6 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool
 
-from landed.ledger.audit import ChainRow
 from landed.ledger.base import (
     Claim,
     GroupCommit,
@@ -24,7 +23,14 @@ from landed.ledger.base import (
     LedgerRow,
     parse_body,
 )
-from landed.ledger.chain import ChainHead, HeadSigner, SignedHead, keep_signing, stop_signing
+from landed.ledger.chain import (
+    ChainHead,
+    ChainRow,
+    HeadSigner,
+    SignedHead,
+    keep_signing,
+    stop_signing,
+)
 from landed.ledger.pg_chain import (
     chain_heads,
     insert_head,

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import parse_qs, quote, unquote
 
-from landed.ledger.audit import ChainRow
 from landed.ledger.base import (
     Claim,
     GroupCommit,
@@ -21,7 +20,14 @@ from landed.ledger.base import (
     LedgerRow,
     parse_body,
 )
-from landed.ledger.chain import MAX_HEADS, HeadSigner, SignedHead, keep_signing, stop_signing
+from landed.ledger.chain import (
+    MAX_HEADS,
+    ChainRow,
+    HeadSigner,
+    SignedHead,
+    keep_signing,
+    stop_signing,
+)
 from landed.ledger.sqlite_schema import SCHEMA_VERSION, chain_head, migrate, schema_version
 from landed.receipts.model import Receipt
 from landed.util.paths import user_path
