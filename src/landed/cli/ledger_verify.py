@@ -105,7 +105,8 @@ def _print(where: str, report: ChainReport) -> None:
     console = ReportConsole(soft_wrap=True)
     say = console.print
     say(f"landed ledger verify: {escape(where)}", highlight=False)
-    say(f"{report.rows} row(s), chain positions 1-{report.last_pos}", highlight=False)
+    positions = f"chain positions 1-{report.last_pos}" if report.last_pos else "no chain yet"
+    say(f"{report.rows} row(s), {positions}", highlight=False)
     if report.heads_checked:
         say(
             f"{report.signed_heads} trusted signed head(s), the last at position "
