@@ -47,8 +47,8 @@ def test_two_rows_moved_whole_are_two_findings_not_a_cascade() -> None:
     chain = rows(6)
     a, b = chain[1], chain[2]
     # The rows' contents (chain columns too) trade places; their sequences stay.
-    chain[1] = replace(b, sequence=a.sequence)
-    chain[2] = replace(a, sequence=b.sequence)
+    chain[1] = b._replace(sequence=a.sequence)
+    chain[2] = a._replace(sequence=b.sequence)
     walk = ChainWalk([], None)
     walk.feed(chain)
     report = walk.finish()

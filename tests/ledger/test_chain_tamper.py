@@ -154,3 +154,15 @@ async def test_many_concurrent_writers_leave_one_unbroken_chain(owner: Owner, ke
     report = await verify(owner.url, key, max_unsigned=0)
     assert not report.tampered, report.findings
     assert report.rows == report.last_pos == 6 * 10 * 4
+
+
+async def test_a_sqlite_chain_column_of_another_type_is_named_not_a_crash(
+    tmp_path: Path, key: KeyPair
+) -> None:
+    path = tmp_path / "typed.db"
+    owner = Owner(f"sqlite:///{path}", path=path)
+    await seed(owner.url, key)
+    owner.drop_triggers()
+    owner.run("UPDATE {t} SET chain_pos = 'three' WHERE sequence = 3")
+    report = await verify(owner.url, key)
+    assert kinds(report) == [("unchained", 3), ("deleted", 4), ("deleted", 3)]

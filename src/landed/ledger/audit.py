@@ -116,22 +116,22 @@ class ChainWalk:
             return
         report, heads = self.report, self._heads
         report.rows += len(rows)
-        report.last_sequence = rows[-1].sequence
+        report.last_sequence = rows[-1][0]  # rows may be plain tuples (see ChainRow)
         # The hot loop: an intact row in its place costs one link() and a few compares;
         # anything else takes the slow path, which names what is wrong.
         expect, prev, prev_seq = self._expect, self._prev, self._prev_seq
         for row in rows:
-            pos = row.pos
+            seq, pos, row_link, sha, now = row
             if (
                 pos == expect
-                and row.body_hash == row.body_sha256
-                and link(pos, row.sequence, row.body_sha256, prev) == row.link
+                and now == sha
+                and link(pos, seq, sha, prev) == row_link
                 and pos not in heads
             ):
-                prev, expect, prev_seq = row.link, pos + 1, row.sequence
+                prev, expect, prev_seq = row_link, pos + 1, seq
                 continue
             self._expect, self._prev, self._prev_seq = expect, prev, prev_seq
-            self._slow(row)
+            self._slow(ChainRow(*row))
             expect, prev, prev_seq = self._expect, self._prev, self._prev_seq
         self._expect, self._prev, self._prev_seq = expect, prev, prev_seq
         if expect - 1 > report.last_pos:
@@ -147,12 +147,14 @@ class ChainWalk:
                 f"sequence {seq}: its body does not match its body_sha256: the receipt was "
                 "edited after it settled",
             )
-        if pos is None or row.link is None:
+        # SQLite stores whatever type it is given: a position that is no integer is no link.
+        if not isinstance(pos, int) or not isinstance(row.link, str):
             self._find(
                 "unchained",
                 seq,
                 None,
-                f"sequence {seq} has no chain link: it was inserted by something other than landed",
+                f"sequence {seq} has no chain link (or one landed never writes): it was "
+                "inserted by something other than landed",
             )
             return
         self._place(row, pos)

@@ -25,6 +25,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -80,12 +81,11 @@ class ChainHead:
         return ChainHead(pos, sequence, link(pos, sequence, body_sha256, self.link))
 
 
-@dataclass(frozen=True, slots=True)
-class ChainRow:
+class ChainRow(NamedTuple):
     """One stored receipt as the walk reads it: ``body_hash`` is the sha256 of the body as
-    stored now, computed by the reader (PostgreSQL computes it server-side, so a million
-    bodies are hashed where they lie instead of crossing the wire), ``body_sha256`` the hash
-    stored beside it when it was appended."""
+    stored now, computed where the body lies (in SQL: a million bodies never cross into
+    Python objects), ``body_sha256`` the hash stored beside it when it was appended. A tuple,
+    so a database row in this column order is one as it comes."""
 
     sequence: int
     pos: int | None

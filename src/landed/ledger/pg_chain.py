@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg import sql
@@ -117,10 +117,9 @@ async def iter_chain(
                 # it meanwhile.
                 pending = asyncio.ensure_future(cur.fetchmany(_PAGE))
                 await asyncio.sleep(0)
-                yield [
-                    ChainRow(int(q), pos, link, str(sha), str(now))
-                    for q, pos, link, sha, now in page
-                ]
+                # psycopg's rows are tuples in ChainRow's column order (bigint, bigint, text,
+                # text, text): taken as they come, not rebuilt one object per row.
+                yield cast(list[ChainRow], page)
         finally:
             if not pending.done():
                 await asyncio.gather(pending, return_exceptions=True)

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from hashlib import sha256
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 from urllib.parse import parse_qs, quote, unquote
 
 from landed.ledger.base import (
@@ -67,6 +67,10 @@ def columns(row: LedgerRow) -> tuple[object, ...]:
         row.sha256,
         row.body.decode(),
     )
+
+
+def _sha256_hex(body: bytes) -> str:
+    return sha256(body).hexdigest()
 
 
 def _row_refused(exc: BaseException) -> bool:
@@ -194,6 +198,8 @@ class SqliteLedger:
         except (OSError, sqlite3.Error) as exc:
             raise LedgerError(f"cannot open the ledger file {self._path}: {exc}") from exc
         self._conn = conn
+        # The verify walk's body hash, computed as SQLite reads each row (see ChainRow).
+        conn.create_function("landed_sha256", 1, _sha256_hex, deterministic=True)
         try:
             conn.execute("PRAGMA busy_timeout = 10000")
             version = schema_version(conn)
@@ -323,14 +329,13 @@ class SqliteLedger:
         return [SignedHead(int(r[0]), int(r[1]), *(str(v) for v in r[2:])) for r in rows]
 
     def _chain_page_sync(self, after: int) -> list[ChainRow]:
-        return [
-            ChainRow(int(r[0]), r[1], r[2], str(r[3]), sha256(r[4]).hexdigest())
-            for r in self._db().execute(
-                "SELECT sequence, chain_pos, chain_link, body_sha256, CAST(body AS BLOB)"
-                " FROM landed_receipts WHERE sequence > ? ORDER BY sequence LIMIT ?",
-                (after, _CHAIN_PAGE),
-            )
-        ]
+        rows = self._db().execute(
+            "SELECT sequence, chain_pos, chain_link, body_sha256,"
+            " landed_sha256(CAST(body AS BLOB)) FROM landed_receipts WHERE sequence > ?"
+            " ORDER BY sequence LIMIT ?",
+            (after, _CHAIN_PAGE),
+        )
+        return cast(list[ChainRow], rows.fetchall())
 
     def _claim_sync(
         self, task_id: str, run_id: str, attempt: int, spec_sha256: str, at: str, record: bool
@@ -413,23 +418,14 @@ class SqliteLedger:
 
     async def iter_chain(self) -> AsyncGenerator[list[ChainRow], None]:
         await self._run(self._require_chain_sync)
-        # The next page is read on the ledger thread while the caller walks this one (SQLite
-        # lets go of the GIL while it steps through the file).
-        loop = asyncio.get_running_loop()
-        pending: asyncio.Task[list[ChainRow]] | None = loop.create_task(
-            self._run(self._chain_page_sync, 0)
-        )
-        try:
-            while pending is not None:
-                page = await pending
-                pending = None
-                if len(page) == _CHAIN_PAGE:
-                    pending = loop.create_task(self._run(self._chain_page_sync, page[-1].sequence))
-                if page:
-                    yield page
-        finally:
-            if pending is not None:
-                await asyncio.gather(pending, return_exceptions=True)
+        after = 0
+        while True:
+            page = await self._run(self._chain_page_sync, after)
+            if page:
+                yield page
+            if len(page) < _CHAIN_PAGE:
+                return
+            after = page[-1][0]
 
     async def _select(self, sql: str, *params: object) -> list[Receipt]:
         rows = await self._run(self._rows_sync, sql, params)
