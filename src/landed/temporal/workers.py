@@ -264,12 +264,20 @@ def _head_signer(settings: RunnerSettings) -> HeadSigner | None:
     if settings.head_key is None:
         return None
     from landed.ledger.chain import HeadSigner
-    from landed.signing import KeyPair, SigningError
+    from landed.signing import KeyPair, SigningError, TrustStore
 
     try:
         key = KeyPair.load(settings.head_key)
+        verifier_keys = TrustStore.load(settings.trust)
     except SigningError as exc:
         raise RoleError(f"LANDED_RUNNER_HEAD_KEY: {exc}") from exc
+    if key.key_id in verifier_keys:
+        # The runner would then hold the verifier's signing key, and could sign readings.
+        raise RoleError(
+            f"LANDED_RUNNER_HEAD_KEY {settings.head_key} is the verifier's key (key id "
+            f"{key.key_id}, trusted in LANDED_RUNNER_TRUST); the runner never holds the "
+            "verifier's key: make it a key of its own with `landed keys new`"
+        )
     return HeadSigner(key, every=settings.head_every, interval_s=settings.head_interval_s)
 
 
@@ -304,6 +312,7 @@ def check_settings(settings: RoleSettings) -> None:
                 "the runner trusts no verifier key, so no task could ever be verified; set "
                 "LANDED_RUNNER_TRUST to the verifier's .pub file (from `landed keys new`)"
             )
+        _head_signer(settings)  # a bad or borrowed head key is refused before connecting
         if settings.verifier_task_queue == settings.actor_task_queue:
             raise RoleError(
                 "LANDED_RUNNER_VERIFIER_TASK_QUEUE equals LANDED_RUNNER_ACTOR_TASK_QUEUE; the "
