@@ -418,14 +418,23 @@ class SqliteLedger:
 
     async def iter_chain(self) -> AsyncGenerator[list[ChainRow], None]:
         await self._run(self._require_chain_sync)
-        after = 0
-        while True:
-            page = await self._run(self._chain_page_sync, after)
-            if page:
-                yield page
-            if len(page) < _CHAIN_PAGE:
-                return
-            after = page[-1][0]
+        # The next page is read on the ledger thread while the caller walks this one (SQLite
+        # lets go of the GIL while it steps through the file).
+        loop = asyncio.get_running_loop()
+        pending: asyncio.Task[list[ChainRow]] | None = loop.create_task(
+            self._run(self._chain_page_sync, 0)
+        )
+        try:
+            while pending is not None:
+                page = await pending
+                pending = None
+                if len(page) == _CHAIN_PAGE:
+                    pending = loop.create_task(self._run(self._chain_page_sync, page[-1][0]))
+                if page:
+                    yield page
+        finally:
+            if pending is not None:
+                await asyncio.gather(pending, return_exceptions=True)
 
     async def _select(self, sql: str, *params: object) -> list[Receipt]:
         rows = await self._run(self._rows_sync, sql, params)
