@@ -11,6 +11,7 @@ BENCHMARKS: dict[str, str] = {
     "check_offline": "bench.check_offline",
     "check_live": "bench.check_live",
     "ledger_append": "bench.ledger_append",
+    "ledger_verify": "bench.ledger_verify",
     "temporal_throughput": "bench.temporal_throughput",
     "probe_http": "bench.probe_http",
     "probe_command": "bench.probe_command",

@@ -128,7 +128,7 @@ def rows(n: int, tag: str) -> list[LedgerRow]:
     return [LedgerRow.of(r) for r in receipts(n, tag)]
 
 
-_COLS = "(task_id, attempt, verdict, owner, settled_at, body_sha256, body)"
+_COLS = "(task_id, attempt, verdict, owner, settled_at, body_sha256, body, stage)"
 
 
 def sqlite_baseline(path: Path) -> float:
@@ -141,7 +141,7 @@ def sqlite_baseline_once(path: Path, tag: str) -> float:
     conn.execute("PRAGMA synchronous = FULL")
     start = time.perf_counter()
     conn.execute("BEGIN IMMEDIATE")
-    conn.executemany(f"INSERT INTO landed_receipts {_COLS} VALUES (?, ?, ?, ?, ?, ?, ?)", data)
+    conn.executemany(f"INSERT INTO landed_receipts {_COLS} VALUES (?, ?, ?, ?, ?, ?, ?, ?)", data)
     conn.execute("COMMIT")
     rate = len(data) / (time.perf_counter() - start)
     conn.close()
@@ -158,7 +158,7 @@ async def postgres_baseline_once(schema: str, tag: str) -> float:
         for r in rows(N_BATCH, tag)
     ]
     table = sql.Identifier(schema, "landed_receipts")
-    query = sql.SQL("INSERT INTO {} " + _COLS + " VALUES (%s, %s, %s, %s, %s, %s, %s)").format(
+    query = sql.SQL("INSERT INTO {} " + _COLS + " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)").format(
         table
     )
     async with await psycopg.AsyncConnection.connect(PG_DSN) as conn:

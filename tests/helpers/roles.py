@@ -39,6 +39,7 @@ class Roles:
     temporal: TemporalClient
     ledger_url: str
     public_key: Path
+    head_public_key: Path
     queues: dict[str, str]
     identities: dict[str, str]
     metrics: dict[str, str]  # role -> host:port of its metrics page (run_roles(metrics=True))
@@ -70,6 +71,8 @@ async def run_roles(
         r: f"{name}-{tag}" for r, name in (identities or {}).items()
     }
     private, public = KeyPair.generate().save(tmp_path / f"keys-{tag}")
+    # The runner's own chain-head key, apart from the verifier's.
+    head_private, head_public = KeyPair.generate().save(tmp_path / f"head-keys-{tag}")
     ledger_url = f"sqlite:///{tmp_path / f'ledger-{tag}.db'}"
     settings = {
         "actor": ActorSettings(
@@ -92,6 +95,7 @@ async def run_roles(
                 "actor_task_queue": queues["actor"],
                 "verifier_task_queue": queues["verifier"],
                 "trust": [public],
+                "head_key": head_private,
                 "max_cached_workflows": max_cached_workflows,
                 # Every in-process test runs the workflow under the SDK's full sandbox, which
                 # stops a nondeterministic call in landed's workflow code; `landed dev` and the
@@ -129,6 +133,7 @@ async def run_roles(
             temporal=temporal,
             ledger_url=ledger_url,
             public_key=public,
+            head_public_key=head_public,
             queues=queues,
             identities=identities,
             metrics=pages,

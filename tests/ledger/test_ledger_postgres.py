@@ -191,9 +191,15 @@ async def test_a_runner_on_a_ledger_older_than_its_code_is_told_to_upgrade_it(
     seeded: Pg,
 ) -> None:
     async with await owner_conn(seeded) as conn:
-        # The first schema, as landed released it: no claims table, version 1.
+        # The first schema, as landed released it: no claims, no chain, version 1.
+        for table in ("landed_claims", "landed_chain_heads"):
+            await conn.execute(
+                sql.SQL("DROP TABLE {}").format(sql.Identifier(seeded.schema, table))
+            )
         await conn.execute(
-            sql.SQL("DROP TABLE {}").format(sql.Identifier(seeded.schema, "landed_claims"))
+            sql.SQL("ALTER TABLE {} DROP COLUMN chain_pos, DROP COLUMN chain_link").format(
+                sql.Identifier(seeded.schema, "landed_receipts")
+            )
         )
         await conn.execute(
             sql.SQL("DELETE FROM {} WHERE version >= 2").format(
@@ -209,7 +215,7 @@ async def test_a_runner_on_a_ledger_older_than_its_code_is_told_to_upgrade_it(
                 sql.Identifier(seeded.login), sql.Identifier(seeded.role)
             )
         )
-    with pytest.raises(LedgerError, match="schema version 1 and this landed needs 3") as err:
+    with pytest.raises(LedgerError, match="schema version 1 and this landed needs 4") as err:
         await open_ledger(seeded.writer_url)
     assert "landed ledger init --ledger URL" in str(err.value)
     # Reading needs no upgrade: the board and export of an older ledger still work.
@@ -272,7 +278,7 @@ async def test_migration_is_versioned_idempotent_and_safe_to_race(pg: Pg) -> Non
                 sql.Identifier(pg.schema, "landed_schema_version")
             )
         )
-        assert await cur.fetchall() == [(1,), (2,), (3,)]
+        assert await cur.fetchall() == [(1,), (2,), (3,), (4,)]
 
 
 async def test_board_latest_and_streaming_export(pg: Pg) -> None:

@@ -26,7 +26,7 @@ from landed.ledger.base import (
     canonical_json,
 )
 from landed.ledger.factory import open_ledger
-from landed.ledger.sqlite import SCHEMA_VERSION
+from landed.ledger.sqlite_schema import SCHEMA_VERSION
 from landed.receipts.model import LandedExtension, Receipt
 
 
@@ -230,7 +230,7 @@ async def test_a_stored_receipt_cannot_be_replaced(tmp_path: Path) -> None:
 async def test_a_ledger_of_the_first_schema_reads_as_is_and_a_writer_upgrades_it(
     tmp_path: Path,
 ) -> None:
-    from landed.ledger.sqlite import _MIGRATIONS
+    from landed.ledger.sqlite_schema import MIGRATIONS as _MIGRATIONS
 
     path = tmp_path / "v1.db"
     first = canonical_json(receipt("a"))
@@ -623,7 +623,10 @@ async def test_a_ledger_whose_no_replace_trigger_aborts_still_reads_a_stored_key
             " AND attempt = NEW.attempt) BEGIN SELECT RAISE(ABORT, 'the landed ledger is"
             " append-only: a stored receipt cannot be replaced'); END"
         )
-        db.execute("DROP TABLE landed_claims")  # schema 2 had none
+        db.execute("DROP TABLE landed_claims")  # schema 2 had none, nor a chain
+        db.execute("DROP TABLE landed_chain_heads")
+        db.execute("ALTER TABLE landed_receipts DROP COLUMN chain_pos")
+        db.execute("ALTER TABLE landed_receipts DROP COLUMN chain_link")
         db.execute("DELETE FROM landed_schema_version WHERE version > 2")
     db.close()
     async with await open_ledger(url(path)) as ledger:

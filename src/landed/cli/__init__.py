@@ -92,6 +92,7 @@ def _register() -> None:
         guard,
         keys,
         ledger,
+        ledger_verify,
         plan,
         sample,
         schema,

@@ -125,6 +125,7 @@ async def _run_dev(
                 print(f"Temporal database  {info['db'] or 'in memory'}")
                 print(f"Outcome ledger     {info['ledger']}")
                 print(f"Scorecard          {info['exporter']} (metrics: {info['exporter']}metrics)")
+                print(f"Ledger head keys   {info['head_keys']} (landed ledger verify --trust)")
                 print(f"Worker logs        {info['logs']}")
                 if otlp:
                     sent = otlp["runner"]

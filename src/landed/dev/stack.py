@@ -61,9 +61,18 @@ class DevStack:
 
     def keys(self) -> tuple[Path, Path]:
         """The verifier's key pair under ``home/keys`` (made once, reused after)."""
+        return self._key_pair(self.home / "keys")
+
+    def head_keys(self) -> tuple[Path, Path]:
+        """The runner's chain-head key pair under ``home/head-keys`` (made once, reused after):
+        its own, apart from the verifier's, which the runner never holds.
+        ``landed ledger verify --trust home/head-keys`` checks the heads it signed."""
+        return self._key_pair(self.home / "head-keys")
+
+    @staticmethod
+    def _key_pair(directory: Path) -> tuple[Path, Path]:
         from landed.signing import KeyPair
 
-        directory = self.home / "keys"
         existing = sorted(directory.glob("landed-*.key")) if directory.is_dir() else []
         if existing:
             return existing[0].resolve(), existing[0].with_suffix(".pub").resolve()
@@ -73,12 +82,14 @@ class DevStack:
     def role_environment(self, role: str) -> dict[str, str]:
         assert self.server is not None
         private, public = self.keys()
+        head_key, _ = self.head_keys()
         base = dict(os.environ if self.base_env is None else self.base_env)
         defaults: dict[str, dict[str, str]] = {
             "actor": {},
             "verifier": {"LANDED_VERIFIER_SIGNING_KEY": str(private)},
             "runner": {
                 "LANDED_RUNNER_TRUST": str(public),
+                "LANDED_RUNNER_HEAD_KEY": str(head_key),
                 "LANDED_RUNNER_LEDGER_URL": base.get("LANDED_RUNNER_LEDGER_URL")
                 or base.get("LANDED_LEDGER_URL")
                 or self.ledger_url,
@@ -194,6 +205,7 @@ class DevStack:
             if "runner" in self.roles
             else self.ledger_url,
             "db": str(self.server.db_file) if self.server.db_file else None,
+            "head_keys": str(self.head_keys()[1].parent),
             "logs": str((self.home / "logs").resolve()),
             "workers": {
                 role: {

@@ -8,12 +8,15 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Seque
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import orjson
 from pydantic import ValidationError
 
 from landed.receipts.model import Receipt, attempt_of
+
+if TYPE_CHECKING:
+    from landed.ledger.chain import ChainRow, SignedHead
 
 __all__ = [
     "DEFAULT_LEDGER_PATH",
@@ -204,6 +207,18 @@ class Ledger(Protocol):
 
     async def count(self) -> int:
         """How many receipts are stored (every attempt)."""
+        ...
+
+    def iter_chain(self) -> AsyncGenerator[list[ChainRow], None]:
+        """Every stored row as the chain walk reads it, in sequence order, a page at a time."""
+        ...
+
+    async def chain_heads(self) -> list[SignedHead]:
+        """Every row of landed_chain_heads, lowest position first (at most chain.MAX_HEADS)."""
+        ...
+
+    async def sign_head(self) -> None:
+        """Sign the current chain head now, if this ledger has a signer and unsigned appends."""
         ...
 
     async def close(self) -> None:

@@ -8,10 +8,13 @@ import psycopg
 from psycopg import sql
 
 from landed.ledger.base import LedgerError
+from landed.ledger.chain import MIGRATION_KEY_ID, ChainHead
 
 __all__ = ["SCHEMA_VERSION", "migrate", "schema_version"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+_CHAIN_STEP = 4
+_BACKFILL_PAGE = 5000
 
 # {s} is the schema, {r} the writer role; each step runs once, with its version row, in one
 # transaction. Steps are never edited once released: a change is a new step.
@@ -74,7 +77,87 @@ _STEPS: dict[int, list[str]] = {
         "ALTER TABLE {s}.landed_receipts DROP CONSTRAINT landed_receipts_task_id_attempt_key",
         "ALTER TABLE {s}.landed_receipts ADD UNIQUE (task_id, attempt, stage)",
     ],
+    # The hash chain and the runner's signed heads (landed.ledger.chain); the rows already
+    # stored get their links after these statements (_chain_stored), in sequence order.
+    4: [
+        """ALTER TABLE {s}.landed_receipts ADD COLUMN chain_pos bigint,
+           ADD COLUMN chain_link text""",
+        """CREATE TABLE {s}.landed_chain_heads (
+            chain_pos bigint NOT NULL,
+            sequence bigint NOT NULL,
+            chain_link text NOT NULL,
+            key_id text NOT NULL,
+            signed_at text NOT NULL,
+            signature text NOT NULL,
+            PRIMARY KEY (key_id, chain_pos)
+        )""",
+        """CREATE TRIGGER landed_chain_heads_append_only BEFORE UPDATE OR DELETE
+           ON {s}.landed_chain_heads FOR EACH ROW EXECUTE FUNCTION {s}.landed_reject_change()""",
+        """CREATE TRIGGER landed_chain_heads_no_truncate BEFORE TRUNCATE ON {s}.landed_chain_heads
+           FOR EACH STATEMENT EXECUTE FUNCTION {s}.landed_reject_change()""",
+        "REVOKE ALL ON {s}.landed_chain_heads FROM PUBLIC",
+        "GRANT SELECT, INSERT ON {s}.landed_chain_heads TO {r}",
+    ],
 }
+
+
+async def _chain_stored(
+    conn: psycopg.AsyncConnection[Any], names: dict[str, sql.Identifier], schema: str
+) -> None:
+    """Let the writer draw sequence numbers (an append links on its row's sequence before it
+    inserts it), link the rows stored before this step in sequence order, and leave a marker
+    row saying so: `landed ledger verify` reports that the chain covers them only from here."""
+    table = sql.SQL("{s}.landed_receipts").format(**names)
+    cur = await conn.execute(
+        "SELECT pg_get_serial_sequence(format('%%I.landed_receipts', %s::text), 'sequence')",
+        (schema,),
+    )
+    row = await cur.fetchone()
+    assert row is not None and row[0]
+    await conn.execute(
+        sql.SQL("GRANT USAGE ON SEQUENCE {} TO {r}").format(sql.SQL(row[0]), **names)
+    )
+    await conn.execute(
+        sql.SQL("ALTER TABLE {} DISABLE TRIGGER landed_receipts_append_only").format(table)
+    )
+    head, after = ChainHead(), 0
+    while True:
+        cur = await conn.execute(
+            sql.SQL(
+                "SELECT sequence, body_sha256 FROM {} WHERE sequence > %s"
+                " ORDER BY sequence LIMIT %s"
+            ).format(table),
+            (after, _BACKFILL_PAGE),
+        )
+        page = await cur.fetchall()
+        seqs, poss, links = [], [], []
+        for sequence, sha in page:
+            head = head.next(int(sequence), str(sha))
+            seqs.append(head.sequence)
+            poss.append(head.pos)
+            links.append(head.link)
+        await conn.execute(
+            sql.SQL(
+                "UPDATE {} AS t SET chain_pos = u.pos, chain_link = u.link FROM unnest("
+                "%s::bigint[], %s::bigint[], %s::text[]) AS u(seq, pos, link)"
+                " WHERE t.sequence = u.seq"
+            ).format(table),
+            (seqs, poss, links),
+        )
+        if len(page) < _BACKFILL_PAGE:
+            break
+        after = seqs[-1]
+    await conn.execute(
+        sql.SQL("ALTER TABLE {} ENABLE TRIGGER landed_receipts_append_only").format(table)
+    )
+    if head.pos:
+        await conn.execute(
+            sql.SQL(
+                "INSERT INTO {s}.landed_chain_heads (chain_pos, sequence, chain_link, key_id,"
+                " signed_at, signature) VALUES (%s, %s, %s, %s, now()::text, '')"
+            ).format(**names),
+            (head.pos, head.sequence, head.link, MIGRATION_KEY_ID),
+        )
 
 
 async def schema_version(conn: psycopg.AsyncConnection[Any], schema: str) -> int:
@@ -113,6 +196,8 @@ async def migrate(conn: psycopg.AsyncConnection[Any], schema: str, role: str) ->
             for step in range(current + 1, SCHEMA_VERSION + 1):
                 for statement in _STEPS[step]:
                     await conn.execute(sql.SQL(statement).format(**names))
+                if step == _CHAIN_STEP:
+                    await _chain_stored(conn, names, schema)
                 await conn.execute(
                     sql.SQL("INSERT INTO {s}.landed_schema_version (version) VALUES (%s)").format(
                         **names

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import random
 import re
@@ -22,6 +23,22 @@ from landed.ledger.base import (
     LedgerRow,
     parse_body,
 )
+from landed.ledger.chain import (
+    ChainHead,
+    ChainRow,
+    HeadSigner,
+    SignedHead,
+    keep_signing,
+    stop_signing,
+)
+from landed.ledger.pg_chain import (
+    chain_heads,
+    insert_head,
+    iter_chain,
+    lock_chain,
+    read_head,
+    sequence_name,
+)
 from landed.ledger.pg_schema import SCHEMA_VERSION, migrate, schema_version
 from landed.receipts.model import Receipt
 
@@ -30,7 +47,8 @@ __all__ = ["PostgresLedger", "split_url"]
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _LANDED_PARAMS = ("schema", "writer_role")
 _PAGE = 500
-_COLUMNS = 8
+_COLUMNS = 11
+_CHAIN_PAGE = 5000
 
 
 @functools.lru_cache(maxsize=64)
@@ -98,8 +116,18 @@ def _row_refused(exc: BaseException) -> bool:
 class PostgresLedger:
     """A PostgreSQL ledger. Appends are group-committed through one writer at a time."""
 
-    def __init__(self, url: str, dsn: str, schema: str, pool: AsyncConnectionPool) -> None:
+    def __init__(
+        self,
+        url: str,
+        dsn: str,
+        schema: str,
+        pool: AsyncConnectionPool,
+        signer: HeadSigner | None = None,
+    ) -> None:
         self._url = _redact(url)
+        self._signer = signer
+        self._ticker: asyncio.Task[None] | None = None
+        self._sequence: str | None = None
         self._dsn = dsn
         self._schema = schema
         self._pool = pool
@@ -119,7 +147,14 @@ class PostgresLedger:
         return self._url
 
     @classmethod
-    async def open(cls, url: str, *, create: bool = True, max_size: int = 4) -> PostgresLedger:
+    async def open(
+        cls,
+        url: str,
+        *,
+        create: bool = True,
+        max_size: int = 4,
+        signer: HeadSigner | None = None,
+    ) -> PostgresLedger:
         dsn, schema, role = split_url(url)
         # One plain connection first: a wrong URL fails at once with the server's reason,
         # and the schema is ready before the pool hands out connections.
@@ -166,7 +201,7 @@ class PostgresLedger:
         except Exception as exc:
             await pool.close()
             raise LedgerError(f"cannot open a connection pool to {_redact(dsn)}: {exc}") from exc
-        return cls(url, dsn, schema, pool)
+        return cls(url, dsn, schema, pool, signer)
 
     async def _flush(self, rows: Sequence[LedgerRow]) -> list[bool | str]:
         # Two runners sharing the ledger can insert overlapping keys in opposite orders; the
@@ -183,65 +218,105 @@ class PostgresLedger:
         raise AssertionError("unreachable")
 
     async def _flush_once(self, rows: Sequence[LedgerRow]) -> list[bool | str]:
-        # One multi-row INSERT: one round trip and one commit for the whole batch.
+        signer, signed = self._signer, None
+        async with self._pool.connection() as conn, conn.transaction():
+            await lock_chain(conn, self._schema)
+            cur = await conn.execute(
+                sql.SQL(
+                    "SELECT task_id, attempt, stage, body_sha256 FROM {t} WHERE"
+                    " (task_id, attempt, stage) IN"
+                    " (SELECT * FROM unnest(%s::text[], %s::int[], %s::text[]))"
+                ).format(t=self._table),
+                ([r.task_id for r in rows], [r.attempt for r in rows], [r.stage for r in rows]),
+            )
+            stored = {(str(t), int(a), str(g)): str(h) for t, a, g, h in await cur.fetchall()}
+            new = [r for r in rows if r.key not in stored]
+            head = await read_head(conn, self._schema)
+            if new:
+                head = await self._insert(conn, new, head)
+            if signer is not None:
+                signer.appended(len(new))
+                if signer.due():
+                    signed = signer.sign(head)
+                    await insert_head(conn, self._schema, signed)
+        if signed is not None and signer is not None:
+            signer.committed()
+        return [stored.get(r.key, True) for r in rows]
+
+    async def _insert(
+        self, conn: psycopg.AsyncConnection[Any], rows: Sequence[LedgerRow], head: ChainHead
+    ) -> ChainHead:
+        # The sequence is drawn first, so the link binds it; under the lock, so sequence order
+        # stays chain order. One multi-row INSERT: one round trip for the whole batch.
+        cur = await conn.execute(
+            "SELECT nextval(%s::regclass) FROM generate_series(1, %s)",
+            (self._sequence or await self._load_sequence(conn), len(rows)),
+        )
+        sequences = sorted(int(n) for (n,) in await cur.fetchall())
+        params: list[Any] = []
+        for r, sequence in zip(rows, sequences, strict=True):
+            head = head.next(sequence, r.sha256)
+            values = (r.task_id, r.attempt, r.verdict, r.owner, r.settled_at, r.sha256)
+            params.extend((*values, r.body.decode(), r.stage, sequence, head.pos, head.link))
         insert = sql.SQL(
             "INSERT INTO {t} (task_id, attempt, verdict, owner, settled_at, body_sha256, body,"
-            " stage) VALUES {values} ON CONFLICT (task_id, attempt, stage) DO NOTHING"
-            " RETURNING task_id, attempt, stage"
+            " stage, sequence, chain_pos, chain_link) OVERRIDING SYSTEM VALUE VALUES {values}"
         ).format(t=self._table, values=sql.SQL(_values(len(rows))))
-        params = [
-            value
-            for r in rows
-            for value in (
-                r.task_id,
-                r.attempt,
-                r.verdict,
-                r.owner,
-                r.settled_at,
-                r.sha256,
-                r.body.decode(),
-                r.stage,
+        async with psycopg.AsyncRawCursor(conn) as raw:
+            await raw.execute(insert, params)
+        return head
+
+    async def _load_sequence(self, conn: psycopg.AsyncConnection[Any]) -> str:
+        self._sequence = await sequence_name(conn, self._schema)
+        return self._sequence
+
+    async def chain_heads(self) -> list[SignedHead]:
+        try:
+            async with self._pool.connection() as conn:
+                return await chain_heads(conn, self._schema)
+        except psycopg.Error as exc:
+            raise LedgerError(f"reading the ledger at {self.url} failed: {exc}") from exc
+
+    async def iter_chain(self) -> AsyncGenerator[list[ChainRow], None]:
+        try:
+            async with self._pool.connection() as conn:
+                await conn.set_autocommit(False)
+                try:
+                    async with contextlib.aclosing(iter_chain(conn, self._schema)) as pages:
+                        async for page in pages:
+                            yield page
+                finally:
+                    await conn.set_isolation_level(None)
+                    await conn.set_autocommit(True)
+        except psycopg.Error as exc:
+            raise LedgerError(f"reading the ledger at {self.url} failed: {exc}") from exc
+
+    async def sign_head(self) -> None:
+        signer = self._signer
+        if signer is None or signer.unsigned <= 0:
+            return
+        try:
+            async with self._pool.connection() as conn, conn.transaction():
+                await lock_chain(conn, self._schema)
+                head = await read_head(conn, self._schema)
+                if head.pos:
+                    await insert_head(conn, self._schema, signer.sign(head))
+        except psycopg.Error as exc:
+            raise LedgerError(f"signing the chain head at {self.url} failed: {exc}") from exc
+        signer.committed()
+
+    def _tick(self) -> None:
+        if self._signer is not None and self._ticker is None:
+            self._ticker = asyncio.get_running_loop().create_task(
+                keep_signing(self._signer, self.sign_head)
             )
-        ]
-        async with self._pool.connection() as conn:
-            async with psycopg.AsyncRawCursor(conn) as raw:
-                await raw.execute(insert, params)
-                inserted = {(str(t), int(a), str(s)) for t, a, s in await raw.fetchall()}
-            stored: dict[tuple[str, int, str], str] = {}
-            missing = [r for r in rows if r.key not in inserted]
-            if missing:
-                # A later statement sees rows that concurrent writers committed meanwhile: the
-                # skipped insert waited for them.
-                cur = await conn.execute(
-                    sql.SQL(
-                        "SELECT task_id, attempt, stage, body_sha256 FROM {t} WHERE"
-                        " (task_id, attempt, stage) IN"
-                        " (SELECT * FROM unnest(%s::text[], %s::int[], %s::text[]))"
-                    ).format(t=self._table),
-                    (
-                        [r.task_id for r in missing],
-                        [r.attempt for r in missing],
-                        [r.stage for r in missing],
-                    ),
-                )
-                stored = {(str(t), int(a), str(s)): str(h) for t, a, s, h in await cur.fetchall()}
-        out: list[bool | str] = []
-        for r in rows:
-            if r.key in inserted:
-                out.append(True)
-            elif r.key in stored:
-                out.append(stored[r.key])
-            else:
-                raise LedgerError(
-                    f"task {r.task_id!r} attempt {r.attempt}: the insert was skipped but no "
-                    "stored row was found; check for a concurrent schema change"
-                )
-        return out
 
     async def append(self, receipt: Receipt) -> bool:
+        self._tick()
         return (await self._commit.submit([LedgerRow.of(receipt)]))[0]
 
     async def append_many(self, receipts: Iterable[Receipt]) -> list[bool]:
+        self._tick()
         return await self._commit.submit([LedgerRow.of(r) for r in receipts])
 
     async def _select(self, query: sql.Composed, *params: Any) -> list[Receipt]:
@@ -361,8 +436,11 @@ class PostgresLedger:
         await self._commit.wait_idle()
         if self._closed:
             return
-        self._closed = True
-        await self._pool.close()
+        try:
+            await stop_signing(self._signer, self._ticker, self.sign_head)
+        finally:
+            self._closed = True
+            await self._pool.close()
 
     async def __aenter__(self) -> PostgresLedger:
         return self

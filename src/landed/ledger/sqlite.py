@@ -7,9 +7,10 @@ import sqlite3
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from hashlib import sha256
 from pathlib import Path
-from typing import TypeVar
-from urllib.parse import parse_qs, quote, unquote
+from typing import TypeVar, cast
+from urllib.parse import quote
 
 from landed.ledger.base import (
     Claim,
@@ -19,148 +20,33 @@ from landed.ledger.base import (
     LedgerRow,
     parse_body,
 )
+from landed.ledger.chain import (
+    MAX_HEADS,
+    ChainRow,
+    HeadSigner,
+    SignedHead,
+    keep_signing,
+    stop_signing,
+)
+from landed.ledger.sqlite_schema import SCHEMA_VERSION, chain_head, migrate, schema_version
+from landed.ledger.sqlite_url import sqlite_path
 from landed.receipts.model import Receipt
-from landed.util.paths import user_path
 
 __all__ = ["SqliteLedger", "columns", "sqlite_path"]
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 6
 _PAGE = 500
-_QUERY = frozenset({"synchronous"})
+_CHAIN_PAGE = 5000
 
-# INSERT OR REPLACE (and REPLACE INTO) removes the stored row without firing the DELETE trigger
-# (SQLite fires none for a replace unless recursive_triggers is on), so an insert of a stored
-# (task_id, attempt) is dropped before it reaches the constraint: the stored row stays and the
-# statement changes nothing (rowcount 0). IGNORE, not ABORT, because a runner of the first
-# schema's code appends to the same file: its retry of a stored receipt must still read as
-# "already there", never fail the settle.
-_NO_REPLACE = """CREATE TRIGGER landed_receipts_no_replace BEFORE INSERT ON landed_receipts
-    WHEN EXISTS (SELECT 1 FROM landed_receipts
-                 WHERE task_id = NEW.task_id AND attempt = NEW.attempt)
-    BEGIN SELECT RAISE(IGNORE); END"""
-
-_APPEND_ONLY = [
-    """CREATE TRIGGER landed_receipts_no_update BEFORE UPDATE ON landed_receipts
-       BEGIN SELECT RAISE(ABORT, 'the landed ledger is append-only: UPDATE is not allowed');
-       END""",
-    """CREATE TRIGGER landed_receipts_no_delete BEFORE DELETE ON landed_receipts
-       BEGIN SELECT RAISE(ABORT, 'the landed ledger is append-only: DELETE is not allowed');
-       END""",
-]
-_NO_ROWID_REWRITE = """CREATE TRIGGER IF NOT EXISTS landed_receipts_no_rowid_rewrite
-           BEFORE INSERT ON landed_receipts
-           WHEN EXISTS (SELECT 1 FROM landed_receipts WHERE sequence = NEW.sequence)
-           BEGIN SELECT RAISE(ABORT,
-               'the landed ledger is append-only: a stored sequence cannot be written again');
-           END"""
-
-# Schema 6: a row's key is (task_id, attempt, stage), so a recheck's lifecycle row (confirmed,
-# reversed) is appended beside the settled one. SQLite cannot change a table's UNIQUE, so the
-# table is copied (sequence numbers kept) into one with the new key; DROP TABLE fires no
-# trigger, and every trigger is made again on the new table.
-_STAGE_KEY = [
-    """CREATE TABLE landed_receipts_v6 (
-        sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-        task_id TEXT NOT NULL,
-        attempt INTEGER NOT NULL CHECK (attempt >= 1),
-        stage TEXT NOT NULL DEFAULT 'settle',
-        verdict TEXT,
-        owner TEXT,
-        settled_at TEXT,
-        body_sha256 TEXT NOT NULL,
-        body TEXT NOT NULL,
-        appended_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-        UNIQUE (task_id, attempt, stage)
-    )""",
-    """INSERT INTO landed_receipts_v6 (sequence, task_id, attempt, verdict, owner, settled_at,
-        body_sha256, body, appended_at) SELECT sequence, task_id, attempt, verdict, owner,
-        settled_at, body_sha256, body, appended_at FROM landed_receipts ORDER BY sequence""",
-    "DROP TABLE landed_receipts",
-    "ALTER TABLE landed_receipts_v6 RENAME TO landed_receipts",
-    "CREATE INDEX landed_receipts_verdict ON landed_receipts (verdict)",
-    "CREATE INDEX landed_receipts_owner ON landed_receipts (owner)",
-    "CREATE INDEX landed_receipts_settled_at ON landed_receipts (settled_at)",
-    *_APPEND_ONLY,
-    """CREATE TRIGGER landed_receipts_no_replace BEFORE INSERT ON landed_receipts
-    WHEN EXISTS (SELECT 1 FROM landed_receipts WHERE task_id = NEW.task_id
-                 AND attempt = NEW.attempt AND stage = NEW.stage)
-    BEGIN SELECT RAISE(IGNORE); END""",
-    _NO_ROWID_REWRITE,
-]
-
-# Each step runs once, in order, inside one transaction with its version row.
-_MIGRATIONS: dict[int, list[str]] = {
-    1: [
-        """CREATE TABLE landed_receipts (
-            sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-            task_id TEXT NOT NULL,
-            attempt INTEGER NOT NULL CHECK (attempt >= 1),
-            verdict TEXT,
-            owner TEXT,
-            settled_at TEXT,
-            body_sha256 TEXT NOT NULL,
-            body TEXT NOT NULL,
-            appended_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-            UNIQUE (task_id, attempt)
-        )""",
-        "CREATE INDEX landed_receipts_verdict ON landed_receipts (verdict)",
-        "CREATE INDEX landed_receipts_owner ON landed_receipts (owner)",
-        "CREATE INDEX landed_receipts_settled_at ON landed_receipts (settled_at)",
-        """CREATE TRIGGER landed_receipts_no_update BEFORE UPDATE ON landed_receipts
-           BEGIN SELECT RAISE(ABORT, 'the landed ledger is append-only: UPDATE is not allowed');
-           END""",
-        """CREATE TRIGGER landed_receipts_no_delete BEFORE DELETE ON landed_receipts
-           BEGIN SELECT RAISE(ABORT, 'the landed ledger is append-only: DELETE is not allowed');
-           END""",
-    ],
-    2: [_NO_REPLACE],
-    # Files first written at schema 2 by 3d4e067 carry the same trigger raising ABORT, which
-    # fails a stored key's re-append instead of reading as "already there".
-    3: ["DROP TRIGGER IF EXISTS landed_receipts_no_replace", _NO_REPLACE],
-    # Claims: which run was about to run which act attempt (see Ledger.claim).
-    4: [
-        """CREATE TABLE landed_claims (
-            task_id TEXT NOT NULL,
-            run_id TEXT NOT NULL,
-            attempt INTEGER NOT NULL CHECK (attempt >= 1),
-            spec_sha256 TEXT NOT NULL,
-            claimed_at TEXT NOT NULL,
-            PRIMARY KEY (task_id, run_id, attempt)
-        )""",
-        """CREATE TRIGGER landed_claims_no_update BEFORE UPDATE ON landed_claims
-           BEGIN SELECT RAISE(ABORT, 'landed claims are append-only: UPDATE is not allowed');
-           END""",
-        """CREATE TRIGGER landed_claims_no_delete BEFORE DELETE ON landed_claims
-           BEGIN SELECT RAISE(ABORT, 'landed claims are append-only: DELETE is not allowed');
-           END""",
-        """CREATE TRIGGER landed_claims_no_replace BEFORE INSERT ON landed_claims
-           WHEN EXISTS (SELECT 1 FROM landed_claims WHERE task_id = NEW.task_id
-                        AND run_id = NEW.run_id AND attempt = NEW.attempt)
-           BEGIN SELECT RAISE(IGNORE); END""",
-    ],
-    # A REPLACE that names a stored row by its rowid (receipts: sequence) deletes that row before
-    # inserting its own, and the DELETE trigger does not fire for it in a connection without
-    # recursive_triggers (the sqlite3 shell's default). This trigger runs before conflict
-    # resolution, so the statement aborts and the stored row stays.
-    5: [
-        _NO_ROWID_REWRITE,
-        """CREATE TRIGGER IF NOT EXISTS landed_claims_no_rowid_rewrite
-           BEFORE INSERT ON landed_claims
-           WHEN EXISTS (SELECT 1 FROM landed_claims WHERE rowid = NEW.rowid)
-           BEGIN SELECT RAISE(ABORT,
-               'landed claims are append-only: a stored rowid cannot be written again');
-           END""",
-    ],
-    6: _STAGE_KEY,
-}
-
-# A stored (task_id, attempt) inserts nothing: dropped by the no-replace trigger (schema 2+) or
-# skipped by the conflict clause (schema 1); the caller then compares it with the stored one.
-_INSERT = """INSERT INTO landed_receipts
-    (task_id, attempt, verdict, owner, settled_at, body_sha256, body, stage)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, attempt, stage) DO NOTHING"""
+# The first eight columns are columns(row); a stored (task_id, attempt, stage) is looked up
+# first, under the write lock, so an insert never meets one (see _flush_sync).
+_INSERT_CHAINED = """INSERT INTO landed_receipts
+    (task_id, attempt, verdict, owner, settled_at, body_sha256, body, stage, sequence,
+     chain_pos, chain_link) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+_INSERT_HEAD = """INSERT INTO landed_chain_heads
+    (chain_pos, sequence, chain_link, key_id, signed_at, signature) VALUES (?, ?, ?, ?, ?, ?)
+    ON CONFLICT (key_id, chain_pos) DO NOTHING"""
 
 
 _LATEST = (
@@ -170,7 +56,7 @@ _LATEST = (
 
 
 def columns(row: LedgerRow) -> tuple[object, ...]:
-    """The row's values in _INSERT's column order, as SQLite stores them."""
+    """The row's values in _INSERT_CHAINED's column order, as SQLite stores them."""
     return (
         row.task_id,
         row.attempt,
@@ -183,6 +69,10 @@ def columns(row: LedgerRow) -> tuple[object, ...]:
     )
 
 
+def _sha256_hex(body: bytes) -> str:
+    return sha256(body).hexdigest()
+
+
 def _row_refused(exc: BaseException) -> bool:
     """An error about one row's values, not about the file (see GroupCommit)."""
     cause = exc.__cause__ if isinstance(exc, LedgerError) else exc
@@ -190,45 +80,13 @@ def _row_refused(exc: BaseException) -> bool:
     return isinstance(cause, (sqlite3.IntegrityError, sqlite3.DataError, OverflowError))
 
 
-def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
-    """``sqlite:///rel.db`` -> rel.db, ``sqlite:////abs.db`` -> /abs.db, a bare path -> itself;
-    a leading ``~/`` in either is the home directory.
-
-    A URL's path is percent-decoded (``%20`` is a space, ``%3F`` a question mark) and its query
-    may hold only ``synchronous``; a bare path is taken literally, query-like text included.
-    """
-    query: dict[str, str] = {}
-    if url.startswith("sqlite:") and not url.startswith("sqlite://"):
-        raise LedgerError(
-            f"SQLite ledger URL {url!r} lacks the //; use sqlite:///relative/path.db or "
-            "sqlite:////absolute/path.db"
-        )
-    if url.startswith("sqlite://"):
-        rest = url[len("sqlite://") :]
-        if not rest.startswith("/"):
-            raise LedgerError(
-                f"SQLite ledger URL {url!r} has a host part; use sqlite:///relative/path.db "
-                "or sqlite:////absolute/path.db"
-            )
-        rest, _, qs = rest[1:].partition("?")
-        query = {k: v[-1] for k, v in parse_qs(qs, keep_blank_values=True).items()}
-        unknown = sorted(set(query) - _QUERY)
-        if unknown:
-            raise LedgerError(
-                f"SQLite ledger URL {url!r}: unknown parameter(s) {', '.join(unknown)}; the only "
-                "one is synchronous=full|normal|extra"
-            )
-        url = unquote(rest)
-    if not url or url == ":memory:":
-        raise LedgerError("the ledger must be a file: pass sqlite:///PATH or a file path")
-    return user_path(url), query
-
-
 class SqliteLedger:
     """A SQLite file ledger. One thread owns the connection; appends are group-committed."""
 
-    def __init__(self, path: Path, synchronous: str) -> None:
+    def __init__(self, path: Path, synchronous: str, signer: HeadSigner | None = None) -> None:
         self._path = path
+        self._signer = signer
+        self._ticker: asyncio.Task[None] | None = None
         self._synchronous = synchronous
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="landed-ledger")
         self._conn: sqlite3.Connection | None = None
@@ -247,7 +105,9 @@ class SqliteLedger:
         return f"sqlite:///{quote(path)}"
 
     @classmethod
-    async def open(cls, url: str, *, create: bool = True) -> SqliteLedger:
+    async def open(
+        cls, url: str, *, create: bool = True, signer: HeadSigner | None = None
+    ) -> SqliteLedger:
         path, query = sqlite_path(url)
         synchronous = query.get("synchronous", "full").upper()
         if synchronous not in {"FULL", "NORMAL", "EXTRA"}:
@@ -260,7 +120,7 @@ class SqliteLedger:
                 f"no ledger at {path}: nothing has settled there yet; pass --ledger URL or "
                 "set LANDED_LEDGER_URL"
             )
-        ledger = cls(path, synchronous)
+        ledger = cls(path, synchronous, signer)
         try:
             await ledger._run(ledger._open_sync, create)
         except BaseException:
@@ -304,9 +164,11 @@ class SqliteLedger:
         except (OSError, sqlite3.Error) as exc:
             raise LedgerError(f"cannot open the ledger file {self._path}: {exc}") from exc
         self._conn = conn
+        # The verify walk's body hash, computed as SQLite reads each row (see ChainRow).
+        conn.create_function("landed_sha256", 1, _sha256_hex, deterministic=True)
         try:
             conn.execute("PRAGMA busy_timeout = 10000")
-            version = self._version(conn)
+            version = schema_version(conn)
             if not create:
                 if version < 1:
                     raise LedgerNotFound(
@@ -327,7 +189,7 @@ class SqliteLedger:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             if version < SCHEMA_VERSION:
-                self._migrate_sync(conn)
+                migrate(conn)
         except sqlite3.DatabaseError as exc:
             hint = (
                 "; reading a WAL ledger needs write access to its directory (SQLite keeps a "
@@ -353,55 +215,94 @@ class SqliteLedger:
                 "give the ledger a file of its own, e.g. --ledger sqlite:///.landed/ledger.db"
             )
 
-    def _migrate_sync(self, conn: sqlite3.Connection) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS landed_schema_version (version INTEGER PRIMARY KEY,"
-                " applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))"
-            )
-            # Re-read under the write lock: another process may have migrated meanwhile.
-            for step in range(self._version(conn) + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[step]:
-                    conn.execute(statement)
-                conn.execute("INSERT INTO landed_schema_version (version) VALUES (?)", (step,))
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-
-    @staticmethod
-    def _version(conn: sqlite3.Connection) -> int:
-        try:
-            row = conn.execute("SELECT max(version) FROM landed_schema_version").fetchone()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):  # an empty or foreign database
-                return 0
-            raise
-        return int(row[0] or 0)
-
     def _flush_sync(self, rows: Sequence[LedgerRow]) -> list[bool | str]:
         conn = self._db()
         out: list[bool | str] = []
+        signer, signed = self._signer, None
+        # BEGIN IMMEDIATE takes the file's write lock first: no other process appends between
+        # reading the chain head and linking onto it.
         conn.execute("BEGIN IMMEDIATE")
         try:
+            head = chain_head(conn)
+            # AUTOINCREMENT's counter, so a sequence is never reused, not even a deleted one's.
+            counter = conn.execute(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'landed_receipts'"
+            ).fetchone()
+            sequence = max(head.sequence, int(counter[0]) if counter else 0)
             for row in rows:
-                if conn.execute(_INSERT, columns(row)).rowcount == 1:
-                    out.append(True)
-                    continue
                 stored = conn.execute(
                     "SELECT body_sha256 FROM landed_receipts WHERE task_id = ? AND attempt = ?"
                     " AND stage = ?",
                     row.key,
                 ).fetchone()
-                out.append(str(stored[0]))
+                if stored is not None:
+                    out.append(str(stored[0]))
+                    continue
+                sequence += 1
+                head = head.next(sequence, row.sha256)
+                values = (*columns(row), sequence, head.pos, head.link)
+                if conn.execute(_INSERT_CHAINED, values).rowcount != 1:
+                    raise LedgerError(
+                        f"task {row.task_id!r} attempt {row.attempt}: the insert was dropped by "
+                        "a trigger landed did not make; check the ledger's triggers"
+                    )
+                out.append(True)
+            if signer is not None:
+                signer.appended(sum(1 for o in out if o is True))
+                if signer.due():
+                    signed = signer.sign(head)
+                    conn.execute(_INSERT_HEAD, signed.values())
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        if signed is not None and signer is not None:
+            signer.committed()
         return out
+
+    def _sign_sync(self) -> None:
+        conn, signer = self._db(), self._signer
+        if signer is None or signer.unsigned <= 0:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            head = chain_head(conn)
+            if head.pos > 0:
+                conn.execute(_INSERT_HEAD, signer.sign(head).values())
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        signer.committed()
+
+    def _require_chain_sync(self) -> None:
+        version = schema_version(self._db())
+        if version < SCHEMA_VERSION:
+            raise LedgerError(
+                f"{self._path} is at ledger schema version {version}, before the hash chain "
+                f"(version {SCHEMA_VERSION}): run `landed ledger init --ledger URL` to upgrade "
+                "it (the rows stored so far are chained then, and verify says so)"
+            )
+
+    def _heads_sync(self) -> list[SignedHead]:
+        self._require_chain_sync()
+        rows = self._db().execute(
+            "SELECT chain_pos, sequence, chain_link, key_id, signed_at, signature"
+            " FROM landed_chain_heads ORDER BY chain_pos LIMIT ?",
+            (MAX_HEADS + 1,),
+        )
+        return [SignedHead(int(r[0]), int(r[1]), *(str(v) for v in r[2:])) for r in rows]
+
+    def _chain_page_sync(self, after: int) -> list[ChainRow]:
+        rows = self._db().execute(
+            "SELECT sequence, chain_pos, chain_link, body_sha256,"
+            " landed_sha256(CAST(body AS BLOB)) FROM landed_receipts WHERE sequence > ?"
+            " ORDER BY sequence LIMIT ?",
+            (after, _CHAIN_PAGE),
+        )
+        return cast(list[ChainRow], rows.fetchall())
 
     def _claim_sync(
         self, task_id: str, run_id: str, attempt: int, spec_sha256: str, at: str, record: bool
@@ -459,11 +360,48 @@ class SqliteLedger:
 
     # --- the Ledger protocol ------------------------------------------------------------------
 
+    def _tick(self) -> None:
+        if self._signer is not None and self._ticker is None:
+            self._ticker = asyncio.get_running_loop().create_task(
+                keep_signing(self._signer, self.sign_head)
+            )
+
     async def append(self, receipt: Receipt) -> bool:
+        self._tick()
         return (await self._commit.submit([LedgerRow.of(receipt)]))[0]
 
     async def append_many(self, receipts: Iterable[Receipt]) -> list[bool]:
+        self._tick()
         return await self._commit.submit([LedgerRow.of(r) for r in receipts])
+
+    async def sign_head(self) -> None:
+        await self._run(self._sign_sync)
+
+    async def chain_heads(self) -> list[SignedHead]:
+        heads = await self._run(self._heads_sync)
+        if len(heads) > MAX_HEADS:
+            raise LedgerError(f"the ledger holds more than {MAX_HEADS:,} signed chain heads")
+        return heads
+
+    async def iter_chain(self) -> AsyncGenerator[list[ChainRow], None]:
+        await self._run(self._require_chain_sync)
+        # The next page is read on the ledger thread while the caller walks this one (SQLite
+        # lets go of the GIL while it steps through the file).
+        loop = asyncio.get_running_loop()
+        pending: asyncio.Task[list[ChainRow]] | None = loop.create_task(
+            self._run(self._chain_page_sync, 0)
+        )
+        try:
+            while pending is not None:
+                page = await pending
+                pending = None
+                if len(page) == _CHAIN_PAGE:
+                    pending = loop.create_task(self._run(self._chain_page_sync, page[-1][0]))
+                if page:
+                    yield page
+        finally:
+            if pending is not None:
+                await asyncio.gather(pending, return_exceptions=True)
 
     async def _select(self, sql: str, *params: object) -> list[Receipt]:
         rows = await self._run(self._rows_sync, sql, params)
@@ -523,8 +461,11 @@ class SqliteLedger:
         await self._commit.wait_idle()
         if self._closed:
             return
-        self._closed = True
-        await self._run(self._close_sync)
+        try:
+            await stop_signing(self._signer, self._ticker, self.sign_head)
+        finally:
+            self._closed = True
+            await self._run(self._close_sync)
         self._thread.shutdown(wait=True)
 
     async def __aenter__(self) -> SqliteLedger:

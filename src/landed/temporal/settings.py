@@ -9,6 +9,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from landed.ledger.chain import DEFAULT_HEAD_EVERY, DEFAULT_HEAD_INTERVAL_S
 from landed.temporal.connection import worker_identity
 
 __all__ = [
@@ -213,6 +214,21 @@ class RunnerSettings(RoleSettings):
         "interval (durability.confirm_after) before it settles as done; off only to measure "
         "what the confirmation costs.",
     )
+    head_key: Path | None = Field(
+        default=None,
+        description="The runner's own PEM Ed25519 key for signing the ledger's chain head "
+        "(`landed keys new`; never the verifier's). Without it the chain is still written, "
+        "but `landed ledger verify` cannot tell a recomputed chain from the real one.",
+    )
+    head_every: int = Field(
+        default=DEFAULT_HEAD_EVERY, ge=1, description="Sign the chain head every N appends."
+    )
+    head_interval_s: float = Field(
+        default=DEFAULT_HEAD_INTERVAL_S,
+        gt=0,
+        le=86_400,
+        description="... and at least this often while appends are unsigned.",
+    )
 
     _split_trust = field_validator("trust", mode="before")(_split)
 
@@ -222,4 +238,5 @@ class RunnerSettings(RoleSettings):
             "actor_task_queue": self.actor_task_queue,
             "verifier_task_queue": self.verifier_task_queue,
             "trusted_keys": len(self.trust),
+            "head_key": bool(self.head_key),
         }

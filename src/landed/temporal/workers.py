@@ -8,7 +8,7 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
@@ -22,6 +22,9 @@ from temporalio.worker import Interceptor, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from landed.probes.sources import SourceRegistry, load_registry
+
+if TYPE_CHECKING:
+    from landed.ledger.chain import HeadSigner
 from landed.task.messages import Routing
 from landed.task.names import SEARCH_ATTRIBUTES
 from landed.telemetry import logs, tracing
@@ -232,7 +235,7 @@ async def _runner_worker(
 
     routing = _routing(settings, identity, _read_pems(settings.trust))
     await ensure_search_attributes(client)
-    ledger = await open_ledger(settings.ledger_url)
+    ledger = await open_ledger(settings.ledger_url, signer=_head_signer(settings))
     work = roles.runner(ledger, routing)
     view["ledger"] = ledger.url
     # The SDK's default sandbox becomes the plugin's, which shares landed's workflow module
@@ -255,6 +258,28 @@ async def _runner_worker(
         interceptors=list(interceptors),
     )
     return worker, view, ledger.close
+
+
+def _head_signer(settings: RunnerSettings) -> HeadSigner | None:
+    """The runner's chain-head key (its own, never the verifier's) and when to sign."""
+    if settings.head_key is None:
+        return None
+    from landed.ledger.chain import HeadSigner
+    from landed.signing import KeyPair, SigningError, TrustStore
+
+    try:
+        key = KeyPair.load(settings.head_key)
+        verifier_keys = TrustStore.load(settings.trust)
+    except SigningError as exc:
+        raise RoleError(f"LANDED_RUNNER_HEAD_KEY: {exc}") from exc
+    if key.key_id in verifier_keys:
+        # The runner would then hold the verifier's signing key, and could sign readings.
+        raise RoleError(
+            f"LANDED_RUNNER_HEAD_KEY {settings.head_key} is the verifier's key (key id "
+            f"{key.key_id}, trusted in LANDED_RUNNER_TRUST); the runner never holds the "
+            "verifier's key: make it a key of its own with `landed keys new`"
+        )
+    return HeadSigner(key, every=settings.head_every, interval_s=settings.head_interval_s)
 
 
 def _routing(settings: RunnerSettings, identity: str, pems: list[str]) -> Routing:
@@ -289,6 +314,7 @@ def check_settings(settings: RoleSettings) -> None:
                 "the runner trusts no verifier key, so no task could ever be verified; set "
                 "LANDED_RUNNER_TRUST to the verifier's .pub file (from `landed keys new`)"
             )
+        _head_signer(settings)  # a bad or borrowed head key is refused before connecting
         if settings.verifier_task_queue == settings.actor_task_queue:
             raise RoleError(
                 "LANDED_RUNNER_VERIFIER_TASK_QUEUE equals LANDED_RUNNER_ACTOR_TASK_QUEUE; the "

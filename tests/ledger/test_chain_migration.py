@@ -1,0 +1,87 @@
+"""A ledger from before the hash chain: upgrading it links the rows it holds, in sequence order,
+and says so; a reader of a ledger not yet upgraded is told how."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import psycopg
+import pytest
+from helpers.chain import pg_ledger, receipt, seed, verify
+from psycopg import sql
+
+from landed.ledger.base import LedgerError, canonical_json
+from landed.ledger.factory import open_ledger
+from landed.ledger.sqlite_schema import MIGRATIONS
+from landed.signing import KeyPair
+
+
+def _old_rows(n: int) -> list[tuple[str, str, str]]:
+    bodies = [canonical_json(receipt(f"old-{i}")).decode() for i in range(n)]
+    return [(f"old-{i}", hashlib.sha256(b.encode()).hexdigest(), b) for i, b in enumerate(bodies)]
+
+
+async def test_a_schema_5_sqlite_ledger_is_chained_on_upgrade(tmp_path: Path) -> None:
+    path, key = tmp_path / "v5.db", KeyPair.generate()
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE landed_schema_version (version INTEGER PRIMARY KEY)")
+        for step in range(1, 6):
+            for statement in MIGRATIONS[step]:
+                db.execute(statement)
+            db.execute("INSERT INTO landed_schema_version VALUES (?)", (step,))
+        db.executemany(
+            "INSERT INTO landed_receipts (task_id, attempt, body_sha256, body) VALUES (?, 1, ?, ?)",
+            _old_rows(3),
+        )
+    db.close()
+    url = f"sqlite:///{path}"
+    with pytest.raises(LedgerError, match=r"before the hash chain.*landed ledger init"):
+        await verify(url, key)
+    await seed(url, key, n=3)  # a runner of this landed upgrades it, then appends and signs
+    report = await verify(url, key)
+    assert not report.tampered, report.findings
+    assert (report.rows, report.migrated_upto, report.last_signed_pos) == (6, 3, 6)
+    db = sqlite3.connect(path)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only: UPDATE"):
+        db.execute("UPDATE landed_receipts SET verdict = 'failed'")
+    db.close()
+
+
+@pytest.mark.slow
+async def test_a_schema_3_postgres_ledger_is_chained_on_upgrade(postgres_dsn: str) -> None:
+    key = KeyPair.generate()
+    with pg_ledger(postgres_dsn) as owner:
+        async with await open_ledger(owner.url):
+            pass
+        assert owner.schema is not None
+        names = {"s": sql.Identifier(owner.schema)}
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            # The ledger as schema 3 left it: no chain columns, no heads, rows appended.
+            for statement in (
+                "DROP TABLE {s}.landed_chain_heads",
+                "ALTER TABLE {s}.landed_receipts DROP COLUMN chain_pos, DROP COLUMN chain_link",
+                "DELETE FROM {s}.landed_schema_version WHERE version = 4",
+            ):
+                conn.execute(sql.SQL(statement).format(**names))
+            conn.cursor().executemany(
+                sql.SQL(
+                    "INSERT INTO {s}.landed_receipts (task_id, attempt, body_sha256, body)"
+                    " VALUES (%s, 1, %s, %s)"
+                ).format(**names),
+                _old_rows(3),
+            )
+        with pytest.raises(LedgerError, match=r"before the hash chain.*landed ledger init"):
+            await verify(owner.url, key)
+        await seed(owner.url, key, n=3)
+        report = await verify(owner.url, key)
+        assert not report.tampered, report.findings
+        assert (report.rows, report.migrated_upto, report.last_signed_pos) == (6, 3, 6)
+        with (
+            psycopg.connect(postgres_dsn, autocommit=True) as conn,
+            pytest.raises(psycopg.errors.RaiseException, match="append-only: UPDATE"),
+        ):
+            conn.execute(
+                sql.SQL("UPDATE {s}.landed_receipts SET verdict = 'failed'").format(**names)
+            )
