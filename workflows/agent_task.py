@@ -7,10 +7,8 @@ reconciling after an act error, budgets) and ``landed.receipts.verdict`` (the ve
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
@@ -40,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.spec import TaskSpec
 
 from landed.workflows.acting import Attempts
-from landed.workflows.claims import claim_holds, ledger_policy
+from landed.workflows.claims import SETTLE_RETRY, claim_holds, ledger_policy
 from landed.workflows.durable import DURABLE_PATCH, Durable
 from landed.workflows.frames import FrameReader
 from landed.workflows.reads import VERIFY_RETRY, Reader, chain_run_id
@@ -51,14 +49,6 @@ __all__ = ["LANDED_OWNER", "LANDED_RUNG", "LANDED_VERDICT", "VERIFY_RETRY", "Age
 LANDED_VERDICT = SearchAttributeKey.for_keyword("LandedVerdict")
 LANDED_OWNER = SearchAttributeKey.for_keyword("LandedOwner")
 LANDED_RUNG = SearchAttributeKey.for_keyword("LandedRung")
-
-# The ledger append is idempotent on (task_id, attempt); keep trying until it is written,
-# except when the same attempt is already stored with other content (retry can't fix that).
-_SETTLE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    maximum_interval=timedelta(seconds=30),
-    non_retryable_error_types=("LedgerConflict",),
-)
 
 
 @workflow.defn(name=AGENT_TASK_WORKFLOW)
@@ -281,7 +271,7 @@ class AgentTask:
             SettleInput(receipt=final, after_unknown_write=self._act.error is not None),
             result_type=SettleOutput,
             start_to_close_timeout=spec.timeouts.settle,
-            retry_policy=_SETTLE_RETRY,
+            retry_policy=SETTLE_RETRY,
         )
         if settled.stored is not None:
             # The ledger already holds a receipt of this task for this attempt: graded by an

@@ -22,6 +22,15 @@ __all__ = ["CLAIM_AGAIN_AFTER_RESET", "claim", "claim_holds", "ledger_policy"]
 CLAIM_AGAIN_AFTER_RESET = "landed-claim-again-after-reset"
 _LOCAL = timedelta(seconds=30)
 # Reading the routing and the ledger: a task id reused for other work cannot succeed later.
+# The ledger append is idempotent on (task_id, attempt, stage): the task's settle and a
+# recheck's row keep trying until written, except when the same row is already stored with
+# other content (a retry cannot fix that).
+SETTLE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    non_retryable_error_types=("LedgerConflict",),
+)
+
 _PLAN_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     maximum_interval=timedelta(seconds=30),

@@ -9,7 +9,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from landed.task.assemble import trust_from_pems
@@ -18,17 +17,11 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.names import RECHECK_WORKFLOW, SETTLE_ACTIVITY
     from landed.task.readings import ReadScope, independent
 
+from landed.workflows.claims import SETTLE_RETRY
 from landed.workflows.reads import Reader, chain_run_id
 from landed.workflows.state import RunState
 
 __all__ = ["Recheck"]
-
-# As the task's own settle: the append is idempotent on (task, attempt, stage).
-_SETTLE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    maximum_interval=timedelta(seconds=30),
-    non_retryable_error_types=("LedgerConflict",),
-)
 
 
 @workflow.defn(name=RECHECK_WORKFLOW)
@@ -69,6 +62,6 @@ class Recheck:
             SettleInput(receipt=row),
             result_type=SettleOutput,
             start_to_close_timeout=spec.timeouts.settle,
-            retry_policy=_SETTLE_RETRY,
+            retry_policy=SETTLE_RETRY,
         )
         return stage
