@@ -65,7 +65,9 @@ def _check_act_and_reads(spans: list[ReadableSpan], trace_id: int) -> None:
     assert (act["gen_ai.usage.input_tokens"], act["gen_ai.usage.output_tokens"]) == (100, 20)
     assert act["landed.cost.usd"] == 0.01
     reads = [s for s in spans if s.name == "landed.read record" and _in(s, trace_id)]
-    assert [(s.attributes or {})["landed.phase"] for s in reads] == ["before", "after"]
+    # The pre-read, the read-back and its confirmation after a quiet interval.
+    phases = [(s.attributes or {})["landed.phase"] for s in reads]
+    assert phases == ["before", "after", "after"]
     after = reads[1].attributes or {}
     assert after["landed.source"] == "rows-db"
     assert after["landed.expectation"] == "count(3)"
@@ -111,6 +113,7 @@ def _check_logs(text: str, task_id: str, trace_id: int) -> None:
         ("read", "verifier", 1),
         ("acted", "actor", 1),
         ("read", "verifier", 1),
+        ("read", "verifier", 1),  # the confirmation read
         ("settled", "runner", 1),
     ]
     assert {e["trace_id"] for e in mine} == {format(trace_id, "032x")}
@@ -147,6 +150,7 @@ async def test_one_trace_carries_the_receipt_and_replays_without_spans(
                     _activity("claim"),
                     _activity("act", _leaf("invoke_agent agent-a")),
                     _activity("verify", _leaf("landed.read record")),  # the read-back
+                    _activity("verify", _leaf("landed.read record")),  # the confirmation read
                     _activity("settle", _leaf("landed.settle")),
                     _leaf("CompleteWorkflow:AgentTask"),
                 ],
