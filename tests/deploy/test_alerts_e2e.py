@@ -28,10 +28,6 @@ from helpers.webhook import Webhook, webhook
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(400),
-    # On a loaded machine a workflow task can outlast its timeout; the SDK then warns that a
-    # local activity it was told to cancel is gone, and under filterwarnings=error that warning
-    # stops the runner's worker. In production it is a warning: this test is about alerts.
-    pytest.mark.filterwarnings("ignore:Cannot find activity to cancel:UserWarning"),
 ]
 
 RULES = ROOT / "deploy" / "prometheus" / "landed-rules.yml"

@@ -191,7 +191,9 @@ async def test_actor_process_holds_no_verifier_or_runner_secret(tmp_path: Path, 
             "credentials",
             "address",
             "namespace",
+            "tracing",  # "off" here: the protocol when OTEL_* names an endpoint
         }
+        assert (actor.ready or {})["tracing"] == "off"
         assert (actor.ready or {})["credentials"] == ["rows-db", "site"]  # names, not values
         # Each role works in its own directory; the key and the ledger are outside the
         # actor's, and nothing the actor is started with names either.
