@@ -73,8 +73,8 @@ async def test_rows_undone_right_after_the_act_are_not_done(
     temporal_dev: str, tmp_path: Path, db: Path
 ) -> None:
     """The act inserts 45 rows and a thread of its own deletes them soon after it returns: the
-    first read-back passes, the confirmation read after the quiet interval finds none: not done. A task
-    whose rows stay is verified, confirmed by the same second read."""
+    first read-back passes, the confirmation read after the quiet interval finds none: not
+    done. A task whose rows stay is verified, confirmed by the same second read."""
     # Wider margins than the 0.3 s seen in the field, so a loaded machine cannot make the first
     # read late enough to find the rows already gone: undone 1.5 s after the act, read again 3 s
     # after the read-back that passed.
