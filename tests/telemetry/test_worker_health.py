@@ -70,7 +70,7 @@ async def test_runner_readiness_follows_temporal_and_the_ledger(
         await until("ready again with the ledger back", lambda: readyz(200), timeout=60)
 
         await asyncio.to_thread(server.stop)
-        status, text = await until(
+        _, text = await until(
             "not ready while Temporal is down",
             lambda: _answer(f"{base}/readyz", 503),
         )
