@@ -40,6 +40,7 @@ __all__ = [
     "build_worker",
     "check_settings",
     "ensure_search_attributes",
+    "preflight",
     "run_role",
 ]
 
@@ -75,6 +76,16 @@ def actor_env_problems(environ: Mapping[str, str]) -> list[str]:
         or name.upper()
         in {"LANDED_VERIFIER_SIGNING_KEY", "LANDED_LEDGER_URL", "LANDED_RUNNER_LEDGER_URL"}
     )
+
+
+def refuse_actor_env(environ: Mapping[str, str]) -> None:
+    """Raise RoleError naming the other roles' secrets in the actor's environment, if any."""
+    if names := actor_env_problems(environ):
+        raise RoleError(
+            f"the actor's environment holds {', '.join(names)}: the verifier's sources and key "
+            "and the runner's ledger must not be where an act can read them (DOD-2); start the "
+            "actor without them (`landed dev` does)"
+        )
 
 
 async def _namespace_exists(client: Client) -> None:
@@ -366,6 +377,32 @@ def settings_for(role: str) -> RoleSettings:
     if role == "runner":
         return RunnerSettings()
     raise RoleError(f"unknown role {role!r}; use one of {', '.join(ROLES)}")
+
+
+def preflight(role: str) -> dict[str, Any]:
+    """Everything a role checks before it connects, without connecting: its settings, the
+    actor's environment, the verifier's sources and key, the runner's trust and head key.
+    The role's public view when all hold; raises (RoleError, SigningError, ...) naming what
+    to fix otherwise. What an image's or a pod's configuration is checked with."""
+    from os import environ
+
+    from landed.signing import KeyPair
+
+    if role == "actor":
+        refuse_actor_env(environ)
+    settings = settings_for(role)
+    check_settings(settings)
+    view = settings.public_view()
+    if isinstance(settings, ActorSettings):
+        view["acts"] = sorted(roles.actor_acts(settings.acts))
+    if isinstance(settings, VerifierSettings):
+        view["sources"] = sorted(load_registry(role="verifier", allow_unsourced=False).names())
+        assert settings.signing_key is not None  # check_settings
+        _private_to_owner(settings.signing_key)
+        view["key_id"] = KeyPair.load(settings.signing_key).key_id
+    if isinstance(settings, RunnerSettings):
+        view["trusted_keys"] = len(_read_pems(settings.trust))
+    return view
 
 
 async def run_role(
