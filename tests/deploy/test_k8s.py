@@ -8,6 +8,7 @@ import importlib.util
 import json
 import subprocess
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import yaml
@@ -36,7 +37,7 @@ def rendered(overlay: str) -> str:
     return render(overlay)
 
 
-def _generate():  # type: ignore[no-untyped-def]
+def _generate() -> ModuleType:
     spec = importlib.util.spec_from_file_location("k8s_generate", K8S / "generate.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
