@@ -29,7 +29,8 @@ def _ready(view: dict[str, Any]) -> None:
 
 
 async def _serve(role: str, address: str | None, namespace: str | None, check: bool) -> None:
-    from landed.temporal.workers import preflight, refuse_actor_env, run_role
+    from landed.temporal.preflight import preflight, refuse_actor_env
+    from landed.temporal.workers import run_role
 
     if check:
         print(json.dumps({"event": "checked", **preflight(role)}, sort_keys=True), flush=True)

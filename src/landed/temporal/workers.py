@@ -37,11 +37,14 @@ from landed.temporal.settings import ActorSettings, RoleSettings, RunnerSettings
 __all__ = [
     "ROLES",
     "RoleError",
+    "actor_env_problems",
     "build_worker",
     "check_settings",
     "ensure_search_attributes",
-    "preflight",
+    "private_to_owner",
+    "read_pems",
     "run_role",
+    "settings_for",
 ]
 
 ROLES = ("actor", "verifier", "runner")
@@ -51,7 +54,7 @@ class RoleError(RuntimeError):
     """A role cannot start as configured; the message names the setting to fix."""
 
 
-def _private_to_owner(path: Path) -> None:
+def private_to_owner(path: Path) -> None:
     """The signing key is readable by its owner only: whoever else can read it can sign a
     reading the verifier never made (as ssh refuses a private key others can read)."""
     from landed.signing import SigningError
@@ -76,16 +79,6 @@ def actor_env_problems(environ: Mapping[str, str]) -> list[str]:
         or name.upper()
         in {"LANDED_VERIFIER_SIGNING_KEY", "LANDED_LEDGER_URL", "LANDED_RUNNER_LEDGER_URL"}
     )
-
-
-def refuse_actor_env(environ: Mapping[str, str]) -> None:
-    """Raise RoleError naming the other roles' secrets in the actor's environment, if any."""
-    if names := actor_env_problems(environ):
-        raise RoleError(
-            f"the actor's environment holds {', '.join(names)}: the verifier's sources and key "
-            "and the runner's ledger must not be where an act can read them (DOD-2); start the "
-            "actor without them (`landed dev` does)"
-        )
 
 
 async def _namespace_exists(client: Client) -> None:
@@ -148,7 +141,7 @@ async def ensure_search_attributes(client: Client) -> None:
         ) from exc
 
 
-def _read_pems(paths: list[Path]) -> list[str]:
+def read_pems(paths: list[Path]) -> list[str]:
     from landed.signing import TrustStore
 
     TrustStore.load(paths)  # validates every file, naming the bad one
@@ -221,7 +214,7 @@ def _verifier_worker(
     from landed.signing import KeyPair, redact_key
 
     assert settings.signing_key is not None  # check_settings
-    _private_to_owner(settings.signing_key)
+    private_to_owner(settings.signing_key)
     key = KeyPair.load(settings.signing_key)
     if registry is None:
         registry = load_registry(role="verifier", allow_unsourced=False)
@@ -257,7 +250,7 @@ async def _runner_worker(
 ) -> Built:
     from landed.ledger.factory import open_ledger
 
-    routing = _routing(settings, identity, _read_pems(settings.trust))
+    routing = _routing(settings, identity, read_pems(settings.trust))
     await ensure_search_attributes(client)
     ledger = await open_ledger(settings.ledger_url, signer=_head_signer(settings))
     work = roles.runner(ledger, routing)
@@ -377,32 +370,6 @@ def settings_for(role: str) -> RoleSettings:
     if role == "runner":
         return RunnerSettings()
     raise RoleError(f"unknown role {role!r}; use one of {', '.join(ROLES)}")
-
-
-def preflight(role: str) -> dict[str, Any]:
-    """Everything a role checks before it connects, without connecting: its settings, the
-    actor's environment, the verifier's sources and key, the runner's trust and head key.
-    The role's public view when all hold; raises (RoleError, SigningError, ...) naming what
-    to fix otherwise. What an image's or a pod's configuration is checked with."""
-    from os import environ
-
-    from landed.signing import KeyPair
-
-    if role == "actor":
-        refuse_actor_env(environ)
-    settings = settings_for(role)
-    check_settings(settings)
-    view = settings.public_view()
-    if isinstance(settings, ActorSettings):
-        view["acts"] = sorted(roles.actor_acts(settings.acts))
-    if isinstance(settings, VerifierSettings):
-        view["sources"] = sorted(load_registry(role="verifier", allow_unsourced=False).names())
-        assert settings.signing_key is not None  # check_settings
-        _private_to_owner(settings.signing_key)
-        view["key_id"] = KeyPair.load(settings.signing_key).key_id
-    if isinstance(settings, RunnerSettings):
-        view["trusted_keys"] = len(_read_pems(settings.trust))
-    return view
 
 
 async def run_role(
