@@ -9,8 +9,9 @@ LAYERS := build/import-graph
 
 .PHONY: demo test test-fast lint layers typecheck pytest bench install system-deps clean
 
-# Real parts the tests start that pip cannot install: Prometheus (and promtool), Alertmanager
-# (and amtool), Chromium. Debian packages, installed only when one is missing (root, or sudo).
+# Real parts the tests start that pip cannot install: Prometheus (and promtool, which also
+# checks deploy/k8s's PrometheusRule), Alertmanager (and amtool), Chromium. The deploy checks'
+# other tools (kubectl, kubernetes-validate, yamllint, hadolint) come with '.[dev]'. Debian packages, installed only when one is missing (root, or sudo).
 SYSTEM_PACKAGES := prometheus prometheus-alertmanager chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -28,15 +28,15 @@ def _ready(view: dict[str, Any]) -> None:
     print(json.dumps({"event": "ready", **view}, sort_keys=True), flush=True)
 
 
-async def _serve(role: str, address: str | None, namespace: str | None) -> None:
-    from landed.temporal.workers import RoleError, actor_env_problems, run_role
+async def _serve(role: str, address: str | None, namespace: str | None, check: bool) -> None:
+    from landed.temporal.preflight import preflight, refuse_actor_env
+    from landed.temporal.workers import run_role
 
-    if role == "actor" and (names := actor_env_problems(os.environ)):
-        raise RoleError(
-            f"the actor's environment holds {', '.join(names)}: the verifier's sources and key "
-            "and the runner's ledger must not be where an act can read them (DOD-2); start the "
-            "actor without them (`landed dev` does)"
-        )
+    if check:
+        print(json.dumps({"event": "checked", **preflight(role)}, sort_keys=True), flush=True)
+        return
+    if role == "actor":
+        refuse_actor_env(os.environ)
     with stop_requested() as stop:
         await run_role(role, stop=stop, on_ready=_ready, address=address, namespace=namespace)
 
@@ -53,6 +53,12 @@ def worker(
     ),
     namespace: str | None = typer.Option(
         None, help="Temporal namespace (default: TEMPORAL_NAMESPACE or default)."
+    ),
+    check: bool = typer.Option(
+        False,
+        "--check",
+        help="Check the role's settings, keys and sources without connecting; print them as "
+        'one JSON line {"event": "checked", ...} and exit 0 (or 3 naming what to fix).',
     ),
 ) -> None:
     """Run one worker role until SIGINT/SIGTERM.
@@ -79,7 +85,7 @@ def worker(
     from landed.temporal.workers import RoleError
 
     try:
-        asyncio.run(_serve(role.value, address, namespace))
+        asyncio.run(_serve(role.value, address, namespace, check))
     except (
         RoleError,
         SeparationError,

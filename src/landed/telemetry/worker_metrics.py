@@ -1,8 +1,10 @@
-"""A worker role's metrics port: Temporal's SDK metrics and the role's own health, one page.
+"""A worker role's metrics port: Temporal's SDK metrics, the role's health, and its probes.
 
 The SDK's core serves its metrics (``Runtime`` with ``PrometheusConfig``) on a loopback port of
 its own; this server answers on the role's port with that text plus ``landed_worker_up`` and
-``landed_worker_last_poll_timestamp_seconds``, so one scrape target per role holds both.
+``landed_worker_last_poll_timestamp_seconds``, so one scrape target per role holds both. The
+same server answers ``/healthz`` and ``/readyz`` (see ``health``): one port per pod for the
+scrape and the probes, and a role that serves metrics but fails its probes is not possible.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import time
 import aiohttp
 from aiohttp import web
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+
+from landed.telemetry.health import Readiness
 
 __all__ = ["WorkerMetrics"]
 
@@ -32,8 +36,11 @@ def _free_port() -> int:
 class WorkerMetrics:
     """Owns the role's SDK runtime and its metrics server; ``start`` returns the URL."""
 
-    def __init__(self, role: str, port: int, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, role: str, port: int, host: str = "127.0.0.1", *, ready_within_s: float = 15.0
+    ) -> None:
         self.role = role
+        self.readiness = Readiness(ready_within_s)
         self._host, self._port = host, port
         self._core = f"127.0.0.1:{_free_port()}"
         self.runtime = Runtime(
@@ -55,6 +62,8 @@ class WorkerMetrics:
     async def start(self) -> str:
         app = web.Application()
         app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, self._host, self._port).start()
@@ -65,6 +74,17 @@ class WorkerMetrics:
         """The worker has started polling its queue."""
         self.ready = True
         self.last_poll = time.time()
+        self.readiness.polling = True
+        self.readiness.last_contact = time.monotonic()
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        problems = await self.readiness.problems()
+        if problems:
+            return web.Response(status=503, text="not ready\n" + "\n".join(problems) + "\n")
+        return web.Response(text="ready\n")
 
     async def stop(self) -> None:
         if self._http is not None:

@@ -58,8 +58,21 @@ class RoleSettings(BaseSettings):
         default=None,
         ge=0,
         le=65535,
-        description="Serve Temporal's SDK metrics and landed_worker_up on 127.0.0.1 at this "
-        "port; 0 or unset: off.",
+        description="Serve Temporal's SDK metrics, landed_worker_up, /healthz and /readyz on "
+        "metrics_host at this port; 0 or unset: off.",
+    )
+    metrics_host: str = Field(
+        default="127.0.0.1",
+        min_length=1,
+        description="Address the metrics and health port binds (0.0.0.0 in a pod, so the "
+        "kubelet's probes and Prometheus reach it).",
+    )
+    ready_within_s: float = Field(
+        default=15.0,
+        gt=0,
+        le=3600,
+        description="/readyz fails when Temporal has not answered the role for this long (it "
+        "asks again before failing).",
     )
 
     def resolved_identity(self) -> str:

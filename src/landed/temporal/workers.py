@@ -25,6 +25,8 @@ from landed.probes.sources import SourceRegistry, load_registry
 
 if TYPE_CHECKING:
     from landed.ledger.chain import HeadSigner
+    from landed.telemetry.health import ReadyCheck
+    from landed.telemetry.worker_metrics import WorkerMetrics
 from landed.task.messages import Routing
 from landed.task.names import SEARCH_ATTRIBUTES
 from landed.telemetry import logs, tracing
@@ -35,10 +37,14 @@ from landed.temporal.settings import ActorSettings, RoleSettings, RunnerSettings
 __all__ = [
     "ROLES",
     "RoleError",
+    "actor_env_problems",
     "build_worker",
     "check_settings",
     "ensure_search_attributes",
+    "private_to_owner",
+    "read_pems",
     "run_role",
+    "settings_for",
 ]
 
 ROLES = ("actor", "verifier", "runner")
@@ -48,7 +54,7 @@ class RoleError(RuntimeError):
     """A role cannot start as configured; the message names the setting to fix."""
 
 
-def _private_to_owner(path: Path) -> None:
+def private_to_owner(path: Path) -> None:
     """The signing key is readable by its owner only: whoever else can read it can sign a
     reading the verifier never made (as ssh refuses a private key others can read)."""
     from landed.signing import SigningError
@@ -135,7 +141,7 @@ async def ensure_search_attributes(client: Client) -> None:
         ) from exc
 
 
-def _read_pems(paths: list[Path]) -> list[str]:
+def read_pems(paths: list[Path]) -> list[str]:
     from landed.signing import TrustStore
 
     TrustStore.load(paths)  # validates every file, naming the bad one
@@ -158,21 +164,24 @@ async def build_worker(
     *,
     registry: SourceRegistry | None = None,
     interceptors: Sequence[Interceptor] = (),
+    checks: dict[str, ReadyCheck] | None = None,
 ) -> Built:
     """The Worker for a role, the facts it prints when ready, and an async cleanup (or None).
 
     The verifier's sources come from its own settings (LANDED_SOURCES__*, landed.toml) unless
     ``registry`` is given (embedding, tests). ``interceptors`` join the runner's worker, after
-    those the plugin installs (embedding, tests).
+    those the plugin installs (embedding, tests). ``checks`` receives the role's own readiness
+    checks (the verifier's key, the runner's ledger) for ``/readyz``.
     """
     view = {**settings.public_view(), "identity": identity}
+    checks = {} if checks is None else checks
     if isinstance(settings, ActorSettings):
         return _actor_worker(settings, client, identity, view)
     check_settings(settings)
     if isinstance(settings, VerifierSettings):
-        return _verifier_worker(settings, client, identity, view, registry)
+        return _verifier_worker(settings, client, identity, view, registry, checks)
     if isinstance(settings, RunnerSettings):
-        return await _runner_worker(settings, client, identity, view, interceptors)
+        return await _runner_worker(settings, client, identity, view, interceptors, checks)
     raise RoleError(f"unknown role settings {type(settings).__name__}")
 
 
@@ -200,11 +209,12 @@ def _verifier_worker(
     identity: str,
     view: dict[str, Any],
     registry: SourceRegistry | None,
+    checks: dict[str, ReadyCheck],
 ) -> Built:
     from landed.signing import KeyPair, redact_key
 
     assert settings.signing_key is not None  # check_settings
-    _private_to_owner(settings.signing_key)
+    private_to_owner(settings.signing_key)
     key = KeyPair.load(settings.signing_key)
     if registry is None:
         registry = load_registry(role="verifier", allow_unsourced=False)
@@ -212,6 +222,12 @@ def _verifier_worker(
     # redacts every configured source credential).
     redact_key(registry, key, settings.signing_key)
     view["key_id"] = key.key_id
+
+    async def key_loaded() -> str | None:
+        # Loaded once at start and held: the check says the worker signs with a real key.
+        return None if key.key_id else "not loaded"
+
+    checks["signing_key"] = key_loaded
     view["sources"] = sorted(registry.names())
     work = roles.verifier(registry, identity, key)
     worker = Worker(
@@ -230,14 +246,22 @@ async def _runner_worker(
     identity: str,
     view: dict[str, Any],
     interceptors: Sequence[Interceptor],
+    checks: dict[str, ReadyCheck],
 ) -> Built:
     from landed.ledger.factory import open_ledger
 
-    routing = _routing(settings, identity, _read_pems(settings.trust))
+    routing = _routing(settings, identity, read_pems(settings.trust))
     await ensure_search_attributes(client)
     ledger = await open_ledger(settings.ledger_url, signer=_head_signer(settings))
     work = roles.runner(ledger, routing)
     view["ledger"] = ledger.url
+
+    async def ledger_answers() -> str | None:
+        # One indexed lookup of a task id no task has: a read the ledger must answer.
+        await ledger.latest("landed-readyz")
+        return None
+
+    checks["ledger"] = ledger_answers
     # The SDK's default sandbox becomes the plugin's, which shares landed's workflow module
     # across runs; the strict one re-imports it for every run.
     sandbox = (
@@ -322,6 +346,22 @@ def check_settings(settings: RoleSettings) -> None:
             )
 
 
+def _wire_readiness(metrics: WorkerMetrics, client: Client, checks: dict[str, ReadyCheck]) -> None:
+    """/readyz asks Temporal through the role's own connection, then the role's checks."""
+    from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+
+    async def temporal_answers() -> str | None:
+        # The call every client makes on connect: allowed on a cluster and on Temporal Cloud.
+        await client.workflow_service.get_system_info(
+            GetSystemInfoRequest(), retry=False, timeout=timedelta(seconds=2)
+        )
+        return None
+
+    metrics.readiness.temporal(temporal_answers)
+    for name, check in checks.items():
+        metrics.readiness.add(name, check)
+
+
 def settings_for(role: str) -> RoleSettings:
     if role == "actor":
         return ActorSettings()
@@ -356,7 +396,12 @@ async def run_role(
     if settings.metrics_port:
         from landed.telemetry.worker_metrics import WorkerMetrics  # aiohttp: only when asked
 
-        metrics = WorkerMetrics(role, settings.metrics_port)
+        metrics = WorkerMetrics(
+            role,
+            settings.metrics_port,
+            settings.metrics_host,
+            ready_within_s=settings.ready_within_s,
+        )
     metrics_url = await metrics.start() if metrics is not None else None
     try:
         runtime = metrics.runtime if metrics is not None else None
@@ -364,7 +409,12 @@ async def run_role(
             identity=identity, address=address, namespace=namespace, runtime=runtime
         )
         await _namespace_exists(client)
-        worker, view, cleanup = await build_worker(settings, client, identity, registry=registry)
+        checks: dict[str, ReadyCheck] = {}
+        worker, view, cleanup = await build_worker(
+            settings, client, identity, registry=registry, checks=checks
+        )
+        if metrics is not None:
+            _wire_readiness(metrics, client, checks)
         view["address"] = client.service_client.config.target_host
         view["namespace"] = client.namespace
         view["tracing"] = tracing.protocol() if traced else "off"
@@ -375,6 +425,8 @@ async def run_role(
                 metrics.polling()
             on_ready(view)
             await stop.wait()
+            if metrics is not None:
+                metrics.readiness.polling = False  # draining: no longer ready
         if cleanup is not None:
             await cleanup()
     finally:
