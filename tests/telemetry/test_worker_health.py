@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 from helpers.exporter import get
+from helpers.ports import steady_port
 from helpers.tcpproxy import TcpProxy
 from helpers.wait import until
 
@@ -33,9 +34,14 @@ async def test_runner_readiness_follows_temporal_and_the_ledger(
     postgres_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A server of its own: this test stops it, which the shared session server must never be.
-    server = await asyncio.to_thread(DevServer(headless=True).start)
+    # Both are stopped and started again on their ports: ports a reconnecting client cannot take.
+    # Its log names the reason should it fail to start again.
+    server = DevServer(headless=True, port=steady_port(), log_file=tmp_path / "temporal.log")
+    await asyncio.to_thread(server.start)
     pg = urlsplit(postgres_dsn)
-    proxy = await TcpProxy(pg.hostname or "127.0.0.1", pg.port or 5432).start()
+    proxy = TcpProxy(pg.hostname or "127.0.0.1", pg.port or 5432)
+    proxy.port = steady_port()
+    await proxy.start()
     schema = f"landed_readyz_{uuid.uuid4().hex[:8]}"
     _, pub = KeyPair.generate().save(tmp_path / "verifier")
     port = free_port()
