@@ -95,10 +95,8 @@ def worker(
         ConfigError,
         LogFormatError,
         TracingConfigError,
+        ConnectionSettingsError,
     ) as exc:
-        print(f"landed worker {role.value}: {exc}", file=sys.stderr)
-        raise typer.Exit(3) from None
-    except ConnectionSettingsError as exc:
         print(f"landed worker {role.value}: {exc}", file=sys.stderr)
         raise typer.Exit(3) from None
     except SettingsError as exc:
