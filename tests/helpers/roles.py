@@ -22,6 +22,7 @@ from landed.signing import KeyPair
 from landed.telemetry.worker_metrics import WorkerMetrics
 from landed.temporal.plugin import connect
 from landed.temporal.settings import ActorSettings, RunnerSettings, VerifierSettings
+from landed.temporal.versioning import bootstrap, role_version
 from landed.temporal.workers import build_worker
 
 __all__ = ["Roles", "rows_roles", "run_roles"]
@@ -31,6 +32,14 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _key_pair(directory: Path) -> tuple[Path, Path]:
+    """A key pair made once per directory, the same one for every build of one stack."""
+    existing = sorted(directory.glob("landed-*.key")) if directory.is_dir() else []
+    if existing:
+        return existing[0], existing[0].with_suffix(".pub")
+    return KeyPair.generate().save(directory)
 
 
 @dataclass
@@ -61,18 +70,26 @@ async def run_roles(
     runner: Mapping[str, Any] | None = None,
     runner_interceptors: Sequence[Interceptor] = (),
     metrics: bool = False,
+    versioning: Mapping[str, str] | None = None,
+    tag: str | None = None,
 ) -> AsyncIterator[Roles]:
     """``identities`` overrides role identities (e.g. an actor sharing the verifier's);
     ``runner`` adds runner settings (the operator's, e.g. task_may_skip_pre_read);
-    ``metrics``: each role serves its SDK metrics and landed_worker_up on a port of its own."""
-    tag = uuid.uuid4().hex[:10]
+    ``metrics``: each role serves its SDK metrics and landed_worker_up on a port of its own.
+    ``versioning`` (role -> deployment name, plus "build_id"): versioned workers, each made
+    current as `landed worker` does when its deployment has none. Without it the roles run
+    unversioned: every test has fresh task queues on the session's one server and runs one
+    build, so pinning has nothing to keep apart (the versioning tests ask for it).
+    ``tag``: the same tag gives the same queues, identities, keys and ledger (a second build
+    of the same stack)."""
+    tag = tag or uuid.uuid4().hex[:10]
     queues = {r: f"{r}-{tag}" for r in ("actor", "verifier", "runner")}
     identities = {r: f"{r}@test-{tag}" for r in queues} | {
         r: f"{name}-{tag}" for r, name in (identities or {}).items()
     }
-    private, public = KeyPair.generate().save(tmp_path / f"keys-{tag}")
+    private, public = _key_pair(tmp_path / f"keys-{tag}")
     # The runner's own chain-head key, apart from the verifier's.
-    head_private, head_public = KeyPair.generate().save(tmp_path / f"head-keys-{tag}")
+    head_private, head_public = _key_pair(tmp_path / f"head-keys-{tag}")
     ledger_url = f"sqlite:///{tmp_path / f'ledger-{tag}.db'}"
     settings = {
         "actor": ActorSettings(
@@ -105,6 +122,11 @@ async def run_roles(
             }
         ),
     }
+    for role, cfg in settings.items():
+        cfg.versioning = versioning is not None
+        if versioning is not None:
+            cfg.deployment_name = versioning[role]
+            cfg.build_id = versioning["build_id"]
     registry = SourceRegistry(dict(sources or {}), observer=identities["verifier"])
     pages: dict[str, str] = {}
     async with AsyncExitStack() as stack:
@@ -125,6 +147,9 @@ async def run_roles(
             if cleanup is not None:
                 stack.push_async_callback(cleanup)
             await stack.enter_async_context(worker)
+            version = role_version(cfg)
+            if version is not None:
+                await bootstrap(client, version, identity=identities[role])
             if page is not None:
                 page.polling()
         temporal = await connect(identity=f"client@test-{tag}", address=address)

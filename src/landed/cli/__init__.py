@@ -87,6 +87,7 @@ def _register() -> None:
     from landed.cli import (  # noqa: F401
         check,
         demo,
+        deploy,
         dev,
         exporter,
         guard,

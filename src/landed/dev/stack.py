@@ -112,6 +112,9 @@ class DevStack:
         if base.get("LANDED_LOG_FORMAT"):
             # Roles get no unprefixed landed setting: the format goes under the role's name.
             defaults[role][f"LANDED_{role.upper()}_LOG_FORMAT"] = base["LANDED_LOG_FORMAT"]
+        # One build at a time on a server that outlives upgrades of landed (temporal.db):
+        # unversioned, so a restart on a new version is served at once (no promotion).
+        defaults[role][f"LANDED_{role.upper()}_VERSIONING"] = "false"
         extra = {**defaults[role], **dict(self.env.get(role, {}))}
         return role_env(role, base=base, temporal_address=self.server.address, extra=extra)
 

@@ -75,6 +75,22 @@ class RoleSettings(BaseSettings):
         "asks again before failing).",
     )
 
+    # Worker versioning (landed.temporal.versioning): the role's Temporal Worker Deployment.
+    versioning: bool = Field(
+        default=True,
+        description="Run as a version of the role's Worker Deployment (tasks pinned to the "
+        "build that started them); false: an unversioned worker (`landed dev`, tests).",
+    )
+    deployment_name: str | None = Field(
+        default=None, description="The role's Worker Deployment. Default: landed-<role>."
+    )
+    build_id: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("LANDED_BUILD_ID"),
+        description="This release's build id, one for all roles (LANDED_BUILD_ID). Default: "
+        "the installed landed version.",
+    )
+
     def resolved_identity(self) -> str:
         return self.identity or worker_identity(self.role)
 

@@ -33,6 +33,12 @@ from landed.telemetry import logs, tracing
 from landed.temporal import registry as roles
 from landed.temporal.plugin import connect, strict_workflow_runner
 from landed.temporal.settings import ActorSettings, RoleSettings, RunnerSettings, VerifierSettings
+from landed.temporal.versioning import (
+    VersioningError,
+    bootstrap,
+    deployment_config,
+    role_version,
+)
 
 __all__ = [
     "ROLES",
@@ -197,6 +203,7 @@ def _actor_worker(
         task_queue=settings.task_queue,
         activities=work.activities,
         identity=identity,
+        deployment_config=deployment_config(settings),
         max_concurrent_activities=settings.max_concurrent_activities,
         graceful_shutdown_timeout=timedelta(seconds=settings.graceful_shutdown_s),
     )
@@ -235,6 +242,7 @@ def _verifier_worker(
         task_queue=settings.task_queue,
         activities=work.activities,
         identity=identity,
+        deployment_config=deployment_config(settings),
         max_concurrent_activities=settings.max_concurrent_activities,
     )
     return worker, view, registry.aclose
@@ -273,6 +281,7 @@ async def _runner_worker(
         workflows=work.workflows,
         activities=work.activities,
         identity=identity,
+        deployment_config=deployment_config(settings),
         max_cached_workflows=settings.max_cached_workflows,
         max_concurrent_local_activities=settings.max_concurrent_activities,
         # plan, claim, settle and lookup only ever run as local activities: no poller asks
@@ -322,6 +331,10 @@ def _routing(settings: RunnerSettings, identity: str, pems: list[str]) -> Routin
 def check_settings(settings: RoleSettings) -> None:
     """What a role's settings must hold that needs no connection: a role refuses before it
     connects, so a missing key or trust is named even where Temporal is unreachable."""
+    try:
+        role_version(settings)  # a bad deployment name or build id, before any connection
+    except VersioningError as exc:
+        raise RoleError(str(exc)) from None
     if isinstance(settings, ActorSettings):
         settings.check_separation()
     if isinstance(settings, VerifierSettings):
@@ -421,6 +434,11 @@ async def run_role(
         if metrics_url is not None:
             view["metrics"] = metrics_url
         async with worker:
+            # Versioned: once it polls, a first release makes its version current (see
+            # landed.temporal.versioning); "ready" then means its queue dispatches.
+            version = role_version(settings)
+            if version is not None:
+                view["versioning"] = await bootstrap(client, version, identity=identity)
             if metrics is not None:
                 metrics.polling()
             on_ready(view)
