@@ -84,6 +84,9 @@ def _pod_env(role: str) -> dict[str, str]:
     for src in main.get("envFrom", []):
         ref = src.get("secretRef") or src["configMapRef"]
         env.update(data[ref["name"]])
+    # What the operator sets per release (the committed placeholder is refused: see
+    # tests/deploy/test_k8s_versioning.py).
+    env["LANDED_BUILD_ID"] = "2026.12.02-0a1b2c3"
     return env
 
 

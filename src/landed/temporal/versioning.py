@@ -30,6 +30,7 @@ from temporalio.worker import WorkerDeploymentConfig
 from landed.temporal.settings import RoleSettings
 
 __all__ = [
+    "PLACEHOLDER_BUILD_ID",
     "UNVERSIONED",
     "VersioningError",
     "bootstrap",
@@ -42,6 +43,8 @@ __all__ = [
     "role_version",
 ]
 
+# What deploy/k8s/base puts in LANDED_BUILD_ID until the operator sets the release's own.
+PLACEHOLDER_BUILD_ID = "set-per-release"
 # How the server names "no version": the unversioned workers (routing_config.current_version).
 UNVERSIONED = "__unversioned__"
 # Temporal splits "<deployment>.<build id>" at the first dot, and bounds a build id.
@@ -82,6 +85,12 @@ def role_version(settings: RoleSettings) -> WorkerDeploymentVersion | None:
         return None
     name = deployment_name(settings)
     build = settings.build_id or default_build_id()
+    if build == PLACEHOLDER_BUILD_ID:
+        raise VersioningError(
+            f"LANDED_BUILD_ID is still the manifests' placeholder {build!r}: every release "
+            "would be one version and a task could replay on code that did not start it; set "
+            "it to this release's image tag or git sha"
+        )
     if not _BUILD.match(build):
         raise VersioningError(
             f"LANDED_BUILD_ID {build!r} is not a build id: at most 255 of letters, digits and "
