@@ -8,7 +8,7 @@ reconciling after an act error, budgets) and ``landed.receipts.verdict`` (the ve
 from __future__ import annotations
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey, VersioningBehavior
+from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
@@ -51,8 +51,7 @@ LANDED_OWNER = SearchAttributeKey.for_keyword("LandedOwner")
 LANDED_RUNG = SearchAttributeKey.for_keyword("LandedRung")
 
 
-# Pinned: a task runs to its end on the build that started it (landed.temporal.versioning).
-@workflow.defn(name=AGENT_TASK_WORKFLOW, versioning_behavior=VersioningBehavior.PINNED)
+@workflow.defn(name=AGENT_TASK_WORKFLOW)
 class AgentTask:
     """One agent task. The verdict is computed here with the checker's grading code."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, VersioningBehavior
+from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from landed.task.messages import LookupInput, LookupOutput
@@ -22,8 +22,7 @@ _READ_RETRY = RetryPolicy(
 )
 
 
-# Pinned: a task runs to its end on the build that started it (landed.temporal.versioning).
-@workflow.defn(name=LOOKUP_WORKFLOW, versioning_behavior=VersioningBehavior.PINNED)
+@workflow.defn(name=LOOKUP_WORKFLOW)
 class ReceiptLookup:
     """The settled receipt of a task whose own run Temporal no longer holds (its retention).
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import VersioningBehavior
 
 with workflow.unsafe.imports_passed_through():
     from landed.task.assemble import trust_from_pems
@@ -25,8 +24,7 @@ from landed.workflows.state import RunState
 __all__ = ["Recheck"]
 
 
-# Pinned: a task runs to its end on the build that started it (landed.temporal.versioning).
-@workflow.defn(name=RECHECK_WORKFLOW, versioning_behavior=VersioningBehavior.PINNED)
+@workflow.defn(name=RECHECK_WORKFLOW)
 class Recheck:
     """Sleeps until the horizon, reads every plan step back, appends confirmed or reversed."""
 

@@ -15,8 +15,10 @@ from helpers.roles import run_roles
 from helpers.sor import make_rows_db, rows_task
 from helpers.wait import until
 from temporalio import workflow
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, VersioningBehavior
+from temporalio.api.workflowservice.v1 import SetWorkerDeploymentCurrentVersionRequest
 from temporalio.client import WorkflowHistory
+from temporalio.common import WorkerDeploymentVersion
 from temporalio.worker import (
     ExecuteWorkflowInput,
     Interceptor,
@@ -31,6 +33,8 @@ from landed.temporal.settings import RunnerSettings
 from landed.temporal.versioning import VersioningError, bootstrap, role_version
 
 pytestmark = pytest.mark.slow
+
+PINNED = VersioningBehavior.VERSIONING_BEHAVIOR_PINNED
 
 ROLES = ("actor", "verifier", "runner")
 
@@ -50,10 +54,13 @@ class _ExtraTimer(Interceptor):
         return _Inbound
 
 
-def _build_ids(history: WorkflowHistory) -> set[str]:
-    """The build id of every workflow task that completed in this history."""
+def _build_ids(history: WorkflowHistory) -> set[tuple[str, int]]:
+    """The build id and versioning behaviour of every workflow task completed in the history."""
     return {
-        e.workflow_task_completed_event_attributes.deployment_version.build_id
+        (
+            e.workflow_task_completed_event_attributes.deployment_version.build_id,
+            e.workflow_task_completed_event_attributes.versioning_behavior,
+        )
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
     }
@@ -133,8 +140,8 @@ async def test_a_task_finishes_on_the_version_that_started_it(
             new_history = await v2.temporal.get_workflow_handle(new["task_id"]).fetch_history()
 
     # Each task ran every workflow task on the build that started it, none failed.
-    assert _build_ids(old_history) == {"v1"}
-    assert _build_ids(new_history) == {"v2"}
+    assert _build_ids(old_history) == {("v1", PINNED)}
+    assert _build_ids(new_history) == {("v2", PINNED)}
     for history in (old_history, new_history):
         assert EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED not in _kinds(history)
     assert _first_command(old_history) == EventType.EVENT_TYPE_MARKER_RECORDED  # the plan
@@ -167,6 +174,23 @@ async def test_ramping_and_an_unknown_build_id(temporal_dev: str, tmp_path: Path
             await promote(one.temporal, names["runner"], "r9", ramp=None, identity="test")
         after = await state(one.temporal, "runner", names["runner"])
         assert (after.current, after.ramping) == ("r1", "r2")
+        # Another replica of r2 starting now finds a current version: it changes nothing.
+        r2 = WorkerDeploymentVersion(names["runner"], "r2")
+        again = await bootstrap(one.temporal, r2, identity="test")
+        assert again["made_current"] is False and again["current_build_id"] == "r1"
+        # An operator who sets the deployment back to unversioned keeps it so: a restarting
+        # worker does not make itself current again.
+        await one.temporal.workflow_service.set_worker_deployment_current_version(
+            SetWorkerDeploymentCurrentVersionRequest(
+                namespace=one.temporal.namespace,
+                deployment_name=names["runner"],
+                build_id="",
+                ignore_missing_task_queues=True,
+            )
+        )
+        r1 = WorkerDeploymentVersion(names["runner"], "r1")
+        assert (await bootstrap(one.temporal, r1, identity="test"))["made_current"] is False
+        assert (await state(one.temporal, "runner", names["runner"])).current is None
 
 
 async def test_a_version_no_worker_polls_is_never_made_current(temporal_dev: str) -> None:

@@ -23,7 +23,7 @@ from temporalio.api.workflowservice.v1 import (
     SetWorkerDeploymentCurrentVersionRequest,
 )
 from temporalio.client import Client
-from temporalio.common import WorkerDeploymentVersion
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import WorkerDeploymentConfig
 
@@ -32,6 +32,7 @@ from landed.temporal.settings import RoleSettings
 __all__ = [
     "PLACEHOLDER_BUILD_ID",
     "UNVERSIONED",
+    "WORKFLOWS_PINNED",
     "VersioningError",
     "bootstrap",
     "current_build_id",
@@ -43,6 +44,13 @@ __all__ = [
     "role_version",
 ]
 
+# How landed's workflows move between versions: never, a task ends on the build that started
+# it. Given as the versioned worker's default, not on each @workflow.defn: the SDK (1.35) sends a
+# declared behaviour from an unversioned worker too, and the server refuses that workflow task
+# ("versioning behavior cannot be specified without deployment options being set with
+# versioned mode"), which would stop every task of `landed dev` and of LANDED_<ROLE>_VERSIONING
+# =false workers.
+WORKFLOWS_PINNED = VersioningBehavior.PINNED
 # What deploy/k8s/base puts in LANDED_BUILD_ID until the operator sets the release's own.
 PLACEHOLDER_BUILD_ID = "set-per-release"
 # How the server names "no version": the unversioned workers (routing_config.current_version).
@@ -100,12 +108,14 @@ def role_version(settings: RoleSettings) -> WorkerDeploymentVersion | None:
 
 
 def deployment_config(settings: RoleSettings) -> WorkerDeploymentConfig | None:
-    """What the role's Worker is given. No default behaviour: the SDK then refuses a workflow
-    that declares none, so a new workflow cannot slip in unpinned."""
+    """What the role's Worker is given: every workflow it runs (AgentTask, LandedRecheck,
+    LandedReceiptLookup) is pinned to this version."""
     found = role_version(settings)
     if found is None:
         return None
-    return WorkerDeploymentConfig(version=found, use_worker_versioning=True)
+    return WorkerDeploymentConfig(
+        version=found, use_worker_versioning=True, default_versioning_behavior=WORKFLOWS_PINNED
+    )
 
 
 def current_build_id(described: DescribeWorkerDeploymentResponse) -> str | None:
