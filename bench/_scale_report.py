@@ -3,6 +3,7 @@ settled verified exactly once, and the table and conclusions it prints."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import statistics
 from collections.abc import Mapping
@@ -39,6 +40,9 @@ class Step:
     ratio_to_n1: float | None = None
     pids: dict[str, list[int]] = field(default_factory=dict)
     round: int = 0
+    # The rate this step's CPU per task allows if the bench had every core of the machine: it
+    # does not move with other load the way the measured rate does.
+    ceiling: float = 0.0
 
     @classmethod
     def of(
@@ -80,6 +84,7 @@ class Step:
             ended_at=_utc(started + seconds),
             not_verified=dict(list(bad.items())[:_SHOWN_FAILURES]),
             pids={k: list(v) for k, v in (pids or {}).items() if k != "client"},
+            ceiling=round((os.cpu_count() or 1) * n / ours, 1) if ours else 0.0,
         )
 
 
@@ -111,17 +116,17 @@ async def verdicts(ledger_url: str, marks_db: Path, ids: list[str]) -> dict[str,
 
 _HEAD = (
     f"  {'':12} {'processes':^17} {'':8} {'':7} {'':9} {'cpu ms per task':^34} "
-    f"{'server':>6} {'machine':>7} {'other':>6}\n"
+    f"{'server':>6} {'machine':>7} {'other':>6} {'ceiling':>7}\n"
     f"  {'step':12} {'actor':>5} {'verif':>5} {'runnr':>5} {'tasks/s':>8} {'vs N=1':>7} "
     f"{'verified':>9} {'actor':>6} {'verif':>6} {'runnr':>6} {'client':>6} {'server':>6} "
-    f"{'share':>6} {'busy':>7} {'load':>6}"
+    f"{'share':>6} {'busy':>7} {'load':>6} {'tasks/s':>7}"
 )
 
 
 def render(steps: list[Step], *, header: bool = False) -> str:
     """Table rows. ``server share``: the server's part of the bench's CPU; ``machine busy``:
     how busy all cores were; ``other load``: the part of that busy time no process of the bench
-    spent (a shared machine's other work)."""
+    spent (a shared machine's other work); ``ceiling``: cores / CPU per task of the bench."""
     lines = [_HEAD] if header else []
     for s in steps:
         ms = s.cpu_ms_per_task
@@ -132,7 +137,7 @@ def render(steps: list[Step], *, header: bool = False) -> str:
             f"{s.processes['runner']:5d} {s.rate:8.1f} {s.ratio_to_n1 or 0:6.2f}x "
             f"{s.settled_verified:4d}/{s.tasks:<4d} {ms['actor']:6.1f} {ms['verifier']:6.1f} "
             f"{ms['runner']:6.1f} {ms['client']:6.1f} {server} {share} "
-            f"{s.machine_busy:7.0%} {s.others_share:6.0%}"
+            f"{s.machine_busy:7.0%} {s.others_share:6.0%} {s.ceiling:7.1f}"
         )
     return "\n".join(lines)
 
@@ -157,6 +162,7 @@ def _median(group: list[Step]) -> Step:
         server_share=mid([s.server_share for s in group]),
         machine_busy=mid([s.machine_busy for s in group]) or 0.0,
         others_share=mid([s.others_share for s in group]) or 0.0,
+        ceiling=mid([s.ceiling for s in group]) or 0.0,
         not_verified={k: v for s in group for k, v in s.not_verified.items()},
     )
 
@@ -175,6 +181,10 @@ def summary(steps: list[Step]) -> dict[str, object]:
     lines.append(
         "  throughput curve (every role at N, ratio to N=1 of the same round): "
         + ", ".join(f"N={s.processes['actor']} {s.rate:.1f}/s {s.ratio_to_n1:.2f}x" for s in curve)
+    )
+    lines.append(
+        f"  cpu-bound ceiling on {os.cpu_count()} cores (cores / cpu per task, other load left "
+        "out): " + ", ".join(f"N={s.processes['actor']} {s.ceiling:.1f}/s" for s in curve)
     )
     if each:
         best = max(each, key=lambda s: s.ratio_to_n1 or 0.0)

@@ -3,7 +3,8 @@
 ``python -m bench scale_out`` (or ``python -m bench.scale_out --procs 1,2,4 --tasks 200``) starts
 Temporal's dev server once (loopback, SQLite in WAL mode, as ``landed dev``), then runs steps:
 every role at N processes for each N (N=1 always runs first: the baseline), then, unless
-``--no-each``, one role at the largest N with the others at 1. Each step submits the same fixed
+``--no-each``, one role at the largest N with the others at 1; ``--rounds`` repeats them in a
+rotated order and prints the median of each step. Each step submits the same fixed
 batch of marks tasks (the throughput bench's: one row written by the actor, read back by the
 verifier, settled by the runner) with at most ``--concurrency`` in flight, and prints the rate,
 its ratio to N=1 from the same run, each role's CPU per task summed over its processes
@@ -138,15 +139,19 @@ async def _run(args: Any) -> tuple[list[Step], dict[str, Any]]:
 
             client = Client(await connect(identity=worker_identity("bench-client")))
         server_pid = server.proc.pid if server.proc is not None else None
+        plan = _plan(args.procs, not args.no_each)
         for r in range(args.rounds):
-            base: Step | None = None
-            for name, counts in _plan(args.procs, not args.no_each):
-                step = await _step(fleet, client, server_pid, name, counts, args)
-                base = base or step
+            # Rotated per round, so the machine's drift does not always fall on the same step.
+            mine = [
+                await _step(fleet, client, server_pid, name, counts, args)
+                for name, counts in plan[r % len(plan) :] + plan[: r % len(plan)]
+            ]
+            base = next(step for step in mine if step.name == plan[0][0])
+            for step in mine:
                 step.round, step.ratio_to_n1 = r, round(step.rate / base.rate, 3)
-                steps.append(step)
-                if not args.json:
-                    print(render([step], header=len(steps) == 1), flush=True)
+            if not args.json:
+                print(render(mine, header=not steps), flush=True)
+            steps += mine
     finally:
         await asyncio.to_thread(fleet.stop)
         await asyncio.to_thread(server.stop)

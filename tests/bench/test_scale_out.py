@@ -18,8 +18,11 @@ if str(REPO) not in sys.path:
 from bench._scale_report import Step  # noqa: E402
 
 
-def _bench(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
+def _bench(
+    *args: str, timeout: float = 400, temporal: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
+    env.update(temporal or {})
     return subprocess.run(
         [sys.executable, "-m", "bench.scale_out", *args],
         cwd=REPO,
@@ -72,10 +75,29 @@ def test_scale_out_reports_every_step_with_every_task_verified() -> None:
         assert all(step["cpu_s"][k] > 0 for k in ("runner", "server")), step["cpu_s"]
         assert 0 < step["server_share"] < 1
         assert 0 <= step["machine_busy"] <= 1 and 0 <= step["others_share"] <= 1
-        assert step["rate"] > 0 and step["ratio_to_n1"] > 0
+        assert step["rate"] > 0 and step["ratio_to_n1"] > 0 and step["ceiling"] > 0
         assert len(step["pids"]["actor"]) == step["processes"]["actor"]
+    assert [m["name"] for m in report["medians"]] == [s["name"] for s in steps]
+    assert report["rounds"] == 1
     pids = {p for step in steps for procs in step["pids"].values() for p in procs}
     assert not [pid for pid in pids if _alive(pid)], "the bench left processes running"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_scale_out_runs_against_an_existing_temporal_from_its_env_config(temporal_dev: str) -> None:
+    """``--temporal env``: the roles and the client connect where Temporal's environment
+    configuration points (here the session's dev server, standing in for a cluster), and the
+    server's CPU is reported as not measured rather than as zero."""
+    temporal = {"TEMPORAL_ADDRESS": temporal_dev, "TEMPORAL_NAMESPACE": "default"}
+    done = _bench("--temporal", "env", "--procs", "1", "--tasks", "3", "--json", temporal=temporal)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["temporal"] == temporal_dev
+    [step] = report["steps"]
+    assert step["settled_verified"] == step["tasks"] == 3
+    assert "server" not in step["cpu_ms_per_task"] and step["server_share"] is None
+    assert "server" not in step["pids"]
 
 
 def test_bad_process_counts_are_refused_with_the_fix() -> None:
@@ -95,3 +117,4 @@ def test_a_task_counts_as_verified_only_when_the_ledger_and_the_act_agree() -> N
     assert step.machine_busy == 0.5
     assert step.others_share == 0.5  # 2.0 s busy, 1.0 s of it the bench's
     assert step.cpu_ms_per_task["runner"] == 100.0
+    assert step.ceiling == round((os.cpu_count() or 1) * 3 / 1.0, 1)  # 3 tasks, 1 cpu s
