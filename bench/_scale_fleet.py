@@ -89,6 +89,19 @@ class Fleet:
         await asyncio.to_thread(_stop_all, extra)
         await asyncio.gather(*(proc.wait_ready(timeout) for proc in new))
 
+    def dead(self) -> str | None:
+        """A role process that exited while it should serve: which, and the end of its log."""
+        for role, procs in self.procs.items():
+            for proc in procs:
+                if proc.proc is not None and proc.proc.poll() is not None:
+                    tail = proc.log_file.read_text(errors="replace").splitlines()[-15:]
+                    return (
+                        f"a {role} process (pid {proc.pid}) exited with status "
+                        f"{proc.proc.returncode} during the run; the end of its log:\n"
+                        + "\n".join(tail)
+                    )
+        return None
+
     def pids(self) -> dict[str, list[int]]:
         return {role: [p.pid for p in procs] for role, procs in self.procs.items()}
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -92,8 +94,32 @@ async def _batch(client: Any, ids: list[str], concurrency: int) -> dict[str, str
             except Exception as exc:  # counted as not verified, never hidden
                 outcome[task_id] = f"error: {type(exc).__name__}: {exc}"
 
-    await asyncio.wait_for(asyncio.gather(*(one(i) for i in ids)), STEP_LIMIT_S)
+    # The tasks without an answer by then count as not verified ("never answered").
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*(one(i) for i in ids)), STEP_LIMIT_S)
     return outcome
+
+
+async def _watched(fleet: Fleet, batch: Awaitable[dict[str, str]]) -> dict[str, str]:
+    """``batch``, stopped with the reason as soon as a role process exits (its tasks would only
+    wait out the step's limit)."""
+
+    async def watch() -> None:
+        while (dead := fleet.dead()) is None:
+            await asyncio.sleep(1.0)
+        raise RuntimeError(dead)
+
+    watcher = asyncio.ensure_future(watch())
+    running = asyncio.ensure_future(batch)
+    try:
+        await asyncio.wait({watcher, running}, return_when=asyncio.FIRST_COMPLETED)
+        if watcher.done():
+            watcher.result()  # raises: a role process exited
+        return await running
+    finally:
+        for task in (watcher, running):
+            task.cancel()
+        await asyncio.gather(watcher, running, return_exceptions=True)
 
 
 async def _step(
@@ -113,7 +139,7 @@ async def _step(
     started = time.time()
     clock = time.perf_counter()
     ids = [f"{tag}-{i}" for i in range(args.tasks)]
-    outcome = await _batch(client, ids, args.concurrency)
+    outcome = await _watched(fleet, _batch(client, ids, args.concurrency))
     seconds = time.perf_counter() - clock
     busy1, total1 = machine_cpu()
     cpu = {key: sum(cpu_seconds(p) for p in ps) - sum(before[key]) for key, ps in pids.items()}

@@ -118,3 +118,29 @@ def test_a_task_counts_as_verified_only_when_the_ledger_and_the_act_agree() -> N
     assert step.others_share == 0.5  # 2.0 s busy, 1.0 s of it the bench's
     assert step.cpu_ms_per_task["runner"] == 100.0
     assert step.ceiling == round((os.cpu_count() or 1) * 3 / 1.0, 1)  # 3 tasks, 1 cpu s
+
+
+async def test_a_role_process_that_exits_stops_the_step_with_its_log(tmp_path: Path) -> None:
+    """A role that dies mid-step ends the step at once, naming it and quoting its log, instead
+    of leaving its tasks to wait out the step's limit."""
+    import asyncio
+
+    from bench._scale_fleet import Fleet
+    from bench.scale_out import _watched
+    from landed.dev.roles import RoleProcess
+
+    log = tmp_path / "runner-1.log"
+    log.write_text("starting\nledger unreachable: connection refused\n")
+    # A real process that already exited stands in for the crashed runner.
+    crashed = subprocess.Popen([sys.executable, "-c", "raise SystemExit(4)"])
+    crashed.wait(timeout=30)
+    fleet = Fleet(stack=None)
+    fleet.procs["runner"] = [RoleProcess("runner", {}, log, proc=crashed)]
+
+    async def forever() -> dict[str, str]:
+        await asyncio.Event().wait()
+        return {}
+
+    with pytest.raises(RuntimeError, match=r"runner process .* status 4") as caught:
+        await asyncio.wait_for(_watched(fleet, forever()), 30)
+    assert "ledger unreachable" in str(caught.value)
