@@ -21,6 +21,8 @@ BENCHMARKS: dict[str, str] = {
     "tracing_spans": "bench.tracing_spans",
     "confirm": "bench.confirm",
     "exporter_scrape": "bench.exporter_scrape",
+    # Scale-out: N processes per role against one Temporal server (issue 27).
+    "scale_out": "bench.scale_out",
 }
 
 
