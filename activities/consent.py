@@ -6,15 +6,15 @@ fixed query (``landed.task.consent``): the task names whom it contacts, never wh
 
 from __future__ import annotations
 
+import asyncio
 from urllib.parse import urlsplit
 
 from temporalio import activity
 
-from landed.probes.contract import Outcome
-from landed.probes.observe import observe
-from landed.probes.reading import ProbeError
+from landed.probes.reading import Limits, ProbeError
 from landed.probes.settings import ConfigError
 from landed.probes.sources import SourceRegistry
+from landed.probes.sql import read_record
 from landed.task.consent import (
     ConsentInput,
     ConsentOutput,
@@ -26,8 +26,6 @@ from landed.task.names import CONSENT_ACTIVITY
 from landed.telemetry.logs import task_event
 
 __all__ = ["ConsentActivities"]
-
-_ANY_ROWS = {"type": "non_empty"}
 
 
 class ConsentActivities:
@@ -48,10 +46,20 @@ class ConsentActivities:
             return self._answer(inp, unreadable(contacts, str(exc)))
         scheme = urlsplit(cfg.url).scheme.lower() if cfg.url else "sqlite"
         probe = consent_probe(contacts, postgres=scheme in ("postgres", "postgresql"))
-        seen = await observe(probe, _ANY_ROWS, registry=self._registry, observer=self._identity)
-        if seen.outcome == Outcome.PROBE_ERROR:
-            return self._answer(inp, unreadable(contacts, seen.message or "nothing was observed"))
-        return self._answer(inp, judge_consent(contacts, seen.value))
+        # The record reader itself (its read-only transaction, row cap and deadline), bounded
+        # once more here: a source that never answers is a refusal, never a pass.
+        try:
+            async with asyncio.timeout(contacts.timeout_s + 1):
+                reading = await read_record(
+                    probe, cfg, self._registry, Limits(min(contacts.timeout_s, cfg.max_timeout_s))
+                )
+        except TimeoutError:
+            why = f"no answer within {contacts.timeout_s:g} s"
+            return self._answer(inp, unreadable(contacts, why))
+        except Exception as exc:  # a ProbeError, or a reader's own failure: nothing was read
+            why = self._registry.redactor(f"{type(exc).__name__}: {exc}")
+            return self._answer(inp, unreadable(contacts, why))
+        return self._answer(inp, judge_consent(contacts, reading.value))
 
     def _answer(self, inp: ConsentInput, condition: str | None) -> ConsentOutput:
         task_event(

@@ -162,6 +162,7 @@ async def test_an_act_registered_irreversible_never_runs_unapproved(
 ) -> None:
     """A task that forgot to declare irreversible: the actor refuses the act registered with
     irreversible="send" (nothing sent) and the task settles held, saying what to declare."""
+
     def send(task_id: str) -> dict[str, Any]:  # the act sends one row, of batch = task id
         task = rows_task(task_id, db, expect=1, batch=task_id)
         return {**task, "act": {"name": "test.send_irreversible", "input": {}}}
