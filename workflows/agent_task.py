@@ -47,7 +47,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from landed.task.readings import ReadScope, independent, of_step
     from landed.task.spec import TaskSpec
-    from landed.task.time_cap import effective_time_cap
+    from landed.task.time_cap import effective_time_cap, past_time_cap
 
 from landed.workflows.acting import Attempts
 from landed.workflows.claims import SETTLE_RETRY, claim_holds, ledger_policy
@@ -244,8 +244,9 @@ class AgentTask:
             # racing the old run's settle): the ledger's receipt is the answer.
             return self._finish(self._act.settled_elsewhere, spec, owner_set)
         await self._read_back_and_grade(spec, routing, report, after)
-        if self._act.error is not None and workflow.now() >= deadline and self._run.final:
-            self._run.final = time_capped(self._run.final, self._run.cap, self._act.error)
+        graded = self._run.final
+        if graded and past_time_cap(workflow.now(), deadline, self._act.error, graded.verdict):
+            self._run.final = time_capped(graded, self._run.cap, self._act.error)
         final = await self._settle(spec, owner_set)
         if self._durable_on:
             actors = [a for a in (report.actor, *self._act.actors) if a]

@@ -3,6 +3,7 @@ contacts a person (each logs its run in act_log, so a test can tell it never ran
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from typing import Any
 
@@ -26,3 +27,11 @@ def send_irreversible(spec: dict[str, Any], ctx: landed.ActContext) -> landed.Ac
     """Sends one message (a row of batch = task id): registered irreversible."""
     _log(ctx, "sent")
     return landed.ActReport(claimed_status="done", report="Sent the message.")
+
+
+@landed.act("test.write_then_hang")
+async def write_then_hang(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
+    """Writes one row of batch = task id, then never returns (cancelled with its activity)."""
+    _log(ctx, "wrote")
+    await asyncio.sleep(3600)
+    return landed.ActReport(claimed_status="done", report="unreachable")

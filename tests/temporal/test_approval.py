@@ -281,3 +281,23 @@ async def test_a_runner_lost_while_a_task_waits_acts_once_after_approval(
     assert receipt.verdict == "verified"
     assert act_runs(db, "appr-kill") == [(1, "appr-kill")]
     assert row_count(db, "k1") == 2
+
+
+async def test_the_time_cap_stops_an_act_in_flight_and_reads_back_what_it_wrote(
+    temporal_dev: str, tmp_path: Path, db: Path
+) -> None:
+    """GOV-4 with the deployment's cap (3 s, LANDED_RUNNER_TIME_CAP) on a task that names none:
+    the act writes, then hangs; at the cap the act is stopped, what it wrote is read back, and
+    the task settles failed saying "time cap". Real seconds: the time-skipping server does not
+    move its clock while an activity runs."""
+    task = rows_task("cap-hang", db, expect=1, batch="cap-hang")
+    task["act"] = {"name": "test.write_then_hang", "input": {}}
+    async with _roles(temporal_dev, tmp_path, db, time_cap=3) as roles:
+        receipt = await asyncio.wait_for(roles.client.run(task), 60)
+        await _replay(roles, "cap-hang")
+    assert receipt.verdict == "failed", receipt
+    findings = receipt.landed.model_dump().get("findings", []) if receipt.landed else []
+    assert any("time cap 0:00:03 reached" in f for f in findings), findings
+    assert act_runs(db, "cap-hang") == [(1, "wrote")]  # acted once, never again after the cap
+    (proof,) = [p for p in receipt.proof if p.kind == "record"]
+    assert proof.result == "pass"  # what the act in flight wrote was read back

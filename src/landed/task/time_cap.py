@@ -6,11 +6,11 @@ Precedence: the task's own ``time_cap`` when it names one; else the deployment's
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from landed.task.spec import TaskSpec
 
-__all__ = ["effective_time_cap"]
+__all__ = ["effective_time_cap", "past_time_cap"]
 
 
 def effective_time_cap(spec: TaskSpec, deployment: timedelta | None) -> timedelta:
@@ -18,3 +18,14 @@ def effective_time_cap(spec: TaskSpec, deployment: timedelta | None) -> timedelt
     if spec.deployment_time_cap and deployment is not None:
         return deployment
     return spec.time_cap
+
+
+def past_time_cap(
+    now: datetime, deadline: datetime, act_error: str | None, verdict: str | None
+) -> bool:
+    """Whether the task ran into its cap: it is past it, and either its act ended in an error
+    (cut off by the cap, or no attempt could start) or its reads, cut short by the cap, left
+    it not done. A task verified in time keeps its verdict though its settling ran past."""
+    if now < deadline:
+        return False
+    return act_error is not None or verdict not in ("verified", "reconciled")
