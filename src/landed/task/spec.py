@@ -79,10 +79,10 @@ class ActSpec(_Strict):
 class ApprovalGate(_Strict):
     """GOV-5, carried as data: whether a person must approve before the act runs, and who did.
 
-    ``required`` marks an act that cannot be undone (send, publish, spend, provision, migrate);
-    ``approver`` names who may approve; ``approved_by``/``approved_at`` record the approval given.
-    Not enforced yet: AgentTask records these fields on the receipt as submitted and runs the
-    act either way; holding an unapproved task as ``held`` belongs to landed's governance gates.
+    ``required`` makes the task wait at the approval gate (as ``irreversible`` does, which also
+    names what cannot be undone); ``approver`` names the one person who may approve. A submitted
+    ``approved_by``/``approved_at`` is never an approval: the receipt's approval comes from the
+    decision made at the gate (``landed.task.gates``).
     """
 
     required: bool = False
@@ -96,8 +96,8 @@ class ConsentGate(_Strict):
 
     ``contact`` is the person or address reached (None when the act contacts nobody);
     ``do_not_contact_source`` names the list checked before contact; ``basis`` records the consent
-    (opt-in id, contract reference). Not enforced yet: the check before contact belongs to
-    landed's governance gates; this model only declares what that check needs.
+    (opt-in id, contract reference). Carried as data only: the enforced check before contact is
+    declared with the task's ``contacts`` (``landed.task.gate_spec.Contacts``).
     """
 
     contact: str | None = None
