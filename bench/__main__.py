@@ -21,6 +21,8 @@ BENCHMARKS: dict[str, str] = {
     "tracing_spans": "bench.tracing_spans",
     "confirm": "bench.confirm",
     "exporter_scrape": "bench.exporter_scrape",
+    # governance gates: the consent read and the approval decision
+    "gates": "bench.gates",
 }
 
 

@@ -18,7 +18,6 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.assemble import assemble_receipt, trust_from_pems, unknown_write_report
 
     # Governance gates (GOV-4, GOV-5, GOV-6).
-    from landed.task.consent import time_capped
     from landed.task.decisions import RunFacts, cancelled_before_act_report, graded_receipt
     from landed.task.frames import pre_read_count
     from landed.task.gates import Approve, GateView, Reject
@@ -47,7 +46,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from landed.task.readings import ReadScope, independent, of_step
     from landed.task.spec import TaskSpec
-    from landed.task.time_cap import effective_time_cap, past_time_cap
+    from landed.task.time_cap import effective_time_cap, past_time_cap, time_capped
 
 from landed.workflows.acting import Attempts
 from landed.workflows.claims import SETTLE_RETRY, claim_holds, ledger_policy

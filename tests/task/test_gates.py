@@ -13,7 +13,7 @@ import landed
 from landed.receipts.grading import evaluate
 from landed.receipts.scorecard import ScoreTally
 from landed.signing import TrustStore
-from landed.task.consent import Contacts, blocked_report, judge_consent, time_capped
+from landed.task.consent import Contacts, blocked_report, judge_consent
 from landed.task.decisions import RunFacts, graded_receipt
 from landed.task.gates import (
     ApprovalDecision,
@@ -25,7 +25,7 @@ from landed.task.gates import (
 )
 from landed.task.messages import ActReport, spec_digest
 from landed.task.spec import TaskSpec
-from landed.task.time_cap import effective_time_cap, past_time_cap
+from landed.task.time_cap import effective_time_cap, past_time_cap, time_capped
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 

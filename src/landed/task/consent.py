@@ -1,5 +1,4 @@
-"""Consent and do-not-contact before contact (GOV-6), and the time cap's verdict (GOV-4): plain
-functions of data.
+"""Consent and do-not-contact before contact (GOV-6): plain functions of data.
 
 The consent check is one read of the verifier's named source: a SQL database holding
 
@@ -14,7 +13,6 @@ could not be made, is a refusal: the task settles ``blocked`` and its act never 
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -31,7 +29,6 @@ __all__ = [
     "blocked_report",
     "consent_probe",
     "judge_consent",
-    "time_capped",
     "unreadable",
 ]
 
@@ -115,19 +112,6 @@ def blocked_report(contacts: Contacts, condition: str) -> ActReport:
         report=f"blocked before contact: {condition}. Who can clear it: {clears}. "
         "Nothing was sent.",
     )
-
-
-def time_capped(receipt: Receipt, cap: timedelta, act_error: str | None) -> Receipt:
-    """GOV-4: a task whose act attempts ended at its time cap settles ``failed``, saying
-    "time cap", whatever its read-back found: it stopped acting, and the receipt keeps the
-    read-back of what an act in flight may have written."""
-    why = f"GOV-4: time cap {cap} reached: the task stopped acting ({act_error or 'no report'})"
-    landed = receipt.landed
-    if landed is not None:
-        findings = [*getattr(landed, "findings", []), why]
-        update = {"rung": "failed", "meets_bar": False, "findings": findings, "time_cap": True}
-        landed = landed.model_copy(update=update)
-    return receipt.model_copy(update={"verdict": "failed", "landed": landed})
 
 
 def with_consent(receipt: Receipt, out: ConsentOutput | None) -> Receipt:

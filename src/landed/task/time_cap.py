@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from landed.receipts.model import Receipt
 from landed.task.spec import TaskSpec
 
-__all__ = ["effective_time_cap", "past_time_cap"]
+__all__ = ["effective_time_cap", "past_time_cap", "time_capped"]
 
 
 def effective_time_cap(spec: TaskSpec, deployment: timedelta | None) -> timedelta:
@@ -29,3 +30,16 @@ def past_time_cap(
     if now < deadline:
         return False
     return act_error is not None or verdict not in ("verified", "reconciled")
+
+
+def time_capped(receipt: Receipt, cap: timedelta, act_error: str | None) -> Receipt:
+    """GOV-4: a task whose act attempts ended at its time cap settles ``failed``, saying
+    "time cap", whatever its read-back found: it stopped acting, and the receipt keeps the
+    read-back of what an act in flight may have written."""
+    why = f"GOV-4: time cap {cap} reached: the task stopped acting ({act_error or 'no report'})"
+    landed = receipt.landed
+    if landed is not None:
+        findings = [*getattr(landed, "findings", []), why]
+        update = {"rung": "failed", "meets_bar": False, "findings": findings, "time_cap": True}
+        landed = landed.model_copy(update=update)
+    return receipt.model_copy(update={"verdict": "failed", "landed": landed})
