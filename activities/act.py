@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from landed.task.acts import ActContext, ActFn
+from landed.task.acts import ActContext, ActFn, irreversible_kind
 from landed.task.messages import ActInput, ActReport
-from landed.task.names import ACT_ACTIVITY, CLAIM_OF_ANOTHER_RUN
+from landed.task.names import ACT_ACTIVITY, APPROVAL_REQUIRED, CLAIM_OF_ANOTHER_RUN
 from landed.telemetry.logs import task_event
 from landed.telemetry.spans import act_span, note_act
 from landed.util.redact import Redactor
@@ -107,6 +107,16 @@ class ActActivities:
                 f"no act named {inp.act.name!r} on this actor (registered: {known}); register it "
                 f"with @landed.act({inp.act.name!r}) in a module listed in LANDED_ACTOR_ACTS",
                 type="UnknownAct",
+                non_retryable=True,
+            )
+        kind = irreversible_kind(fn)
+        if kind is not None and not inp.approved_by:
+            # GOV-5 at the last door: whatever the task declared, this act does not run unapproved.
+            raise ApplicationError(
+                f"act {inp.act.name!r} is registered irreversible ({kind}) and task "
+                f"{inp.task_id!r} was not approved; nothing was run: declare irreversible: "
+                f"{kind} in the task so it waits for a person's approval",
+                type=APPROVAL_REQUIRED,
                 non_retryable=True,
             )
         ctx = ActContext(

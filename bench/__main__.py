@@ -23,6 +23,8 @@ BENCHMARKS: dict[str, str] = {
     "exporter_scrape": "bench.exporter_scrape",
     # Scale-out: N processes per role against one Temporal server (issue 27).
     "scale_out": "bench.scale_out",
+    # governance gates: the consent read and the approval decision
+    "gates": "bench.gates",
 }
 
 

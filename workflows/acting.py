@@ -25,7 +25,7 @@ with workflow.unsafe.imports_passed_through():
         Step,
         VerifyReading,
     )
-    from landed.task.names import ACT_ACTIVITY, CLAIM_OF_ANOTHER_RUN
+    from landed.task.names import ACT_ACTIVITY, APPROVAL_REQUIRED, CLAIM_OF_ANOTHER_RUN
     from landed.task.spec import TaskSpec
 
 from landed.workflows.claims import claim, claim_holds
@@ -104,7 +104,7 @@ class Attempts:
     ) -> timedelta | ActReport | str:
         """Claim act attempt ``attempt``: the time it may take; else the report to settle with
         when it must not act, or why no attempt can start (the time cap, the ledger)."""
-        cap_reached = f"time cap {spec.time_cap} reached before attempt {attempt}"
+        cap_reached = f"time cap {self._run.cap or spec.time_cap} reached before attempt {attempt}"
         left = remaining(deadline, workflow.now())
         if left is None:
             return cap_reached
@@ -141,6 +141,7 @@ class Attempts:
                     # The actor runs the act only for the run that holds this claim.
                     claimed_for=self._act.claimed_for,
                     owner=spec.owner,
+                    approved_by=self._run.approved_by,
                 ),
                 result_type=ActReport,
                 task_queue=routing.actor_task_queue,
@@ -181,7 +182,9 @@ class Attempts:
             # The read-back after it still settles what is there. A malformed report comes
             # after the act ran, so it is an unknown write like any error (DOD-10).
             self._act.error = error
-            return ActReport(claimed_status="failed", report=error)
+            # An act registered irreversible refused to run unapproved: held, nothing sent.
+            held = is_type(err, APPROVAL_REQUIRED)
+            return ActReport(claimed_status="held" if held else "failed", report=error)
         return error
 
     async def _reconcile(

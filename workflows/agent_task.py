@@ -16,8 +16,11 @@ with workflow.unsafe.imports_passed_through():
     from landed.receipts.model import Receipt
     from landed.signing import TrustStore
     from landed.task.assemble import assemble_receipt, trust_from_pems, unknown_write_report
+
+    # Governance gates (GOV-4, GOV-5, GOV-6).
     from landed.task.decisions import RunFacts, cancelled_before_act_report, graded_receipt
     from landed.task.frames import pre_read_count
+    from landed.task.gates import Approve, GateView, Reject
     from landed.task.messages import (
         ActReport,
         ClaimOutput,
@@ -33,14 +36,23 @@ with workflow.unsafe.imports_passed_through():
         pre_reads,
         spec_digest,
     )
-    from landed.task.names import AGENT_TASK_WORKFLOW, PLAN_ACTIVITY, SETTLE_ACTIVITY
+    from landed.task.names import (
+        AGENT_TASK_WORKFLOW,
+        APPROVE_UPDATE,
+        GATE_QUERY,
+        PLAN_ACTIVITY,
+        REJECT_UPDATE,
+        SETTLE_ACTIVITY,
+    )
     from landed.task.readings import ReadScope, independent, of_step
     from landed.task.spec import TaskSpec
+    from landed.task.time_cap import effective_time_cap, past_time_cap, time_capped
 
 from landed.workflows.acting import Attempts
 from landed.workflows.claims import SETTLE_RETRY, claim_holds, ledger_policy
 from landed.workflows.durable import DURABLE_PATCH, Durable
 from landed.workflows.frames import FrameReader
+from landed.workflows.gates import Gates
 from landed.workflows.reads import VERIFY_RETRY, Reader, chain_run_id
 from landed.workflows.state import ActFacts, RunState
 
@@ -77,6 +89,7 @@ class AgentTask:
         self._durable = Durable(spec, self._run, self._reader, self._hold)
         # Set once the durability reads ran in this run (not while replaying an older one).
         self._durable_on = False
+        self._gates = Gates(spec, self._run, self._act, self._cancelled)
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -92,10 +105,12 @@ class AgentTask:
         final = self._run.final
         graded = self._graded_so_far()
         ext = graded.landed if graded is not None else None
+        rung = ext.rung if ext is not None and ext.rung else "planned"
         return Progress(
             task_id=self._spec.task_id,
             step=self._run.step,
-            rung=(ext.rung if ext is not None and ext.rung else "planned"),
+            # Waiting at the approval gate is held (GOV-7), until a person decides.
+            rung="held" if self._gates.view.waiting else rung,
             act_attempt=self._run.attempt,
             verdict=final.verdict if final is not None else None,
             proof_level=str(getattr(ext, "proof_level", "") or "") or None,
@@ -125,6 +140,29 @@ class AgentTask:
             self._spec, report, list(run.proofs), attempt=max(run.attempt, 1)
         )
         return ReceiptQuery(receipt=_pending(partial), settled=False)
+
+    # --- the approval gate (GOV-5): a person decides; landed.task.gates says who may -----------
+
+    @workflow.query(name=GATE_QUERY)
+    def gate(self) -> GateView:
+        """What the approval gate waits for, since when, and what was decided."""
+        return self._gates.view
+
+    @workflow.update(name=APPROVE_UPDATE)
+    def approve(self, decision: Approve) -> GateView:
+        return self._gates.decide(decision)
+
+    @approve.validator
+    def _approve_allowed(self, decision: Approve) -> None:
+        self._gates.refuse(decision.by)
+
+    @workflow.update(name=REJECT_UPDATE)
+    def reject(self, decision: Reject) -> GateView:
+        return self._gates.decide(decision)
+
+    @reject.validator
+    def _reject_allowed(self, decision: Reject) -> None:
+        self._gates.refuse(decision.by)
 
     def _graded_so_far(self) -> Receipt | None:
         """The final receipt, else the grade of what the act reported (None before it has)."""
@@ -182,13 +220,21 @@ class AgentTask:
         return routing
 
     async def _run_task(self, spec: TaskSpec, owner_set: bool) -> Receipt:
-        deadline = workflow.now() + spec.time_cap
-        self._run.deadline = deadline
-        routing = await self._plan(spec)
+        started = workflow.now()
+        gated = self._gates.kind is not None or spec.contacts is not None
+        # A gated task claims its act only after its gates: a claim is "about to act".
+        routing = await self._plan(spec, to_act=not gated)
         if routing.settled is not None:
             # Settled by an earlier run of this id that Temporal no longer remembers: the
             # ledger is the record, and submitting the same task again never acts twice.
             return self._finish(routing.settled, spec, owner_set)
+        gate_report = await self._gates.approval() or await self._gates.consent_check(routing)
+        if gate_report is not None:
+            return await self._settle_unacted(spec, routing, gate_report, owner_set)
+        # GOV-4: the cap bounds the work, so a task that waited for a person starts it after.
+        self._run.cap = effective_time_cap(spec, routing.time_cap)
+        deadline = (workflow.now() if gated else started) + self._run.cap
+        self._run.deadline = deadline
         self._run.pre_read = pre_read_on(routing, spec.pre_read)
         before = await self._pre_read(spec, routing)
         report, after = await self._attempts.until_known(spec, routing, before, deadline)
@@ -197,11 +243,22 @@ class AgentTask:
             # racing the old run's settle): the ledger's receipt is the answer.
             return self._finish(self._act.settled_elsewhere, spec, owner_set)
         await self._read_back_and_grade(spec, routing, report, after)
+        graded = self._run.final
+        if graded and past_time_cap(workflow.now(), deadline, self._act.error, graded.verdict):
+            self._run.final = time_capped(graded, self._run.cap, self._act.error)
         final = await self._settle(spec, owner_set)
         if self._durable_on:
             actors = [a for a in (report.actor, *self._act.actors) if a]
             await self._durable.schedule_recheck(routing, final, actors)
         return final
+
+    async def _settle_unacted(
+        self, spec: TaskSpec, routing: Routing, report: ActReport, owner_set: bool
+    ) -> Receipt:
+        """Settle a task its gate stopped before any act (held, blocked): nothing was done."""
+        self._run.report, self._run.proofs = report, []
+        self._run.final = self._grade(spec, routing, report)
+        return await self._settle(spec, owner_set)
 
     async def _pre_read(self, spec: TaskSpec, routing: Routing) -> list[Observation | None]:
         """Each step's before-state, when this run reads one (else none)."""
@@ -407,9 +464,10 @@ class AgentTask:
             durability=self._durable.record,
         )
         trusted = self._trusted(routing)
-        return graded_receipt(
+        graded = graded_receipt(
             spec, report, self._run.proofs, facts, settled_at=workflow.now(), trusted=trusted
         )
+        return self._gates.stamp(graded)
 
 
 def _pending(receipt: Receipt) -> Receipt:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from temporalio import workflow
 
@@ -36,6 +36,9 @@ class RunState:
     asked_at: datetime | None = None
     # Set once a cancel is being settled: its own steps are not cut short by it.
     settling_cancel: bool = False
+    # Governance gates (workflows/gates.py): who approved the act, and the cap the run is under.
+    approved_by: str | None = None
+    cap: timedelta | None = None
 
 
 @dataclasses.dataclass

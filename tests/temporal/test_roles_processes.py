@@ -812,7 +812,8 @@ def test_a_killed_landed_dev_leaves_no_process_behind(tmp_path: Path) -> None:
 
 
 def test_landed_demo_gets_six_expected_verdicts(tmp_path: Path) -> None:
-    """`landed demo` end to end: dev server, three role processes, six real workflows."""
+    """`landed demo` end to end: dev server, three role processes, six real workflows and the
+    approval scenario."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
     done = subprocess.run(
         [sys.executable, "-m", "landed", "demo", "--dir", str(tmp_path / "demo"), "--json"],
@@ -833,7 +834,12 @@ def test_landed_demo_gets_six_expected_verdicts(tmp_path: Path) -> None:
         "already-there": ("planned", "vacuous"),
         "publish-500": ("verified", "pass"),
         "blocked": ("executed", "pass"),
+        "approval": ("verified", "pass"),
     }
+    # The approval scenario: held (nothing sent) until a named person approved, sent once.
+    (approval,) = [s for s in result["scenarios"] if s["scenario"] == "approval"]
+    assert approval["held_before_approval"] and approval["approved_by"] == "dana (finance)"
+    assert approval["emails_sent"] == 1
     assert result["addresses"]["copies_of_post"] == 1
     assert all(s["in_ledger"] for s in result["scenarios"])  # read back from the ledger
     assert result["seconds"] < 120

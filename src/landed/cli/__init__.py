@@ -85,6 +85,7 @@ app = typer.Typer(
 def _register() -> None:
     # Each command module adds its commands to ``app`` on import.
     from landed.cli import (  # noqa: F401
+        approval,
         check,
         demo,
         deploy,

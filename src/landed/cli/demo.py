@@ -23,6 +23,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from landed.cli import app
+
+# The approval scenario (GOV-5): its act is imported here so the demo's actor registers it.
+from landed.cli.demo_approval import approval_row, make_outbox, send_invoice, sent_count
+from landed.cli.demo_approval import start_approval as _start_approval
 from landed.cli.out import ReportConsole, fail
 from landed.cli.signals import stop_requested
 from landed.receipts.model import Cost, Receipt
@@ -32,7 +36,7 @@ from landed.task.messages import ActReport
 if TYPE_CHECKING:
     from landed.telemetry.exporter import Exporter
 
-__all__ = ["SCENARIOS", "Scenario", "demo"]
+__all__ = ["SCENARIOS", "Scenario", "demo", "send_invoice"]
 
 ACTS_MODULE: Final = "landed.cli.demo"
 
@@ -262,6 +266,7 @@ async def _run_demo(
     home.mkdir(parents=True, exist_ok=True)
     shop = (home / "shop.db").resolve()
     _make_shop(shop, f"d-{run}")
+    make_outbox(shop)
     site = _Site()
     rows: list[dict[str, Any]] = []
     with site.running():
@@ -287,6 +292,7 @@ async def _run_demo(
             info = stack.addresses()
             client = await stack.client()
             tasks = _tasks(run)
+            approving = asyncio.ensure_future(_start_approval(client, run))
             receipts: list[Receipt] = await asyncio.gather(
                 *(client.run(tasks[s.key]) for s in SCENARIOS)
             )
@@ -317,6 +323,9 @@ async def _run_demo(
                         "findings": list(getattr(landed, "findings", []) or []),
                     }
                 )
+            approved, held = await approving
+            (approved_in_ledger,) = await _in_ledger(ledger_url, [approved])
+            rows.append(approval_row(approved, held, approved_in_ledger, sent_count(shop, run)))
             info["copies_of_post"] = site.count(f"spring-pricing-{run}")
             elapsed = time.monotonic() - started
             # The scorecard of what just settled, from the ledger (a free port: printed).
@@ -382,7 +391,7 @@ def _print_table(
     failed = [r for r in rows if not r["ok"]]
     # Paths and addresses are text: "[x]" in one is not markup, ":rocket:" not an emoji.
     console = ReportConsole()
-    table = Table(title="landed demo: six agent tasks, each read back by the verifier")
+    table = Table(title=f"landed demo: {len(rows)} agent tasks, each read back by the verifier")
     for column in ("scenario", "agent claimed", "read-back", "verdict", "expected", ""):
         table.add_column(column)
     for r in rows:

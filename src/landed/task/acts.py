@@ -8,14 +8,17 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, TypeVar
 
+from landed.task.gate_spec import IRREVERSIBLE_KINDS
 from landed.task.messages import ActReport
 
-__all__ = ["ActContext", "ActFn", "ActLoadError", "act", "collect_acts"]
+__all__ = ["ActContext", "ActFn", "ActLoadError", "act", "collect_acts", "irreversible_kind"]
 
 ActFn = Callable[[dict[str, Any], "ActContext"], Awaitable[ActReport] | ActReport]
 F = TypeVar("F", bound=Callable[..., Any])
 
 _MARK = "__landed_act__"
+# GOV-5: an act registered as irreversible runs only with a person's approval.
+_IRREVERSIBLE = "__landed_irreversible__"
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,13 @@ class ActContext:
             ) from None
 
 
-def act(name: str) -> Callable[[F], F]:
+def act(name: str, *, irreversible: str | None = None) -> Callable[[F], F]:
     """Mark ``fn`` as the act called ``name``.
+
+    ``irreversible`` (send, publish, spend, provision, migrate) marks an act that cannot be
+    undone: the actor runs it only for a task approved at its approval gate, and refuses it
+    otherwise (the task settles held, nothing done), so a task that forgot to declare
+    ``irreversible`` never sends unapproved.
 
     The function takes ``(input: dict, ctx: ActContext)`` and returns an ``ActReport`` (sync or
     async). The actor worker imports the modules named in its configuration and collects every
@@ -52,11 +60,24 @@ def act(name: str) -> Callable[[F], F]:
     if not name or not all(ch.isalnum() or ch in "_.:-" for ch in name):
         raise ValueError(f"act name {name!r} must be non-empty letters, digits or _.:-")
 
+    if irreversible is not None and irreversible not in IRREVERSIBLE_KINDS:
+        raise ValueError(
+            f"irreversible={irreversible!r} is not one of {', '.join(IRREVERSIBLE_KINDS)}"
+        )
+
     def mark(fn: F) -> F:
         setattr(fn, _MARK, name)
+        if irreversible is not None:
+            setattr(fn, _IRREVERSIBLE, irreversible)
         return fn
 
     return mark
+
+
+def irreversible_kind(fn: object) -> str | None:
+    """What an act registered as irreversible cannot undo (None: it can be undone)."""
+    kind = getattr(fn, _IRREVERSIBLE, None)
+    return kind if isinstance(kind, str) else None
 
 
 class ActLoadError(RuntimeError):

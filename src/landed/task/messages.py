@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Literal
 
@@ -142,6 +142,10 @@ class Routing(BaseModel):
             "and the act is not run again."
         ),
     )
+    # GOV-4: the deployment's time cap, for tasks that name none (LANDED_RUNNER_TIME_CAP).
+    time_cap: timedelta | None = Field(
+        default=None, description="The deployment's cap for tasks that name none."
+    )
 
 
 class PlanInput(BaseModel):
@@ -191,6 +195,12 @@ class ActInput(BaseModel):
     owner: str | None = Field(
         default=None,
         description="The task's owner (the agent): the act's span names it (gen_ai.agent.name).",
+    )
+    # GOV-5 (landed.task.gates): the person who approved this act at the approval gate.
+    approved_by: str | None = Field(
+        default=None,
+        description="Who approved the act at the gate; an act registered irreversible runs "
+        "only with one.",
     )
 
 
@@ -300,6 +310,9 @@ class Step(StrEnum):
     VERIFY = "verify"
     SETTLE = "settle"
     SETTLED = "settled"
+    # Governance gates (landed.task.gates): waiting for a person, reading consent.
+    APPROVAL = "approval"
+    CONSENT = "consent"
 
 
 class Progress(BaseModel):
@@ -331,6 +344,8 @@ def spec_digest(spec: TaskSpec) -> str:
     default still recognises the tasks submitted before it."""
     # The meaning a plan is judged under is stamped at submit, not asked by the submitter: the
     # same plan sent again (after an upgrade) is still the same task, and attaches to its run.
-    body = spec.model_dump(mode="json", exclude_defaults=True, exclude={"expect_meaning"})
+    # Whether the cap was the deployment's is a mark of how the task was written, not what it asks.
+    exclude = {"expect_meaning", "deployment_time_cap"}
+    body = spec.model_dump(mode="json", exclude_defaults=True, exclude=exclude)
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return "v1:" + hashlib.sha256(text.encode()).hexdigest()

@@ -5,12 +5,18 @@ from __future__ import annotations
 __all__ = [
     "ACT_ACTIVITY",
     "AGENT_TASK_WORKFLOW",
+    "APPROVAL_REQUIRED",
+    # governance gates
+    "APPROVE_UPDATE",
     "CLAIM_ACTIVITY",
     "CLAIM_OF_ANOTHER_RUN",
+    "CONSENT_ACTIVITY",
+    "GATE_QUERY",
     "LOOKUP_ACTIVITY",
     "LOOKUP_WORKFLOW",
     "PLAN_ACTIVITY",
     "RECHECK_WORKFLOW",
+    "REJECT_UPDATE",
     "SEARCH_ATTRIBUTES",
     "SETTLE_ACTIVITY",
     "VERIFY_ACTIVITY",
@@ -34,3 +40,13 @@ CLAIM_OF_ANOTHER_RUN = "ClaimOfAnotherRun"
 #: Custom search attributes (all Keyword) the workflow upserts, so the Web UI and
 #: ``temporal workflow list --query 'LandedVerdict="verified"'`` can filter settled tasks.
 SEARCH_ATTRIBUTES = ("LandedVerdict", "LandedOwner", "LandedRung")
+
+# --- governance gates (landed.task.gates) -------------------------------------------------------
+#: The verifier's consent and do-not-contact check before an act that contacts a person (GOV-6).
+CONSENT_ACTIVITY = "landed.consent"
+#: The Workflow Updates by which a person decides at the approval gate (GOV-5), and its query.
+APPROVE_UPDATE = "approve"
+REJECT_UPDATE = "reject"
+GATE_QUERY = "gate"
+#: The error type of an act registered irreversible that was asked to run without an approval.
+APPROVAL_REQUIRED = "ApprovalRequired"

@@ -16,6 +16,12 @@ from pydantic import (
 from landed.probes.contract import Contract
 from landed.probes.expect import LEGACY_MEANING
 from landed.receipts.ladder import READ_BACK_KINDS
+from landed.task.gate_spec import (
+    DEFAULT_APPROVAL_TIMEOUT,
+    Contacts,
+    IrreversibleKind,
+    approval_timeout_problem,
+)
 
 __all__ = [
     "DEFAULT_CONFIRM_AFTER",
@@ -73,10 +79,10 @@ class ActSpec(_Strict):
 class ApprovalGate(_Strict):
     """GOV-5, carried as data: whether a person must approve before the act runs, and who did.
 
-    ``required`` marks an act that cannot be undone (send, publish, spend, provision, migrate);
-    ``approver`` names who may approve; ``approved_by``/``approved_at`` record the approval given.
-    Not enforced yet: AgentTask records these fields on the receipt as submitted and runs the
-    act either way; holding an unapproved task as ``held`` belongs to landed's governance gates.
+    ``required`` makes the task wait at the approval gate (as ``irreversible`` does, which also
+    names what cannot be undone); ``approver`` names the one person who may approve. A submitted
+    ``approved_by``/``approved_at`` is never an approval: the receipt's approval comes from the
+    decision made at the gate (``landed.task.gates``).
     """
 
     required: bool = False
@@ -90,8 +96,8 @@ class ConsentGate(_Strict):
 
     ``contact`` is the person or address reached (None when the act contacts nobody);
     ``do_not_contact_source`` names the list checked before contact; ``basis`` records the consent
-    (opt-in id, contract reference). Not enforced yet: the check before contact belongs to
-    landed's governance gates; this model only declares what that check needs.
+    (opt-in id, contract reference). Carried as data only: the enforced check before contact is
+    declared with the task's ``contacts`` (``landed.task.gate_spec.Contacts``).
     """
 
     contact: str | None = None
@@ -287,6 +293,44 @@ class TaskSpec(_Strict):
     @property
     def can_reach_verified(self) -> bool:
         return bool(self.read_back_steps)
+
+    # --- governance gates (GOV-4, GOV-5, GOV-6; landed.task.gates) ---------------------------
+    irreversible: IrreversibleKind | None = Field(
+        default=None,
+        description="GOV-5: the act cannot be undone (send, publish, spend, provision, "
+        "migrate): the task waits for a person's approval before its pre-read and act.",
+    )
+    approval_timeout: timedelta = Field(
+        default=DEFAULT_APPROVAL_TIMEOUT,
+        description="How long the approval gate waits; past it the task settles held.",
+    )
+    contacts: Contacts | None = Field(
+        default=None,
+        description="GOV-6: the person the act reaches; consent and do-not-contact are read "
+        "before the act, and a refusal (or a check that cannot be read) settles blocked.",
+    )
+    deployment_time_cap: bool = Field(
+        default=False,
+        description="Set when the submitted task named no time_cap: the runner's deployment "
+        "cap (LANDED_RUNNER_TIME_CAP) then applies instead of the 30-minute default.",
+    )
+
+    @field_validator("approval_timeout")
+    @classmethod
+    def _approval_timeout_bounds(cls, value: timedelta) -> timedelta:
+        problem = approval_timeout_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mark_default_cap(cls, data: Any) -> Any:
+        # Read before defaults fill in: only the submitted document can tell a cap the task
+        # named from the default. Kept as a field, so it survives Temporal's round trip.
+        if isinstance(data, dict) and "time_cap" not in data and "deployment_time_cap" not in data:
+            return {**data, "deployment_time_cap": True}
+        return data
 
 
 class TaskSpecError(ValueError):

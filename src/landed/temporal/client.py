@@ -32,6 +32,9 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from landed.ledger.base import LedgerError
 from landed.receipts.model import Receipt
+
+# Governance gates: a person's decision at the approval gate.
+from landed.task.gates import Approve, GateView, Reject
 from landed.task.messages import (
     LookupInput,
     LookupOutput,
@@ -44,6 +47,7 @@ from landed.task.names import AGENT_TASK_WORKFLOW, LOOKUP_WORKFLOW, SEARCH_ATTRI
 from landed.task.spec import TaskSpec
 from landed.task.validate import check_spec
 from landed.telemetry import tracing
+from landed.temporal.approvals import HeldTask, decide, list_held
 from landed.temporal.plugin import connect, worker_identity
 from landed.temporal.settings import DEFAULT_RUNNER_QUEUE
 
@@ -186,6 +190,17 @@ class TaskHandle:
         answer: Progress = await self._handle.query("progress", result_type=Progress)
         return answer
 
+    # --- the approval gate (GOV-5; landed.temporal.approvals) ---------------------------------
+
+    async def approve(self, by: str, note: str | None = None) -> GateView:
+        """Approve the task waiting at its gate, as the person ``by``; ApprovalRefused when
+        the task refuses (an owner, not waiting, already decided, unknown or settled)."""
+        return await decide(self._handle, Approve(by=by, note=note))
+
+    async def reject(self, by: str, reason: str) -> GateView:
+        """Reject the task waiting at its gate: it settles held, nothing done."""
+        return await decide(self._handle, Reject(by=by, reason=reason))
+
 
 class Client:
     """landed's client: submit tasks, watch them, fetch their receipts."""
@@ -305,6 +320,15 @@ class Client:
                 return None
             return spec_digest(started) if isinstance(started, TaskSpec) else None
         return None
+
+    def task(self, task_id: str) -> TaskHandle:
+        """A handle on an existing task by its id (to approve, reject or watch it)."""
+        handle = self._temporal.get_workflow_handle(task_id, result_type=Receipt)
+        return TaskHandle(handle, [], existing=True)
+
+    async def held(self) -> list[HeldTask]:
+        """The tasks waiting at their approval gate (GOV-5), with age and who may approve."""
+        return await list_held(self._temporal)
 
     async def run(self, task: TaskSpec | Mapping[str, Any] | str | bytes) -> Receipt:
         """Start (or attach to) a task and wait for its settled receipt."""

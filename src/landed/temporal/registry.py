@@ -58,7 +58,11 @@ def verifier(registry: SourceRegistry, identity: str, key: KeyPair) -> RoleWork:
     from landed.activities.verify import VerifyActivities  # type: ignore[import-not-found]
 
     verify = VerifyActivities(registry, identity, key)
-    return RoleWork(activities=[verify.verify])
+    # GOV-6: consent and do-not-contact read before contact, under the verifier's identity.
+    from landed.activities.consent import ConsentActivities  # type: ignore[import-not-found]
+
+    consent = ConsentActivities(registry, identity)
+    return RoleWork(activities=[verify.verify, consent.consent])
 
 
 def runner(ledger: Ledger, routing: Routing) -> RoleWork:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -258,6 +259,20 @@ class RunnerSettings(RoleSettings):
         le=86_400,
         description="... and at least this often while appends are unsigned.",
     )
+
+    # GOV-4: the deployment's time cap (landed.task.time_cap has the precedence).
+    time_cap: timedelta | None = Field(
+        default=None,
+        description="Time cap for tasks that name none (seconds or ISO 8601, e.g. PT10M); a "
+        "task's own time_cap wins; unset: 30 minutes.",
+    )
+
+    @field_validator("time_cap")
+    @classmethod
+    def _time_cap_bounds(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and not timedelta(seconds=1) <= value <= timedelta(days=7):
+            raise ValueError("LANDED_RUNNER_TIME_CAP must be between 1 second and 7 days")
+        return value
 
     _split_trust = field_validator("trust", mode="before")(_split)
 

@@ -325,6 +325,7 @@ def _routing(settings: RunnerSettings, identity: str, pems: list[str]) -> Routin
         pre_read=settings.pre_read,
         task_may_skip_pre_read=settings.task_may_skip_pre_read,
         confirm_reads=settings.confirm_reads,
+        time_cap=settings.time_cap,
     )
 
 
