@@ -94,6 +94,7 @@ def _register() -> None:
         ledger,
         ledger_verify,
         plan,
+        reconcile,
         sample,
         schema,
         snapshot,

@@ -34,3 +34,8 @@ CLAIM_OF_ANOTHER_RUN = "ClaimOfAnotherRun"
 #: Custom search attributes (all Keyword) the workflow upserts, so the Web UI and
 #: ``temporal workflow list --query 'LandedVerdict="verified"'`` can filter settled tasks.
 SEARCH_ATTRIBUTES = ("LandedVerdict", "LandedOwner", "LandedRung")
+
+# --- the claim-stream reconciler (landed reconcile) ---
+#: A claim from an agent that acted outside Temporal, read back and settled (no act).
+VERIFY_CLAIM_WORKFLOW = "VerifyClaim"
+__all__ += ["VERIFY_CLAIM_WORKFLOW"]
