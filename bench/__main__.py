@@ -21,6 +21,8 @@ BENCHMARKS: dict[str, str] = {
     "tracing_spans": "bench.tracing_spans",
     "confirm": "bench.confirm",
     "exporter_scrape": "bench.exporter_scrape",
+    # The claim-stream reconciler: VerifyClaim beside AgentTask (pre-read off).
+    "reconcile": "bench.reconcile",
 }
 
 
