@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import sqlite3
+import statistics
 import tempfile
 import uuid
 from collections.abc import Awaitable, Callable
@@ -88,6 +89,7 @@ async def _run() -> bool:
         done = dict.fromkeys(flows, 0)
         failed = dict.fromkeys(flows, 0)
         cpu: dict[str, dict[str, float]] = {name: {} for name in flows}
+        ratios: list[float] = []
         for r in range(ROUNDS):
             rates: dict[str, float] = {}
             order = list(flows) if r % 2 == 0 else list(reversed(flows))
@@ -98,16 +100,18 @@ async def _run() -> bool:
                 rates[name] = ok / tt.WINDOW
                 for proc, sec in used.items():
                     cpu[name][proc] = cpu[name].get(proc, 0.0) + sec
+            ratios.append(rates["verify_claim"] / max(rates["agent_task"], 1e-9))
             print(
                 f"round {r + 1}: agent_task {rates['agent_task']:.1f}/s, verify_claim "
                 f"{rates['verify_claim']:.1f}/s, ratio "
-                f"{rates['verify_claim'] / max(rates['agent_task'], 1e-9):.2f}x",
+                f"{ratios[-1]:.2f}x",
                 flush=True,
             )
     finally:
         db.close()
         await asyncio.to_thread(stack.stop)
         shutil.rmtree(home, ignore_errors=True)
+    print(f"median of the rounds' ratios: {statistics.median(ratios):.2f}x")
     return _report(done, failed, cpu)
 
 

@@ -191,6 +191,12 @@ async def test_reconcile_stream_reports_bad_lines_and_keeps_the_rest(
         json.dumps({"claimed_status": "done"}),
         "",
         json.dumps(log("s-2", "s2")),
+        # The same task id and attempt for other work: reported, never taken as this claim's.
+        json.dumps(contract("s-1", "elsewhere")),
+        # Another attempt of the same task is verified on its own; other work under the task
+        # id fails closed, naming the fix.
+        json.dumps(contract("s-1", "s1", attempt=2)),
+        json.dumps(contract("s-1", "elsewhere", attempt=3)),
     ]
     stream = tmp_path / "claims.jsonl"
     stream.write_text("\n".join(lines) + "\n")
@@ -216,11 +222,18 @@ async def test_reconcile_stream_reports_bad_lines_and_keeps_the_rest(
     assert "not valid JSON" in bad[2]
     assert "'claimed_status' appears twice" in bad[3]
     assert "no task_id" in bad[4] and 'add "task_id"' in bad[4]
-    settled = {e["line"]: e["verdict"] for e in events if e["event"] == "settled"}
-    assert settled == {1: "verified", 6: settled[6]} and settled[6] != "verified"
-    assert (tally.settled, tally.verified, tally.not_verified, tally.invalid) == (2, 1, 1, 3)
+    settled = {e["line"]: e for e in events if e["event"] == "settled"}
+    assert sorted(settled) == [1, 6, 7, 8]
+    assert settled[1]["verdict"] == "verified" and settled[6]["verdict"] != "verified"
+    assert "already settled for another claim" in settled[7]["conflict"]
+    assert settled[8]["verdict"] == "verified" and settled[8]["workflow_id"] == "s-1#claim-2"
+    (failed,) = [e for e in events if e["event"] == "failed"]
+    assert failed["line"] == 9 and "give the new task its own task_id" in failed["message"]
+    assert (tally.settled, tally.verified, tally.not_verified, tally.invalid) == (4, 2, 2, 3)
+    assert tally.failed == 1
     # The same stream again: every claim attaches to its settled workflow, none is read again.
-    assert again.existing == 2 and again.settled == 2
+    # A failed run settled nothing: only it may run again (and fails again the same way).
+    assert again.existing == 4 and again.settled == 4 and again.failed == 1
     assert all(e["existing"] for e in replayed if e["event"] == "settled")
 
 

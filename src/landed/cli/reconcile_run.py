@@ -177,8 +177,12 @@ def _parse(item: Line) -> VerifyClaimInput | BadClaim | None:
 
 
 def _brief(exc: BaseException) -> str:
-    cause = exc.__cause__
+    """The error and its root cause (Temporal wraps the activity's own message twice)."""
+    root: BaseException = exc
+    seen = 0
+    while root.__cause__ is not None and seen < 10:
+        root, seen = root.__cause__, seen + 1
     text = " ".join(str(exc).split()) or type(exc).__name__
-    if cause is not None and str(cause):
-        text += f": {' '.join(str(cause).split())}"
-    return text[:400]
+    if root is not exc and str(root):
+        text += f": {' '.join(str(root).split())}"
+    return text[:500]
