@@ -120,3 +120,5 @@ def print_claims(console: Console, rows: list[dict[str, Any]]) -> None:
         story = escape(r["story"]) + (f"\n[dim]{escape(r['message'])}[/]" if r["message"] else "")
         table.add_row(str(r["line"]), story, r["claimed"], verdict, r["expected"], mark)
     console.print(table)
+    good = sum(1 for r in rows if r["ok"])
+    console.print(f"{good}/{len(rows)} claims as expected (landed reconcile FILE; --follow)")
