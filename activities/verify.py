@@ -15,6 +15,7 @@ from landed.probes.sources import SourceRegistry
 from landed.receipts.model import ProofItem
 from landed.signing import KeyPair, sign_proof
 from landed.task.assemble import proof_item
+from landed.task.claims_in import claim_of
 from landed.task.durability import recheck_of
 from landed.task.messages import VerifyInput, VerifyOutput, VerifyReading
 from landed.task.names import VERIFY_ACTIVITY
@@ -97,7 +98,12 @@ class VerifyActivities:
         """Observe every requested plan step; a probe that fails observes ``probe-error``."""
         asker = activity.info().workflow_id
         # The task's recheck (landed.task.durability) reads the same plan for the same task.
-        if asker != inp.task_id and not recheck_of(asker, inp.task_id):
+        # So does a VerifyClaim of the task (a claim from an agent acting outside Temporal).
+        if (
+            asker != inp.task_id
+            and not recheck_of(asker, inp.task_id)
+            and not claim_of(asker, inp.task_id)
+        ):
             # A task's workflow has the task's id: a reading signed for another task id would
             # be a proof for a task the asker is not (an agent's own workflow on the queue).
             raise ApplicationError(

@@ -25,6 +25,8 @@ BENCHMARKS: dict[str, str] = {
     "scale_out": "bench.scale_out",
     # governance gates: the consent read and the approval decision
     "gates": "bench.gates",
+    # The claim-stream reconciler: VerifyClaim beside AgentTask (pre-read off).
+    "reconcile": "bench.reconcile",
 }
 
 

@@ -843,6 +843,16 @@ def test_landed_demo_gets_six_expected_verdicts(tmp_path: Path) -> None:
     assert result["addresses"]["copies_of_post"] == 1
     assert all(s["in_ledger"] for s in result["scenarios"])  # read back from the ledger
     assert result["seconds"] < 120
+    # The claim stream (landed.cli.demo_reconcile): the lie is not verified, the bad line is
+    # reported, the replayed claim attaches without a second read.
+    claims = {c["line"]: (c["verdict"], c["existing"]) for c in result["claim_stream"]}
+    assert claims == {
+        1: ("verified", False),
+        2: ("planned", False),
+        3: ("planned", False),
+        4: ("invalid", False),
+        5: ("verified", True),
+    }
 
 
 def test_landed_demo_keep_leaves_the_web_ui_up_until_ctrl_c(tmp_path: Path) -> None:

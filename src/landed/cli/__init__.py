@@ -96,6 +96,7 @@ def _register() -> None:
         ledger,
         ledger_verify,
         plan,
+        reconcile,
         sample,
         schema,
         snapshot,

@@ -327,6 +327,11 @@ async def _run_demo(
             (approved_in_ledger,) = await _in_ledger(ledger_url, [approved])
             rows.append(approval_row(approved, held, approved_in_ledger, sent_count(shop, run)))
             info["copies_of_post"] = site.count(f"spring-pricing-{run}")
+            # The claim-stream scenario (landed.cli.demo_reconcile): landed reconcile on a JSONL.
+            from landed.cli.demo_reconcile import claim_stream
+
+            claims = await claim_stream(client.temporal, home, shop, run)
+            info["claim_stream"] = claims
             elapsed = time.monotonic() - started
             # The scorecard of what just settled, from the ledger (a free port: printed).
             exporter = await serve_beside(ledger_url, info["web_ui"], 0)
@@ -335,6 +340,7 @@ async def _run_demo(
             if keep:
                 with stop_requested() as stop:
                     await stop.wait()
+            rows = rows + claims  # the exit code holds the claim stream to its verdicts too
         finally:
             if exporter is not None:
                 await exporter.stop()
@@ -366,10 +372,24 @@ def demo(
     from landed.dev.server import DevError
 
     def show(rows: list[dict[str, Any]], info: dict[str, Any], elapsed: float) -> None:
+        claims = info.pop("claim_stream", [])
         if as_json:
-            print(json.dumps({"scenarios": rows, "addresses": info, "seconds": elapsed}, indent=2))
+            print(
+                json.dumps(
+                    {
+                        "scenarios": rows,
+                        "addresses": info,
+                        "seconds": elapsed,
+                        "claim_stream": claims,
+                    },
+                    indent=2,
+                )
+            )
         else:
             _print_table(rows, info, elapsed, keep)
+            from landed.cli.demo_reconcile import print_claims
+
+            print_claims(ReportConsole(), claims)
         sys.stdout.flush()
 
     try:

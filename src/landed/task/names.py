@@ -50,3 +50,7 @@ REJECT_UPDATE = "reject"
 GATE_QUERY = "gate"
 #: The error type of an act registered irreversible that was asked to run without an approval.
 APPROVAL_REQUIRED = "ApprovalRequired"
+# --- the claim-stream reconciler (landed reconcile) ---
+#: A claim from an agent that acted outside Temporal, read back and settled (no act).
+VERIFY_CLAIM_WORKFLOW = "VerifyClaim"
+__all__ += ["VERIFY_CLAIM_WORKFLOW"]

@@ -72,8 +72,11 @@ def runner(ledger: Ledger, routing: Routing) -> RoleWork:
     from landed.workflows.receipt_lookup import ReceiptLookup  # type: ignore[import-not-found]
     from landed.workflows.recheck import Recheck  # type: ignore[import-not-found]
 
+    # The claim-stream reconciler: claims from agents acting outside Temporal (no act).
+    from landed.workflows.verify_claim import VerifyClaim  # type: ignore[import-not-found]
+
     steps = RunnerActivities(ledger, routing)
     return RoleWork(
-        workflows=[AgentTask, ReceiptLookup, Recheck],
+        workflows=[AgentTask, ReceiptLookup, Recheck, VerifyClaim],
         activities=[steps.plan, steps.claim, steps.settle, steps.lookup],
     )

@@ -1,0 +1,176 @@
+"""``landed reconcile FILE|-`` and ``--follow FILE``: verify a stream of claims, one
+VerifyClaim per line, from agents that act outside Temporal."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+
+from landed.cli import app
+from landed.cli.out import fail
+
+__all__ = ["reconcile_command"]
+
+
+@app.command("reconcile")
+def reconcile_command(
+    stream: str = typer.Argument(..., help="A JSONL file of claims, or '-' for stdin."),
+    follow: bool = typer.Option(
+        False, "--follow", "-F", help="Follow the file as it grows (tail -F): survives rotation."
+    ),
+    state: Path | None = typer.Option(
+        None, help="With --follow: where the committed offset is kept (default FILE.landed-offset)."
+    ),
+    concurrency: int = typer.Option(32, min=1, max=2000, help="Claims in flight at most."),
+    until_idle: float | None = typer.Option(
+        None, "--until-idle", min=0.0, help="With --follow: stop after this many quiet seconds."
+    ),
+    max_line: int = typer.Option(256 << 10, min=1024, max=1 << 20, help="Longest line, bytes."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per event on stdout."),
+    address: str | None = typer.Option(None, help="Temporal host:port (default TEMPORAL_ADDRESS)."),
+    namespace: str | None = typer.Option(None, help="Namespace (default TEMPORAL_NAMESPACE)."),
+    task_queue: str | None = typer.Option(None, help="The runner's task queue (landed-runner)."),
+) -> None:
+    """Read back every claim in a JSONL stream and settle each one's verdict in the ledger.
+
+    Each line is a claim: a DoD receipt, a loose log line ({"task_id": ..., "claimed_status":
+    "done"}) or a contract ({"kind": "contract", "outcome": ..., "proof_plan": [...]}). A claim
+    with a proof_plan is read back by the verifier; one without, or of an unknown kind, settles
+    at the level its own evidence proves. One VerifyClaim per task id and attempt: a stream
+    read twice verifies nothing twice. Bad lines are reported with their number and skipped.
+
+    With --follow, the offset of the last line started is kept in a state file, and a restart
+    resumes there.
+
+    Exit codes: 0 every claim settled verified (or reconciled); 1 a claim settled not verified,
+    or its workflow failed or could not start; 2 usage error; 3 bad lines in the stream (the
+    others were still reconciled) or an unreadable stream or state file; 130 interrupted
+    (claims already started run on, and a restart attaches to them).
+    """
+    from landed.cli.reconcile_tail import Tail, load_offset, state_path_for
+
+    path = None if stream == "-" else Path(stream)
+    if follow and path is None:
+        raise fail(
+            "--follow needs a file, not stdin; give the path of the JSONL file",
+            2,
+            json_error="usage" if as_json else None,
+        )
+    state_file = (state or state_path_for(path)) if follow and path is not None else None
+    try:
+        resume = load_offset(state_file) if state_file is not None else None
+        if path is not None:
+            path.stat()
+    except (ValueError, OSError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise fail(
+            f"cannot read {stream}: {why}", 3, json_error="unreadable stream" if as_json else None
+        ) from None
+    tail = Tail(path, max_line=max_line, follow=follow, resume=resume, idle=until_idle)
+    try:
+        tally = asyncio.run(
+            _run(tail, state_file, concurrency, as_json, address, namespace, task_queue)
+        )
+    except KeyboardInterrupt:
+        raise fail(
+            "interrupted; claims already started run on, and a restart attaches to them",
+            130,
+            json_error="interrupted" if as_json else None,
+        ) from None
+    except (RuntimeError, OSError) as exc:
+        raise fail(
+            f"cannot reach Temporal ({exc}); start it with `landed dev` or set TEMPORAL_ADDRESS",
+            1,
+            json_error="Temporal unreachable" if as_json else None,
+        ) from None
+    if tally.not_verified or tally.failed:
+        raise typer.Exit(1)
+    if tally.invalid:
+        raise typer.Exit(3)
+
+
+async def _run(
+    tail: Any,
+    state: Path | None,
+    concurrency: int,
+    as_json: bool,
+    address: str | None,
+    namespace: str | None,
+    task_queue: str | None,
+) -> Any:
+    from landed.cli.reconcile_run import reconcile
+    from landed.temporal.client import Client
+    from landed.temporal.settings import DEFAULT_RUNNER_QUEUE
+
+    queue = task_queue or os.environ.get("LANDED_TASK_QUEUE") or DEFAULT_RUNNER_QUEUE
+    client = await Client.connect(address, namespace=namespace, task_queue=queue)
+    err = Console(stderr=True, soft_wrap=True, emoji=False, highlight=False)
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]reconcile[/bold] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err,
+        disable=not err.is_terminal,
+    )
+    bar = progress.add_task("claims", total=0)
+    seen = [0, 0]
+
+    def emit(event: dict[str, Any]) -> None:
+        kind = event["event"]
+        if kind == "settled" or kind == "invalid" or kind == "failed":
+            seen[1] += 1
+        if kind != "notice":
+            seen[0] += 1
+        progress.update(bar, total=seen[0], completed=seen[1])
+        if as_json:
+            print(json.dumps({k: v for k, v in event.items()}), flush=True)
+        _say(err, event, quiet=as_json)
+
+    with progress:
+        tally = await reconcile(
+            client.temporal,
+            tail,
+            task_queue=queue,
+            concurrency=concurrency,
+            emit=emit,
+            state=state,
+        )
+    summary = tally.as_dict()
+    if as_json:
+        print(json.dumps({"event": "summary", **summary}), flush=True)
+    else:
+        err.print(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in summary.items()))
+    sys.stdout.flush()
+    return tally
+
+
+def _say(err: Console, event: dict[str, Any], *, quiet: bool) -> None:
+    """Bad lines and failures always go to stderr; settled claims only without --json."""
+    kind = event["event"]
+    if kind == "invalid":
+        err.print(f"[red]line {event['line']}[/red]: {escape(event['message'])}")
+    elif kind == "failed":
+        err.print(
+            f"[red]line {event['line']}[/red] {escape(event['task_id'])}: "
+            f"{escape(event['message'])}"
+        )
+    elif kind == "notice":
+        err.print(f"[yellow]{escape(event['message'])}[/yellow]")
+    elif not quiet:
+        again = " (already reconciled)" if event["existing"] else ""
+        extra = f" [red]{escape(event['conflict'])}[/red]" if "conflict" in event else ""
+        print(
+            f"line {event['line']}: {event['task_id']} attempt {event['attempt']}: "
+            f"{event['verdict']}{again}{extra}",
+            flush=True,
+        )

@@ -1,0 +1,136 @@
+"""``landed reconcile`` on the real dev server: a followed stream restarted at its committed
+offset verifies no claim twice; the command's JSON, bad-line reports and exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.roles import Roles, run_roles
+from helpers.sor import Site
+
+from landed.cli.reconcile_run import Tally, reconcile
+from landed.cli.reconcile_tail import Offset, Tail, load_offset, save_offset
+
+
+@pytest.fixture
+def site() -> Any:
+    s = Site().start()
+    yield s
+    s.stop()
+
+
+def _claim(task_id: str, slug: str, status: str = "done") -> str:
+    return json.dumps(
+        {
+            "task_id": task_id,
+            "claimed_status": status,
+            "owner": "outside-agent",
+            "outcome": f"one post {slug} is on the site",
+            "proof_plan": [
+                {
+                    "action": f"publish {slug}",
+                    "probe": {"kind": "http", "source": "site", "url": f"/posts/count?slug={slug}"},
+                    "expect": {"type": "count", "value": 1},
+                }
+            ],
+        }
+    )
+
+
+async def _follow(roles: Roles, stream: Path, state: Path) -> tuple[Tally, list[dict[str, Any]]]:
+    events: list[dict[str, Any]] = []
+    tail = Tail(stream, max_line=4096, follow=True, poll=0.05, idle=0.5, resume=load_offset(state))
+    tally = await reconcile(
+        roles.temporal,
+        tail,
+        task_queue=roles.queues["runner"],
+        concurrency=4,
+        emit=events.append,
+        state=state,
+    )
+    return tally, [e for e in events if e["event"] == "settled"]
+
+
+async def test_a_restarted_follow_resumes_at_its_offset_and_verifies_nothing_twice(
+    temporal_dev: str, tmp_path: Path, site: Site
+) -> None:
+    for slug in ("f1", "f2", "f3"):
+        site.posts.append({"slug": slug})
+    stream, state = tmp_path / "claims.jsonl", tmp_path / "claims.state"
+    stream.write_text(_claim("f-1", "f1") + "\n" + _claim("f-2", "f2") + "\n")
+    async with run_roles(temporal_dev, tmp_path, sources={"site": {"url": site.url}}) as roles:
+        _, first = await _follow(roles, stream, state)
+        after_two = load_offset(state)
+        with open(stream, "a") as f:
+            f.write(_claim("f-3", "f3") + "\n" + _claim("f-4", "never", "done") + "\n")
+        _, second = await _follow(roles, stream, state)
+        reads = site.count_reads
+        # A crash before the offset was written: the state still says line 1. The lines read
+        # again attach to their settled workflows; nothing is read back a second time.
+        assert after_two is not None
+        save_offset(state, Offset(after_two.dev, after_two.ino, len(_claim("f-1", "f1")) + 1, 1))
+        _, third = await _follow(roles, stream, state)
+    assert sorted((e["line"], e["verdict"], e["existing"]) for e in first) == [
+        (1, "verified", False),
+        (2, "verified", False),
+    ]
+    assert after_two is not None and after_two.line == 2
+    assert sorted((e["line"], e["existing"]) for e in second) == [(3, False), (4, False)]
+    assert {e["line"]: e["verdict"] for e in second}[4] != "verified"  # the lie
+    assert sorted((e["line"], e["existing"]) for e in third) == [(2, True), (3, True), (4, True)]
+    assert site.count_reads == reads
+    final = load_offset(state)
+    assert final is not None and final.line == 4 and final.offset == stream.stat().st_size
+
+
+async def _landed(stdin: bytes | None, *args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "landed",
+        "reconcile",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate(stdin)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_the_command_prints_each_settled_receipt_and_names_bad_lines(
+    temporal_dev: str, tmp_path: Path, site: Site
+) -> None:
+    site.posts.append({"slug": "c1"})
+    stream = tmp_path / "claims.jsonl"
+    stream.write_text(_claim("cli-1", "c1") + "\n{broken\n" + _claim("cli-lie", "nope") + "\n")
+    async with run_roles(temporal_dev, tmp_path, sources={"site": {"url": site.url}}) as roles:
+        where = ["--address", temporal_dev, "--task-queue", roles.queues["runner"]]
+        code, out, err = await _landed(None, str(stream), "--json", *where)
+        piped = await _landed(stream.read_bytes(), "-", *where)
+        clean = tmp_path / "clean.jsonl"
+        clean.write_text(_claim("cli-1", "c1") + "\n")
+        only_good = await _landed(None, str(clean), *where)
+        only_bad = tmp_path / "bad.jsonl"
+        only_bad.write_text('{"claimed_status": "done"}\n')
+        bad = await _landed(None, str(only_bad), *where)
+    events = [json.loads(line) for line in out.splitlines()]
+    settled = {e["task_id"]: e for e in events if e["event"] == "settled"}
+    assert settled["cli-1"]["receipt"]["verdict"] == "verified"
+    assert settled["cli-lie"]["receipt"]["claimed_status"] == "done"
+    assert settled["cli-lie"]["verdict"] != "verified"
+    (invalid,) = [e for e in events if e["event"] == "invalid"]
+    assert invalid["line"] == 2 and "not valid JSON" in invalid["message"]
+    assert "line 2" in err
+    assert events[-1]["event"] == "summary" and events[-1]["settled"] == 2
+    assert code == 1  # a claim settled not verified (the lie)
+    # stdin: the same stream again attaches to what settled, and says so.
+    assert piped[0] == 1 and "(already reconciled)" in piped[1]
+    assert only_good[0] == 0, only_good
+    assert bad[0] == 3 and "line 1" in bad[2] and "task_id" in bad[2]

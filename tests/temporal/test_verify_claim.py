@@ -1,0 +1,244 @@
+"""VerifyClaim on the real dev server: claims from agents that acted outside Temporal read back,
+settled through the runner's settle step, never verified twice; histories replayed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.roles import Roles, run_roles
+from helpers.sor import Site
+from landed.workflows.verify_claim import VerifyClaim
+from temporalio.client import WorkflowHistory
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.worker import Replayer
+
+from landed.cli.reconcile_run import reconcile
+from landed.cli.reconcile_tail import Tail
+from landed.receipts.model import Receipt
+from landed.task.claims_in import VerifyClaimInput, parse_claim
+from landed.task.names import VERIFY_CLAIM_WORKFLOW
+from landed.temporal.claims import start_claim, wait_result
+from landed.temporal.plugin import landed_plugin
+
+
+@pytest.fixture
+def site() -> Any:
+    s = Site().start()
+    yield s
+    s.stop()
+
+
+def _roles(temporal_dev: str, tmp_path: Path, site: Site) -> Any:
+    return run_roles(
+        temporal_dev,
+        tmp_path,
+        credentials={},
+        sources={"site": {"url": site.url}},
+    )
+
+
+def _plan(slug: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "action": f"publish post {slug}",
+            "probe": {"kind": "http", "source": "site", "url": f"/posts/count?slug={slug}"},
+            "expect": {"type": "count", "value": 1},
+        }
+    ]
+
+
+def contract(task_id: str, slug: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "kind": "contract",
+        "task_id": task_id,
+        "owner": "outside-agent",
+        "outcome": f"one post {slug} is on the site",
+        "proof_plan": _plan(slug),
+        **extra,
+    }
+
+
+def log(task_id: str, slug: str | None = None, **extra: Any) -> dict[str, Any]:
+    line: dict[str, Any] = {"task_id": task_id, "claimed_status": "done", **extra}
+    if slug is not None:
+        line["outcome"] = f"one post {slug} is on the site"
+        line["proof_plan"] = _plan(slug)
+    return line
+
+
+def _input(record: dict[str, Any], line: int = 1) -> VerifyClaimInput:
+    parsed = parse_claim(line, json.dumps(record).encode())
+    assert isinstance(parsed, VerifyClaimInput), parsed
+    return parsed
+
+
+async def _settle(roles: Roles, record: dict[str, Any]) -> tuple[Receipt, bool]:
+    started = await start_claim(roles.temporal, _input(record), task_queue=roles.queues["runner"])
+    return await wait_result(started.handle), started.existing
+
+
+def _ext(receipt: Receipt) -> dict[str, Any]:
+    assert receipt.landed is not None
+    return receipt.landed.model_dump()
+
+
+async def _rows(roles: Roles, task_id: str) -> list[Receipt]:
+    ledger = await roles.ledger()
+    try:
+        return list(await ledger.get(task_id))
+    finally:
+        await ledger.close()
+
+
+async def test_claims_are_read_back_and_a_lie_is_not_verified(
+    temporal_dev: str, tmp_path: Path, site: Site
+) -> None:
+    site.posts.append({"slug": "real"})  # the agent acted, outside Temporal
+    async with _roles(temporal_dev, tmp_path, site) as roles:
+        good, _ = await _settle(roles, contract("c-good", "real"))
+        lie, _ = await _settle(roles, log("c-lie", "never-published"))
+        histories = [
+            await roles.temporal.get_workflow_handle(f"{t}#claim-1").fetch_history()
+            for t in ("c-good", "c-lie")
+        ]
+        stored = await _rows(roles, "c-lie")
+    assert good.verdict == "verified", _ext(good)["findings"]
+    assert _ext(good)["claim_kind"] == "contract" and _ext(good)["pre_read"] is False
+    # The verifier's own signed reading, not the agent's word.
+    (read,) = [p for p in good.proof if p.kind == "http_contains"]
+    assert read.result == "pass" and read.checked_by == roles.identities["verifier"]
+    # The lie: says done, the read-back shows nothing landed.
+    assert lie.claimed_status == "done" and lie.verdict != "verified"
+    assert _ext(lie)["meets_bar"] is False
+    assert [p.result for p in lie.proof if p.kind == "http_contains"] != ["pass"]
+    # Settled through the runner's settle step: the ledger holds exactly that receipt.
+    assert [r.verdict for r in stored] == [lie.verdict]
+    await _replay(histories)
+
+
+async def test_a_claim_that_cannot_be_read_back_settles_at_its_evidence_level(
+    temporal_dev: str, tmp_path: Path, site: Site
+) -> None:
+    site.posts.append({"slug": "there"})
+    async with _roles(temporal_dev, tmp_path, site) as roles:
+        bare, _ = await _settle(roles, log("c-bare"))
+        # A kind landed does not know: its plan is not taken, even though it would pass.
+        odd, _ = await _settle(
+            roles, {**contract("c-odd", "there"), "kind": "telepathy", "claimed_status": "done"}
+        )
+        cited, _ = await _settle(
+            roles,
+            log("c-cited", proof=[{"kind": "record", "ref": "orders-db:42", "result": "pass"}]),
+        )
+        history = await roles.temporal.get_workflow_handle("c-odd#claim-1").fetch_history()
+    assert site.count_reads == 0  # nothing was read back for any of them
+    for receipt in (bare, odd, cited):
+        ext = _ext(receipt)
+        assert receipt.verdict not in ("verified", "reconciled"), ext
+        assert ext["meets_bar"] is False
+        assert any("could not be read back" in f for f in ext["findings"]), ext["findings"]
+    assert "no proof_plan" in " ".join(_ext(bare)["findings"])
+    assert (
+        "'telepathy'" in " ".join(_ext(odd)["findings"]) and _ext(odd)["claim_kind"] == "telepathy"
+    )
+    # An unsigned read-back cited by the agent proves no more than its word (P1).
+    assert _ext(cited)["proof_level"].startswith("P1")
+    await _replay([history])
+
+
+async def test_a_replayed_claim_is_never_verified_twice(
+    temporal_dev: str, tmp_path: Path, site: Site
+) -> None:
+    site.posts.append({"slug": "once"})
+    async with _roles(temporal_dev, tmp_path, site) as roles:
+        first, existing = await _settle(roles, contract("c-once", "once"))
+        first_run = (await roles.temporal.get_workflow_handle("c-once#claim-1").describe()).run_id
+        reads = site.count_reads
+        again, existing_again = await _settle(roles, contract("c-once", "once"))
+        # Second guard, the ledger: the same claim started as a new run of its id (as after
+        # Temporal forgot the first, past its retention) returns the stored receipt unread.
+        handle = await roles.temporal.start_workflow(
+            VERIFY_CLAIM_WORKFLOW,
+            _input(contract("c-once", "once")),
+            id="c-once#claim-1",
+            task_queue=roles.queues["runner"],
+            result_type=Receipt,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        )
+        forgotten = await handle.result()
+        assert handle.result_run_id != first_run
+        history = await handle.fetch_history()
+        stored = await _rows(roles, "c-once")
+    assert first.verdict == "verified" and not existing and existing_again
+    assert site.count_reads == reads  # neither the replay nor the forgotten run read again
+    assert again.model_dump() == first.model_dump()
+    assert forgotten.model_dump(mode="json") == stored[0].model_dump(mode="json")
+    assert len(stored) == 1
+    await _replay([history])
+
+
+async def test_reconcile_stream_reports_bad_lines_and_keeps_the_rest(
+    temporal_dev: str, tmp_path: Path, site: Site
+) -> None:
+    site.posts.append({"slug": "s1"})
+    lines = [
+        json.dumps(contract("s-1", "s1")),
+        "{not json",
+        '{"task_id": "s-dup", "claimed_status": "done", "claimed_status": "failed"}',
+        json.dumps({"claimed_status": "done"}),
+        "",
+        json.dumps(log("s-2", "s2")),
+        # The same task id and attempt for other work: reported, never taken as this claim's.
+        json.dumps(contract("s-1", "elsewhere")),
+        # Another attempt of the same task is verified on its own; other work under the task
+        # id fails closed, naming the fix.
+        json.dumps(contract("s-1", "s1", attempt=2)),
+        json.dumps(contract("s-1", "elsewhere", attempt=3)),
+    ]
+    stream = tmp_path / "claims.jsonl"
+    stream.write_text("\n".join(lines) + "\n")
+    async with _roles(temporal_dev, tmp_path, site) as roles:
+        events: list[dict[str, Any]] = []
+        tally = await reconcile(
+            roles.temporal,
+            Tail(stream, max_line=4096),
+            task_queue=roles.queues["runner"],
+            concurrency=2,
+            emit=events.append,
+        )
+        replayed: list[dict[str, Any]] = []
+        again = await reconcile(
+            roles.temporal,
+            Tail(stream, max_line=4096),
+            task_queue=roles.queues["runner"],
+            concurrency=2,
+            emit=replayed.append,
+        )
+    bad = {e["line"]: e["message"] for e in events if e["event"] == "invalid"}
+    assert sorted(bad) == [2, 3, 4]
+    assert "not valid JSON" in bad[2]
+    assert "'claimed_status' appears twice" in bad[3]
+    assert "no task_id" in bad[4] and 'add "task_id"' in bad[4]
+    settled = {e["line"]: e for e in events if e["event"] == "settled"}
+    assert sorted(settled) == [1, 6, 7, 8]
+    assert settled[1]["verdict"] == "verified" and settled[6]["verdict"] != "verified"
+    assert "already settled for another claim" in settled[7]["conflict"]
+    assert settled[8]["verdict"] == "verified" and settled[8]["workflow_id"] == "s-1#claim-2"
+    (failed,) = [e for e in events if e["event"] == "failed"]
+    assert failed["line"] == 9 and "give the new task its own task_id" in failed["message"]
+    assert (tally.settled, tally.verified, tally.not_verified, tally.invalid) == (4, 2, 2, 3)
+    assert tally.failed == 1
+    # The same stream again: every claim attaches to its settled workflow, none is read again.
+    # A failed run settled nothing: only it may run again (and fails again the same way).
+    assert again.existing == 4 and again.settled == 4 and again.failed == 1
+    assert all(e["existing"] for e in replayed if e["event"] == "settled")
+
+
+async def _replay(histories: list[WorkflowHistory]) -> None:
+    replayer = Replayer(workflows=[VerifyClaim], plugins=[landed_plugin()])
+    for history in histories:
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert result.replay_failure is None, (history.workflow_id, result.replay_failure)
