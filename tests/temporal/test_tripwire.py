@@ -125,3 +125,26 @@ async def test_a_loop_that_stops_landing_trips_one_repair_that_rearms_it(
 async def _verified(roles: Roles, loop: str, n: int) -> bool:
     state = await loop_state(roles.temporal, loop)
     return state.phase == "healthy" and state.repairs_verified == n
+
+
+async def test_trips_signalled_at_once_leave_exactly_one_repair(
+    temporal_time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Many not-done settlements signalled at once (each twice): one trip, one repair task."""
+    env = temporal_time_skipping
+    db = make_rows_db(tmp_path / "rows.db")
+    name = f"burst-{uuid.uuid4().hex[:6]}"
+    spec = declare(name, db)
+    async with roles_for(env, tmp_path, db) as roles:
+        await create_loop(roles.temporal, roles.queues["runner"], spec, schedule=False)
+        tw = roles.temporal.get_workflow_handle(tripwire_id(name))
+        notes = [Note(task_id=f"{name}@{i}", verdict="failed") for i in range(8)]
+        await asyncio.gather(*(tw.signal(SETTLED_SIGNAL, n) for n in notes + notes))
+        repair = await repair_handle(roles, name, 1)
+        assert (await repair.result())["verdict"] == "verified"
+        state = await state_of(roles, name, "healthy")
+        assert len(state.trips) == 1 and state.repairs_verified == 1
+        ledger = await roles.ledger()
+        repairs = [r.task_id for r in await ledger.board() if r.task_id.startswith("repair-")]
+        await ledger.close()
+        assert repairs == [f"repair-{name}-1-1"]
