@@ -93,6 +93,7 @@ def _register() -> None:
         keys,
         ledger,
         ledger_verify,
+        loop,
         plan,
         sample,
         schema,

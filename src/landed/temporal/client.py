@@ -59,6 +59,7 @@ __all__ = [
 
 _OWNER = SearchAttributeKey.for_keyword("LandedOwner")
 _RUNG = SearchAttributeKey.for_keyword("LandedRung")
+_LOOP = SearchAttributeKey.for_keyword("LandedLoop")
 
 
 class TaskIdReused(ValueError):
@@ -256,6 +257,8 @@ class Client:
                     [
                         SearchAttributePair(_OWNER, spec.owner),
                         SearchAttributePair(_RUNG, "planned"),
+                        # GOV-9: a loop's task is searchable by its loop.
+                        *([SearchAttributePair(_LOOP, spec.loop)] if spec.loop else []),
                     ]
                 ),
             )
@@ -431,3 +434,14 @@ class Client:
         if out.receipt is None:
             raise not_found
         return out.receipt
+
+    # --- loops (GOV-9): the logic lives in landed.temporal.loops ---------------------------
+
+    async def create_loop(self, loop: Any, *, schedule: bool = True) -> None:
+        """Declare a loop (a LoopSpec or its mapping): its Schedule and its tripwire.
+        LoopExists when it is declared already; pydantic's ValidationError for bad input."""
+        from landed.task.loops import LoopSpec
+        from landed.temporal.loops import create_loop
+
+        spec = loop if isinstance(loop, LoopSpec) else LoopSpec.model_validate(loop)
+        await create_loop(self._temporal, self._task_queue, spec, schedule=schedule)

@@ -182,3 +182,37 @@ async def delete_loop(temporal: Client, name: str) -> dict[str, Any]:
     if not any(found.values()):
         raise _unknown(name)
     return found
+
+
+async def schedule_action(temporal: Client, name: str, action: str) -> dict[str, Any]:
+    """Pause or resume the loop's Schedule."""
+    handle = temporal.get_schedule_handle(schedule_id(name))
+    try:
+        if action == "pause":
+            await handle.pause(note="landed loop pause")
+        else:
+            await handle.unpause(note="landed loop resume")
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            raise _unknown(name) from None
+        raise
+    return {"loop": name, action: True}
+
+
+async def describe_loop(temporal: Client, name: str) -> dict[str, Any]:
+    """The loop's Schedule (cadence, paused, recent and next runs) and tripwire state."""
+    out: dict[str, Any] = {"loop": name}
+    try:
+        desc = await temporal.get_schedule_handle(schedule_id(name)).describe()
+        out["paused"] = desc.schedule.state.paused
+        out["recent_runs"] = [a.scheduled_at.isoformat() for a in desc.info.recent_actions]
+        out["next_runs"] = [t.isoformat() for t in desc.info.next_action_times[:3]]
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+    try:
+        out["tripwire"] = (await loop_state(temporal, name)).model_dump(mode="json")
+    except UnknownLoop:
+        if len(out) == 1:
+            raise
+    return out
