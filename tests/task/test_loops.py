@@ -58,7 +58,7 @@ def test_a_cadence_of_zero_or_of_years_names_the_fix() -> None:
 
 
 def test_a_repair_whose_own_plan_is_empty_is_refused() -> None:
-    with pytest.raises(ValidationError, match="give repair.proof_plan at least one read-back"):
+    with pytest.raises(ValidationError, match=r"give repair\.proof_plan at least one read-back"):
         loop(repair={"outcome": "fixed", "proof_plan": []})
 
 

@@ -33,7 +33,7 @@ CLAIM_OF_ANOTHER_RUN = "ClaimOfAnotherRun"
 
 #: Custom search attributes (all Keyword) the workflow upserts, so the Web UI and
 #: ``temporal workflow list --query 'LandedVerdict="verified"'`` can filter settled tasks.
-SEARCH_ATTRIBUTES = ("LandedVerdict", "LandedOwner", "LandedRung")
+SEARCH_ATTRIBUTES = ("LandedVerdict", "LandedOwner", "LandedRung", "LandedLoop")
 
 # --- loops and tripwires (GOV-9) ---------------------------------------------------------------
 #: A Schedule's action: derives the run's task id from its scheduled time and starts it.
@@ -48,5 +48,4 @@ REPAIR_DONE_SIGNAL = "repair_done"
 STOP_SIGNAL = "stop"
 STATE_QUERY = "state"
 #: The loop a task belongs to, searchable (set at start by landed.Client and the loop's run).
-LOOP_ATTRIBUTE = "LandedLoop"
-SEARCH_ATTRIBUTES = (*SEARCH_ATTRIBUTES, LOOP_ATTRIBUTE)
+LOOP_ATTRIBUTE = "LandedLoop"  # the last of SEARCH_ATTRIBUTES above

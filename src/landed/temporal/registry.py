@@ -37,10 +37,8 @@ class RoleWork:
 
 def actor_acts(modules: Iterable[str]) -> dict[str, ActFn]:
     """landed's built-in acts and those of the user's act modules (LANDED_ACTOR_ACTS)."""
-    from landed.activities import (
-        builtin_acts,  # type: ignore[import-not-found]
-        person_act,  # type: ignore[import-not-found]  # GOV-9
-    )
+    # GOV-9: person_act holds the act of a repair a person did (landed.person).
+    from landed.activities import builtin_acts, person_act  # type: ignore[import-not-found]
 
     return collect_acts([builtin_acts, person_act, *modules])
 
