@@ -317,6 +317,10 @@ async def _run_demo(
                         "findings": list(getattr(landed, "findings", []) or []),
                     }
                 )
+            # GOV-9: the loop scenario (landed.cli.demo_loop), a row of its own.
+            from landed.cli.demo_loop import run_loop_scenario
+
+            rows.append(await run_loop_scenario(client, run, ledger_url))
             info["copies_of_post"] = site.count(f"spring-pricing-{run}")
             elapsed = time.monotonic() - started
             # The scorecard of what just settled, from the ledger (a free port: printed).

@@ -111,14 +111,10 @@ def create(
     as_json: bool = _JSON,
 ) -> None:
     """Create a loop: a Schedule starting its task every cadence, and its tripwire."""
-    from landed.task.loops import schedule_id
-
     spec = _spec(name, every, task, tripwire, as_json)
 
     async def work(client: Any) -> None:
-        await client.create_loop(spec)
-        if paused:
-            await client.temporal.get_schedule_handle(schedule_id(name)).pause()
+        await client.create_loop(spec, paused=paused)
 
     _run(work, address, task_queue, as_json)
     _show({"loop": name, "created": True}, as_json, f"loop {name} created (every {every})")

@@ -437,11 +437,12 @@ class Client:
 
     # --- loops (GOV-9): the logic lives in landed.temporal.loops ---------------------------
 
-    async def create_loop(self, loop: Any, *, schedule: bool = True) -> None:
-        """Declare a loop (a LoopSpec or its mapping): its Schedule and its tripwire.
-        LoopExists when it is declared already; pydantic's ValidationError for bad input."""
+    async def create_loop(self, loop: Any, *, schedule: bool = True, paused: bool = False) -> None:
+        """Declare a loop (a LoopSpec or its mapping): its Schedule (created paused with
+        ``paused``; none with ``schedule=False``: agents start its tasks with ``loop`` set) and
+        its tripwire. LoopExists when it is declared already; ValidationError for bad input."""
         from landed.task.loops import LoopSpec
         from landed.temporal.loops import create_loop
 
         spec = loop if isinstance(loop, LoopSpec) else LoopSpec.model_validate(loop)
-        await create_loop(self._temporal, self._task_queue, spec, schedule=schedule)
+        await create_loop(self._temporal, self._task_queue, spec, schedule=schedule, paused=paused)

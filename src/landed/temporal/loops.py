@@ -94,7 +94,12 @@ async def start_tripwire(temporal: Client, task_queue: str, spec: LoopSpec) -> N
 
 
 async def create_loop(
-    temporal: Client, task_queue: str, spec: LoopSpec, *, schedule: bool = True
+    temporal: Client,
+    task_queue: str,
+    spec: LoopSpec,
+    *,
+    schedule: bool = True,
+    paused: bool = False,
 ) -> None:
     """Declare a loop: its Schedule (unless ``schedule`` is False: its tasks are started by
     agents with ``loop`` set) and its tripwire. LoopExists when it is declared already."""
@@ -118,7 +123,7 @@ async def create_loop(
                         overlap=ScheduleOverlapPolicy.BUFFER_ONE,
                         catchup_window=timedelta(days=1),
                     ),
-                    state=ScheduleState(note=f"landed loop {spec.name}"),
+                    state=ScheduleState(note=f"landed loop {spec.name}", paused=paused),
                 ),
                 memo={"landed_loop": spec.model_dump(mode="json")},
             )
