@@ -24,6 +24,8 @@ from landed.telemetry.logs import task_event
 from landed.telemetry.spans import settle_span
 from landed.util.redact import Redactor
 
+from .loops import tell_tripwire
+
 __all__ = ["RunnerActivities"]
 
 
@@ -140,6 +142,11 @@ class RunnerActivities:
                 verdict=record.verdict,
                 appended=out.appended,
             )
+        # GOV-9: a loop's task tells its loop's tripwire, after this step returns: a signal
+        # whose workflow task reached this worker while the step was still in flight would
+        # evict this run and cancel the step (with an empty workflow cache, again and again).
+        # The tripwire drops a repeat by task id and attempt, and reads the ledger when it starts.
+        tell_tripwire(activity.client(), activity.info().task_queue, record)
         return out
 
     async def _settle(self, inp: SettleInput) -> SettleOutput:

@@ -95,6 +95,7 @@ def _register() -> None:
         keys,
         ledger,
         ledger_verify,
+        loop,
         plan,
         reconcile,
         sample,

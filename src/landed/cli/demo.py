@@ -326,6 +326,10 @@ async def _run_demo(
             approved, held = await approving
             (approved_in_ledger,) = await _in_ledger(ledger_url, [approved])
             rows.append(approval_row(approved, held, approved_in_ledger, sent_count(shop, run)))
+            # GOV-9: the loop scenario (landed.cli.demo_loop), a row of its own.
+            from landed.cli.demo_loop import run_loop_scenario
+
+            rows.append(await run_loop_scenario(client, run, ledger_url))
             info["copies_of_post"] = site.count(f"spring-pricing-{run}")
             # The claim-stream scenario (landed.cli.demo_reconcile): landed reconcile on a JSONL.
             from landed.cli.demo_reconcile import claim_stream

@@ -39,7 +39,6 @@ CLAIM_OF_ANOTHER_RUN = "ClaimOfAnotherRun"
 
 #: Custom search attributes (all Keyword) the workflow upserts, so the Web UI and
 #: ``temporal workflow list --query 'LandedVerdict="verified"'`` can filter settled tasks.
-SEARCH_ATTRIBUTES = ("LandedVerdict", "LandedOwner", "LandedRung")
 
 # --- governance gates (landed.task.gates) -------------------------------------------------------
 #: The verifier's consent and do-not-contact check before an act that contacts a person (GOV-6).
@@ -54,3 +53,19 @@ APPROVAL_REQUIRED = "ApprovalRequired"
 #: A claim from an agent that acted outside Temporal, read back and settled (no act).
 VERIFY_CLAIM_WORKFLOW = "VerifyClaim"
 __all__ += ["VERIFY_CLAIM_WORKFLOW"]
+SEARCH_ATTRIBUTES = ("LandedVerdict", "LandedOwner", "LandedRung", "LandedLoop")
+
+# --- loops and tripwires (GOV-9) ---------------------------------------------------------------
+#: A Schedule's action: derives the run's task id from its scheduled time and starts it.
+LOOP_RUN_WORKFLOW = "LandedLoopRun"
+#: One per loop: watches its settlements, trips, and queues exactly one repair.
+TRIPWIRE_WORKFLOW = "LandedTripwire"
+START_REPAIR_ACTIVITY = "landed.tripwire.start_repair"
+CATCH_UP_ACTIVITY = "landed.tripwire.catch_up"
+#: Signals and the query of the Tripwire workflow.
+SETTLED_SIGNAL = "settled"
+REPAIR_DONE_SIGNAL = "repair_done"
+STOP_SIGNAL = "stop"
+STATE_QUERY = "state"
+#: The loop a task belongs to, searchable (set at start by landed.Client and the loop's run).
+LOOP_ATTRIBUTE = "LandedLoop"  # the last of SEARCH_ATTRIBUTES above

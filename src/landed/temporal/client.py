@@ -63,6 +63,7 @@ __all__ = [
 
 _OWNER = SearchAttributeKey.for_keyword("LandedOwner")
 _RUNG = SearchAttributeKey.for_keyword("LandedRung")
+_LOOP = SearchAttributeKey.for_keyword("LandedLoop")
 
 
 class TaskIdReused(ValueError):
@@ -271,6 +272,8 @@ class Client:
                     [
                         SearchAttributePair(_OWNER, spec.owner),
                         SearchAttributePair(_RUNG, "planned"),
+                        # GOV-9: a loop's task is searchable by its loop.
+                        *([SearchAttributePair(_LOOP, spec.loop)] if spec.loop else []),
                     ]
                 ),
             )
@@ -455,3 +458,15 @@ class Client:
         if out.receipt is None:
             raise not_found
         return out.receipt
+
+    # --- loops (GOV-9): the logic lives in landed.temporal.loops ---------------------------
+
+    async def create_loop(self, loop: Any, *, schedule: bool = True, paused: bool = False) -> None:
+        """Declare a loop (a LoopSpec or its mapping): its Schedule (created paused with
+        ``paused``; none with ``schedule=False``: agents start its tasks with ``loop`` set) and
+        its tripwire. LoopExists when it is declared already; ValidationError for bad input."""
+        from landed.task.loops import LoopSpec
+        from landed.temporal.loops import create_loop
+
+        spec = loop if isinstance(loop, LoopSpec) else LoopSpec.model_validate(loop)
+        await create_loop(self._temporal, self._task_queue, spec, schedule=schedule, paused=paused)

@@ -37,9 +37,10 @@ class RoleWork:
 
 def actor_acts(modules: Iterable[str]) -> dict[str, ActFn]:
     """landed's built-in acts and those of the user's act modules (LANDED_ACTOR_ACTS)."""
-    from landed.activities import builtin_acts  # type: ignore[import-not-found]
+    # GOV-9: person_act holds the act of a repair a person did (landed.person).
+    from landed.activities import builtin_acts, person_act  # type: ignore[import-not-found]
 
-    return collect_acts([builtin_acts, *modules])
+    return collect_acts([builtin_acts, person_act, *modules])
 
 
 def actor(
@@ -76,7 +77,21 @@ def runner(ledger: Ledger, routing: Routing) -> RoleWork:
     from landed.workflows.verify_claim import VerifyClaim  # type: ignore[import-not-found]
 
     steps = RunnerActivities(ledger, routing)
-    return RoleWork(
+    work = RoleWork(
         workflows=[AgentTask, ReceiptLookup, Recheck, VerifyClaim],
         activities=[steps.plan, steps.claim, steps.settle, steps.lookup],
+    )
+    return _with_loops(work, ledger)
+
+
+def _with_loops(work: RoleWork, ledger: Ledger) -> RoleWork:
+    """GOV-9: the runner also runs each loop's tripwire and the Schedules' loop runs."""
+    from landed.activities.loops import LoopActivities  # type: ignore[import-not-found]
+    from landed.workflows.loop_run import LoopRun  # type: ignore[import-not-found]
+    from landed.workflows.tripwire import Tripwire  # type: ignore[import-not-found]
+
+    loops = LoopActivities(ledger)
+    return RoleWork(
+        workflows=[*work.workflows, Tripwire, LoopRun],
+        activities=[*work.activities, loops.start_repair, loops.catch_up],
     )

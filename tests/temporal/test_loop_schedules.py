@@ -1,0 +1,96 @@
+"""Loops on Temporal Schedules, on the dev server (the time-skipping test server has no
+Schedules): every scheduled time is one task, whether the Schedule fires it once, catches it
+up twice, or the server restarts in between."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from helpers.ports import steady_port
+from helpers.roles import run_roles
+from helpers.sor import make_rows_db, rows_task
+from helpers.wait import until
+from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
+
+from landed.dev.server import DevServer
+from landed.task.loops import LoopSpec, schedule_id
+from landed.temporal.loops import delete_loop, describe_loop, loop_state
+
+
+def _acts(db: Path, loop: str) -> dict[str, int]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "select task, count(*) from act_log where task like ? group by task", [f"{loop}@%"]
+        ).fetchall()
+    return {str(t): int(n) for t, n in rows}
+
+
+async def test_each_scheduled_time_runs_once_across_catch_up_and_a_server_restart(
+    tmp_path: Path,
+) -> None:
+    db = make_rows_db(tmp_path / "rows.db")
+    name = f"sched-{uuid.uuid4().hex[:6]}"
+    template = rows_task("x", db, expect=1, batch=f"{name}-run", write=1)
+    del template["task_id"]
+    spec = LoopSpec.model_validate({"name": name, "every": "PT1M", "task": template})
+    port = steady_port()
+    server = DevServer(
+        headless=True, port=port, db_file=tmp_path / "temporal.db", log_file=tmp_path / "t.log"
+    ).start()
+    try:
+        async with run_roles(
+            server.address,
+            tmp_path,
+            credentials={"rows-db": f"sqlite:///{db}"},
+            sources={"rows-db": {"url": f"sqlite:///{db}"}},
+        ) as roles:
+            await roles.client.create_loop(spec)
+            schedule = roles.temporal.get_schedule_handle(schedule_id(name))
+            await schedule.pause()
+            start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=10)
+            window = ScheduleBackfill(
+                start_at=start,
+                end_at=start + timedelta(minutes=2, seconds=30),
+                overlap=ScheduleOverlapPolicy.ALLOW_ALL,
+            )
+            # The same three scheduled times, asked for twice (a catch-up and a double fire).
+            await schedule.backfill(window, window)
+            acts = await until(
+                "three scheduled runs acted",
+                lambda: len(_acts(db, name)) >= 3 and _acts(db, name),
+                timeout=60,
+            )
+            # The server stops mid-loop and comes back on its own database.
+            server.stop()
+            server.start()
+            await schedule.backfill(window)
+            await until("loop tripwire answers", lambda: _answers(roles.temporal, name), timeout=60)
+            described = await describe_loop(roles.temporal, name)
+            assert described["paused"] is True
+            acts = _acts(db, name)
+            assert sorted(acts) == sorted(
+                f"{name}@{(start + timedelta(minutes=i)).strftime('%Y%m%dT%H%M%SZ')}"
+                for i in range(3)
+            )
+            assert set(acts.values()) == {1}, acts  # none doubled
+            ledger = await roles.ledger()
+            mine = [r for r in await ledger.board() if r.task_id.startswith(f"{name}@")]
+            await ledger.close()
+            assert {r.verdict for r in mine} == {"verified"} and len(mine) == 3
+            assert all(r.landed is not None and r.landed.loop == name for r in mine)
+            state = await loop_state(roles.temporal, name)
+            assert state.phase == "healthy" and len(state.seen) == 3
+            await delete_loop(roles.temporal, name)
+    finally:
+        server.stop()
+
+
+async def _answers(temporal: object, name: str) -> bool:
+    try:
+        state = await loop_state(temporal, name)  # type: ignore[arg-type]
+    except Exception:
+        return False
+    return len(state.seen) >= 3

@@ -1,0 +1,170 @@
+"""Tripwire (GOV-9): one per loop. Every settled receipt of the loop's tasks is signalled to it;
+a timer watches for silence; when a rule trips it queues the loop's one repair task and reads
+that repair's verdict like any other. The decisions are ``landed.task.tripwire``'s."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from landed.task.loops import LoopSpec, TripwireRules, repair_task
+    from landed.task.names import (
+        CATCH_UP_ACTIVITY,
+        REPAIR_DONE_SIGNAL,
+        SETTLED_SIGNAL,
+        START_REPAIR_ACTIVITY,
+        STATE_QUERY,
+        STOP_SIGNAL,
+        TRIPWIRE_WORKFLOW,
+    )
+    from landed.task.tripwire import (
+        CatchUp,
+        Note,
+        StartRepair,
+        TripwireInput,
+        TripwireState,
+        accept,
+        after_repair,
+        person_repair,
+        rule_tripped,
+        silence_deadline,
+        trip,
+    )
+
+__all__ = ["Tripwire"]
+
+_STEP = timedelta(seconds=30)
+_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
+
+
+@workflow.defn(name=TRIPWIRE_WORKFLOW)
+class Tripwire:
+    def __init__(self) -> None:
+        self._pending: list[Note] = []
+        self._people: list[str] = []
+        self._stop = False
+        self._state = TripwireState(loop="")
+
+    @workflow.signal(name=SETTLED_SIGNAL)
+    def settled(self, note: Note) -> None:
+        self._pending.append(note)
+
+    @workflow.signal(name=REPAIR_DONE_SIGNAL)
+    def repair_done(self, person: str) -> None:
+        self._people.append(person)
+
+    @workflow.signal(name=STOP_SIGNAL)
+    def stop(self) -> None:
+        self._stop = True
+
+    @workflow.query(name=STATE_QUERY)
+    def state(self) -> TripwireState:
+        return self._state
+
+    @workflow.run
+    async def run(self, inp: TripwireInput) -> TripwireState:
+        state = inp.state or TripwireState(
+            loop=inp.loop, armed_at=workflow.now(), declared=inp.spec is not None
+        )
+        self._state = state
+        if inp.state is None:
+            # Started (or started again after it stopped): what settled meanwhile comes first,
+            # then the signals that arrived with the start; repeats are dropped by key.
+            caught = await workflow.execute_local_activity(
+                CATCH_UP_ACTIVITY,
+                CatchUp(loop=inp.loop, since=None),
+                result_type=list[Note],
+                start_to_close_timeout=_STEP,
+                retry_policy=_RETRY,
+            )
+            self._pending[:0] = caught
+        while not self._stop:
+            await self._wait(inp)
+            await self._step(inp.spec)
+            info = workflow.info()
+            busy = self._pending or self._people
+            if not busy and (
+                info.is_continue_as_new_suggested()
+                or info.get_current_history_length() > inp.history_limit
+            ):
+                workflow.continue_as_new(inp.model_copy(update={"state": state}))
+        return state
+
+    async def _wait(self, inp: TripwireInput) -> None:
+        state = self._state
+        silence = inp.spec.silence if inp.spec is not None else None
+        deadlines = [d for d in (silence_deadline(state, silence), state.retry_at) if d]
+        timeout = (min(deadlines) - workflow.now()) if deadlines else None
+        if timeout is not None and timeout <= timedelta(0):
+            return
+        with contextlib.suppress(asyncio.TimeoutError):
+            await workflow.wait_condition(
+                lambda: bool(self._pending or self._people or self._stop), timeout=timeout
+            )
+
+    async def _step(self, spec: LoopSpec | None) -> None:
+        state, now = self._state, workflow.now()
+        rules = spec.tripwire if spec is not None else TripwireRules()
+        while self._pending:
+            note = self._pending.pop(0)
+            if note.task_id.startswith(f"repair-{state.loop}-"):
+                # A repair's verdict: only the open repair's counts, and never as a loop run.
+                if (
+                    state.phase == "repairing"
+                    and note.task_id == state.repair_task_id
+                    and spec is not None
+                    and spec.repair is not None
+                    and accept(state, note, rules.window)
+                ):
+                    state.recent = [n for n in state.recent if n.key != note.key]
+                    if after_repair(state, note, spec.repair, now) == "repairing":
+                        continue  # retried when retry_at comes
+                continue
+            if state.phase != "healthy" or not accept(state, note, rules.window):
+                continue
+            hit = rule_tripped(state, rules)
+            if hit is not None:
+                await self._trip(spec, *hit)
+        if self._people:
+            person = self._people.pop(0)
+            await self._person(spec, person)
+        silence = spec.silence if spec is not None else None
+        due = silence_deadline(state, silence)
+        if due is not None and now >= due:
+            await self._trip(spec, f"no verified settlement in {silence}", [])
+        if state.phase == "repairing" and state.retry_at is not None and now >= state.retry_at:
+            state.retry_at = None
+            await self._start_repair(spec, None)
+
+    async def _trip(self, spec: LoopSpec | None, rule: str, receipts: list[str]) -> None:
+        repair = spec.repair if spec is not None else None
+        own_act = repair is not None and repair.act is not None
+        trip(self._state, rule, receipts, workflow.now(), repair=own_act)
+        if own_act:
+            await self._start_repair(spec, None)
+
+    async def _person(self, spec: LoopSpec | None, person: str) -> None:
+        state = self._state
+        if spec is None or spec.repair is None:
+            # Nothing of its own to read back: the loop's next runs are the read-back.
+            if state.phase == "held":
+                state.phase, state.armed_at, state.recent = "healthy", workflow.now(), []
+            return
+        if person_repair(state) is not None:
+            await self._start_repair(spec, person)
+
+    async def _start_repair(self, spec: LoopSpec | None, person: str | None) -> None:
+        state = self._state
+        assert spec is not None and spec.repair is not None and state.repair_task_id
+        task = repair_task(state.loop, spec.repair, state.repair_task_id, person)
+        await workflow.execute_local_activity(
+            START_REPAIR_ACTIVITY,
+            StartRepair(loop=state.loop, task=task),
+            start_to_close_timeout=_STEP,
+            retry_policy=_RETRY,
+        )
