@@ -127,6 +127,11 @@ async def test_a_task_finishes_on_the_version_that_started_it(
             assert held == {"v1": 1, "v2": 0}
             for role in ROLES:
                 await promote(v2.temporal, names[role], "v2", ramp=None, identity="test")
+            runner = await state(v2.temporal, "runner", names["runner"])
+            assert {(v.build_id, v.status, v.open_tasks) for v in runner.versions} == {
+                ("v1", "draining", 1),
+                ("v2", "current", 0),
+            }
             new = rows_task(f"new-{tag}", db, expect=1, batch=f"new{tag}", write=1)
             new_receipt = await asyncio.wait_for(v2.client.run(new), 60)
             assert new_receipt.verdict == "verified"
