@@ -27,10 +27,12 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
+from landed.signing import KeyPair
 from landed.temporal.deployments import UnknownVersion, promote, state
 from landed.temporal.plugin import landed_plugin
 from landed.temporal.settings import RunnerSettings
 from landed.temporal.versioning import VersioningError, bootstrap, role_version
+from landed.temporal.workers import RoleError, run_role
 
 pytestmark = pytest.mark.slow
 
@@ -127,6 +129,11 @@ async def test_a_task_finishes_on_the_version_that_started_it(
             assert held == {"v1": 1, "v2": 0}
             for role in ROLES:
                 await promote(v2.temporal, names[role], "v2", ramp=None, identity="test")
+            runner = await state(v2.temporal, "runner", names["runner"])
+            assert {(v.build_id, v.status, v.open_tasks) for v in runner.versions} == {
+                ("v1", "draining", 1),
+                ("v2", "current", 0),
+            }
             new = rows_task(f"new-{tag}", db, expect=1, batch=f"new{tag}", write=1)
             new_receipt = await asyncio.wait_for(v2.client.run(new), 60)
             assert new_receipt.verdict == "verified"
@@ -206,3 +213,37 @@ async def test_a_version_no_worker_polls_is_never_made_current(temporal_dev: str
     # No worker has polled: the version never appears, and the bootstrap says so.
     with pytest.raises(VersioningError, match=r"did not appear.*VERSIONING=false"):
         await bootstrap(client, version, identity="test", within_s=0.5)
+
+
+async def test_a_server_without_worker_deployments_is_named_with_the_fix(
+    temporal_time_skipping: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Temporal's time-skipping test server has no worker deployments: a versioned runner
+    refuses to say it is ready (its queue would dispatch nothing) and names
+    LANDED_RUNNER_VERSIONING=false; with that set, the same runner starts."""
+    address = temporal_time_skipping.client.service_client.config.target_host
+    _, pub = KeyPair.generate().save(tmp_path / "verifier")
+    for name, value in {
+        "TRUST": str(pub),
+        "TASK_QUEUE": f"runner-{uuid.uuid4().hex[:8]}",
+        "LEDGER_URL": f"sqlite:///{tmp_path / 'ledger.db'}",
+        "DEPLOYMENT_NAME": f"landed-runner-{uuid.uuid4().hex[:8]}",
+    }.items():
+        monkeypatch.setenv(f"LANDED_RUNNER_{name}", value)
+    monkeypatch.setenv("LANDED_BUILD_ID", "t1")
+    stop = asyncio.Event()
+    ready: list[dict[str, Any]] = []
+    with pytest.raises(RoleError, match="LANDED_<ROLE>_VERSIONING=false"):
+        await asyncio.wait_for(
+            run_role("runner", stop=stop, on_ready=ready.append, address=address), 60
+        )
+    assert ready == []
+    monkeypatch.setenv("LANDED_RUNNER_VERSIONING", "false")
+    role = asyncio.create_task(
+        run_role("runner", stop=stop, on_ready=ready.append, address=address)
+    )
+    await until("the unversioned runner polls", lambda: bool(ready) or role.done())
+    assert not role.done(), role.exception()
+    assert "versioning" not in ready[0]
+    stop.set()
+    await asyncio.wait_for(role, 30)

@@ -155,7 +155,16 @@ async def bootstrap(
     deadline = time.monotonic() + within_s
     name = own.deployment_name
     while True:
-        described = await describe_deployment(client, name)
+        try:
+            described = await describe_deployment(client, name)
+        except RPCError as exc:
+            if exc.status not in (RPCStatusCode.UNIMPLEMENTED, RPCStatusCode.PERMISSION_DENIED):
+                raise
+            raise VersioningError(
+                f"the server refused to describe worker deployment {name!r} ({exc}); it needs "
+                "Temporal 1.27+ with worker deployments and a principal allowed to read them, "
+                "or run unversioned with LANDED_<ROLE>_VERSIONING=false"
+            ) from None
         if described is not None:
             current = current_build_id(described)
             changed = described.worker_deployment_info.routing_config.HasField(

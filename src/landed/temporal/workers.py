@@ -439,7 +439,10 @@ async def run_role(
             # landed.temporal.versioning); "ready" then means its queue dispatches.
             version = role_version(settings)
             if version is not None:
-                view["versioning"] = await bootstrap(client, version, identity=identity)
+                try:
+                    view["versioning"] = await bootstrap(client, version, identity=identity)
+                except VersioningError as exc:
+                    raise RoleError(str(exc)) from None  # exit 3, the message names the fix
             if metrics is not None:
                 metrics.polling()
             on_ready(view)
