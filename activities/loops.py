@@ -1,5 +1,5 @@
-"""The tripwire's side effects, on the runner: start the loop's one repair task, read the
-ledger to catch up, and tell a loop's tripwire about each settled receipt."""
+"""The tripwire's side effects, on the runner: read the ledger to catch up, and tell a loop's
+tripwire about each settled receipt."""
 
 from __future__ import annotations
 
@@ -7,33 +7,20 @@ import asyncio
 
 from temporalio import activity
 from temporalio.client import Client
-from temporalio.common import (
-    SearchAttributeKey,
-    SearchAttributePair,
-    TypedSearchAttributes,
-    WorkflowIDConflictPolicy,
-    WorkflowIDReusePolicy,
-)
 from temporalio.service import RPCError
 
 from landed.ledger.base import Ledger, stage_of
 from landed.receipts.model import Receipt, attempt_of
 from landed.task.loops import tripwire_id
 from landed.task.names import (
-    AGENT_TASK_WORKFLOW,
     CATCH_UP_ACTIVITY,
-    LOOP_ATTRIBUTE,
     SETTLED_SIGNAL,
-    START_REPAIR_ACTIVITY,
     TRIPWIRE_WORKFLOW,
 )
-from landed.task.tripwire import CatchUp, Note, StartRepair, TripwireInput
+from landed.task.tripwire import CatchUp, Note, TripwireInput
 from landed.telemetry.logs import task_event
 
 __all__ = ["LoopActivities", "loop_of", "note_of", "signal_tripwire", "tell_tripwire"]
-
-_OWNER = SearchAttributeKey.for_keyword("LandedOwner")
-_LOOP = SearchAttributeKey.for_keyword(LOOP_ATTRIBUTE)
 
 
 def loop_of(receipt: Receipt) -> str | None:
@@ -97,25 +84,6 @@ class LoopActivities:
 
     def __init__(self, ledger: Ledger) -> None:
         self._ledger = ledger
-
-    @activity.defn(name=START_REPAIR_ACTIVITY)
-    async def start_repair(self, inp: StartRepair) -> str:
-        """Start the repair task. Its id (the workflow id: the verifier reads only for the
-        workflow of the task) is derived from the loop, its trip and the repair's attempt; a
-        second start of it (a retried step, a runner killed after the start) joins the open
-        one (USE_EXISTING), and the tripwire trips once while a repair is open."""
-        handle = await activity.client().start_workflow(
-            AGENT_TASK_WORKFLOW,
-            inp.task,
-            id=inp.task.task_id,
-            task_queue=activity.info().task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-            search_attributes=TypedSearchAttributes(
-                [SearchAttributePair(_OWNER, inp.task.owner), SearchAttributePair(_LOOP, inp.loop)]
-            ),
-        )
-        return handle.result_run_id or ""
 
     @activity.defn(name=CATCH_UP_ACTIVITY)
     async def catch_up(self, inp: CatchUp) -> list[Note]:

@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, str] = {
     "tracing_spans": "bench.tracing_spans",
     "confirm": "bench.confirm",
     "exporter_scrape": "bench.exporter_scrape",
+    "tripwire": "bench.tripwire",
 }
 
 
