@@ -36,41 +36,53 @@ def note_of(receipt: Receipt) -> Note:
     )
 
 
-async def signal_tripwire(client: Client, task_queue: str, receipt: Receipt) -> None:
-    """Signal the receipt's loop's tripwire, starting it if it is not running (a loop of
-    ad-hoc tasks gets default rules). A recheck's lifecycle row is not a settlement."""
-    loop = loop_of(receipt)
-    if loop is None or stage_of(receipt) != "settle":
-        return
+async def signal_tripwire(client: Client, task_queue: str, loop: str, notes: list[Note]) -> None:
+    """Signal the loop's tripwire with settled receipts, starting it if it is not running (a
+    loop of ad-hoc tasks gets default rules)."""
     await client.start_workflow(
         TRIPWIRE_WORKFLOW,
         TripwireInput(loop=loop),
         id=tripwire_id(loop),
         task_queue=task_queue,
         start_signal=SETTLED_SIGNAL,
-        start_signal_args=[note_of(receipt)],
+        start_signal_args=[notes],
     )
 
 
+#: Settled receipts waiting to be signalled, per (task queue, loop); one signal carries all
+#: that settled within _GATHER: a busy loop costs its tripwire one workflow task per batch.
+_WAITING: dict[tuple[str, str], list[Note]] = {}
 _SENDING: set[asyncio.Task[None]] = set()
+_GATHER = 0.2
 
 
 def tell_tripwire(client: Client, task_queue: str, receipt: Receipt) -> None:
-    """signal_tripwire in the background (a few tries), so the settle step returns first."""
-    if loop_of(receipt) is None:
+    """Queue the receipt for its loop's tripwire (a recheck's lifecycle row is not a
+    settlement); sent in the background, so the settle step returns first."""
+    loop = loop_of(receipt)
+    if loop is None or stage_of(receipt) != "settle":
         return
+    key = (task_queue, loop)
+    if key in _WAITING:
+        _WAITING[key].append(note_of(receipt))
+        return
+    _WAITING[key] = [note_of(receipt)]
 
     async def send() -> None:
-        for wait in (0.0, 0.5, 2.0, 5.0):
+        await asyncio.sleep(_GATHER)
+        notes = _WAITING.pop(key)
+        for wait in (0.0, 0.5, 2.0, 5.0, 15.0):
             await asyncio.sleep(wait)
             try:
-                await signal_tripwire(client, task_queue, receipt)
+                await signal_tripwire(client, task_queue, loop, notes)
                 return
             except RPCError as exc:
+                # Not lost for good: a tripwire reads the ledger when it starts again.
                 task_event(
                     "tripwire-signal-failed",
                     role="runner",
-                    task_id=receipt.task_id,
+                    task_id=notes[0].task_id,
+                    attempt=notes[0].attempt,
                     error=str(exc)[:200],
                 )
 

@@ -60,8 +60,8 @@ class Tripwire:
         self._state = TripwireState(loop="")
 
     @workflow.signal(name=SETTLED_SIGNAL)
-    def settled(self, note: Note) -> None:
-        self._pending.append(note)
+    def settled(self, notes: list[Note]) -> None:
+        self._pending.extend(notes)
 
     @workflow.signal(name=REPAIR_DONE_SIGNAL)
     def repair_done(self, person: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,13 +73,15 @@ async def repair_handle(roles: Roles, loop: str, trip: int) -> WorkflowHandle[An
     return handle
 
 
-async def state_of(roles: Roles, loop: str, phase: str) -> TripwireState:
+async def state_of(
+    roles: Roles, loop: str, phase: str, also: Callable[[TripwireState], bool] = lambda s: True
+) -> TripwireState:
     async def reached() -> TripwireState | None:
         try:
             state = await loop_state(roles.temporal, loop)
         except RPCError:  # the test server drops a query now and then: asked again
             return None
-        return state if state.phase == phase else None
+        return state if state.phase == phase and also(state) else None
 
     return await until(f"tripwire {loop} {phase}", reached)
 
@@ -144,7 +147,7 @@ async def test_trips_signalled_at_once_leave_exactly_one_repair(
         await create_loop(roles.temporal, roles.queues["runner"], spec, schedule=False)
         tw = roles.temporal.get_workflow_handle(tripwire_id(name))
         notes = [Note(task_id=f"{name}@{i}", verdict="failed") for i in range(8)]
-        await asyncio.gather(*(tw.signal(SETTLED_SIGNAL, n) for n in notes + notes))
+        await asyncio.gather(*(tw.signal(SETTLED_SIGNAL, [n]) for n in notes + notes))
         repair = await repair_handle(roles, name, 1)
         assert (await repair.result())["verdict"] == "verified"
         state = await state_of(roles, name, "healthy")
@@ -173,7 +176,10 @@ async def test_a_repair_that_does_not_land_is_retried_then_held_until_a_person_f
         await roles.client.run(loop_task(spec, f"{name}@0"))
         first = await repair_handle(roles, name, 1)
         assert (await first.result())["verdict"] != "verified"
-        await env.sleep(61)  # the backoff: the second repair starts on the tripwire's timer
+        # The repair's verdict reaches the tripwire (signalled just after it settles), then
+        # the backoff passes: the second repair starts on the tripwire's timer.
+        await state_of(roles, name, "repairing", lambda s: s.retry_at is not None)
+        await env.sleep(61)
         second = roles.temporal.get_workflow_handle(f"repair-{name}-1-2")
         await until("second repair started", lambda: _started(second))
         assert (await second.result())["verdict"] != "verified"
