@@ -53,7 +53,7 @@ async def signal_tripwire(client: Client, task_queue: str, loop: str, notes: lis
 #: that settled within _GATHER: a busy loop costs its tripwire one workflow task per batch.
 _WAITING: dict[tuple[str, str], list[Note]] = {}
 _SENDING: set[asyncio.Task[None]] = set()
-_GATHER = 0.2
+_GATHER = 1.0
 
 
 def tell_tripwire(client: Client, task_queue: str, receipt: Receipt) -> None:

@@ -40,7 +40,7 @@ async def _round(client: Any, pid: int, loop: str | None) -> float:
     before = _cpu_seconds(pid)
     await asyncio.gather(*(slot() for _ in range(CONCURRENCY)))
     # The tripwire's own workflow tasks follow the last settle by a few milliseconds.
-    await asyncio.sleep(1.0)
+    await asyncio.sleep(2.0)
     return (_cpu_seconds(pid) - before) * 1000 / TASKS
 
 
