@@ -1,5 +1,5 @@
-"""The tripwire's side effects, on the runner: start the loop's one repair task, read the
-ledger to catch up, and tell a loop's tripwire about each settled receipt."""
+"""The tripwire's side effects, on the runner: read the ledger to catch up, and tell a loop's
+tripwire about each settled receipt."""
 
 from __future__ import annotations
 
@@ -7,33 +7,20 @@ import asyncio
 
 from temporalio import activity
 from temporalio.client import Client
-from temporalio.common import (
-    SearchAttributeKey,
-    SearchAttributePair,
-    TypedSearchAttributes,
-    WorkflowIDConflictPolicy,
-    WorkflowIDReusePolicy,
-)
 from temporalio.service import RPCError
 
 from landed.ledger.base import Ledger, stage_of
 from landed.receipts.model import Receipt, attempt_of
 from landed.task.loops import tripwire_id
 from landed.task.names import (
-    AGENT_TASK_WORKFLOW,
     CATCH_UP_ACTIVITY,
-    LOOP_ATTRIBUTE,
     SETTLED_SIGNAL,
-    START_REPAIR_ACTIVITY,
     TRIPWIRE_WORKFLOW,
 )
-from landed.task.tripwire import CatchUp, Note, StartRepair, TripwireInput
+from landed.task.tripwire import CatchUp, Note, TripwireInput
 from landed.telemetry.logs import task_event
 
 __all__ = ["LoopActivities", "loop_of", "note_of", "signal_tripwire", "tell_tripwire"]
-
-_OWNER = SearchAttributeKey.for_keyword("LandedOwner")
-_LOOP = SearchAttributeKey.for_keyword(LOOP_ATTRIBUTE)
 
 
 def loop_of(receipt: Receipt) -> str | None:
@@ -49,41 +36,53 @@ def note_of(receipt: Receipt) -> Note:
     )
 
 
-async def signal_tripwire(client: Client, task_queue: str, receipt: Receipt) -> None:
-    """Signal the receipt's loop's tripwire, starting it if it is not running (a loop of
-    ad-hoc tasks gets default rules). A recheck's lifecycle row is not a settlement."""
-    loop = loop_of(receipt)
-    if loop is None or stage_of(receipt) != "settle":
-        return
+async def signal_tripwire(client: Client, task_queue: str, loop: str, notes: list[Note]) -> None:
+    """Signal the loop's tripwire with settled receipts, starting it if it is not running (a
+    loop of ad-hoc tasks gets default rules)."""
     await client.start_workflow(
         TRIPWIRE_WORKFLOW,
         TripwireInput(loop=loop),
         id=tripwire_id(loop),
         task_queue=task_queue,
         start_signal=SETTLED_SIGNAL,
-        start_signal_args=[note_of(receipt)],
+        start_signal_args=[notes],
     )
 
 
+#: Settled receipts waiting to be signalled, per (task queue, loop); one signal carries all
+#: that settled within _GATHER: a busy loop costs its tripwire one workflow task per batch.
+_WAITING: dict[tuple[str, str], list[Note]] = {}
 _SENDING: set[asyncio.Task[None]] = set()
+_GATHER = 1.0
 
 
 def tell_tripwire(client: Client, task_queue: str, receipt: Receipt) -> None:
-    """signal_tripwire in the background (a few tries), so the settle step returns first."""
-    if loop_of(receipt) is None:
+    """Queue the receipt for its loop's tripwire (a recheck's lifecycle row is not a
+    settlement); sent in the background, so the settle step returns first."""
+    loop = loop_of(receipt)
+    if loop is None or stage_of(receipt) != "settle":
         return
+    key = (task_queue, loop)
+    if key in _WAITING:
+        _WAITING[key].append(note_of(receipt))
+        return
+    _WAITING[key] = [note_of(receipt)]
 
     async def send() -> None:
-        for wait in (0.0, 0.5, 2.0, 5.0):
+        await asyncio.sleep(_GATHER)
+        notes = _WAITING.pop(key)
+        for wait in (0.0, 0.5, 2.0, 5.0, 15.0):
             await asyncio.sleep(wait)
             try:
-                await signal_tripwire(client, task_queue, receipt)
+                await signal_tripwire(client, task_queue, loop, notes)
                 return
             except RPCError as exc:
+                # Not lost for good: a tripwire reads the ledger when it starts again.
                 task_event(
                     "tripwire-signal-failed",
                     role="runner",
-                    task_id=receipt.task_id,
+                    task_id=notes[0].task_id,
+                    attempt=notes[0].attempt,
                     error=str(exc)[:200],
                 )
 
@@ -97,25 +96,6 @@ class LoopActivities:
 
     def __init__(self, ledger: Ledger) -> None:
         self._ledger = ledger
-
-    @activity.defn(name=START_REPAIR_ACTIVITY)
-    async def start_repair(self, inp: StartRepair) -> str:
-        """Start the repair task. Its id (the workflow id: the verifier reads only for the
-        workflow of the task) is derived from the loop, its trip and the repair's attempt; a
-        second start of it (a retried step, a runner killed after the start) joins the open
-        one (USE_EXISTING), and the tripwire trips once while a repair is open."""
-        handle = await activity.client().start_workflow(
-            AGENT_TASK_WORKFLOW,
-            inp.task,
-            id=inp.task.task_id,
-            task_queue=activity.info().task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-            search_attributes=TypedSearchAttributes(
-                [SearchAttributePair(_OWNER, inp.task.owner), SearchAttributePair(_LOOP, inp.loop)]
-            ),
-        )
-        return handle.result_run_id or ""
 
     @activity.defn(name=CATCH_UP_ACTIVITY)
     async def catch_up(self, inp: CatchUp) -> list[Note]:

@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, str] = {
     "gates": "bench.gates",
     # The claim-stream reconciler: VerifyClaim beside AgentTask (pre-read off).
     "reconcile": "bench.reconcile",
+    "tripwire": "bench.tripwire",
 }
 
 

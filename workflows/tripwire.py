@@ -9,15 +9,23 @@ import contextlib
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import (
+    RetryPolicy,
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDReusePolicy,
+)
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
     from landed.task.loops import LoopSpec, TripwireRules, repair_task
     from landed.task.names import (
+        AGENT_TASK_WORKFLOW,
         CATCH_UP_ACTIVITY,
+        LOOP_ATTRIBUTE,
         REPAIR_DONE_SIGNAL,
         SETTLED_SIGNAL,
-        START_REPAIR_ACTIVITY,
         STATE_QUERY,
         STOP_SIGNAL,
         TRIPWIRE_WORKFLOW,
@@ -25,7 +33,6 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.tripwire import (
         CatchUp,
         Note,
-        StartRepair,
         TripwireInput,
         TripwireState,
         accept,
@@ -38,6 +45,8 @@ with workflow.unsafe.imports_passed_through():
 
 __all__ = ["Tripwire"]
 
+_OWNER = SearchAttributeKey.for_keyword("LandedOwner")
+_LOOP = SearchAttributeKey.for_keyword(LOOP_ATTRIBUTE)
 _STEP = timedelta(seconds=30)
 _RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
 
@@ -51,8 +60,8 @@ class Tripwire:
         self._state = TripwireState(loop="")
 
     @workflow.signal(name=SETTLED_SIGNAL)
-    def settled(self, note: Note) -> None:
-        self._pending.append(note)
+    def settled(self, notes: list[Note]) -> None:
+        self._pending.extend(notes)
 
     @workflow.signal(name=REPAIR_DONE_SIGNAL)
     def repair_done(self, person: str) -> None:
@@ -159,12 +168,25 @@ class Tripwire:
             await self._start_repair(spec, person)
 
     async def _start_repair(self, spec: LoopSpec | None, person: str | None) -> None:
+        """Start the repair task as a child the tripwire abandons. Its id (also its workflow
+        id: the verifier reads only for the workflow of the task) is derived from the loop,
+        the trip and the attempt, and the start is a command in this workflow's history: a
+        replay, a runner killed mid-trip or a second trip never starts a second repair, and a
+        closed repair's id is never run again. Its verdict comes back by the settle signal."""
         state = self._state
         assert spec is not None and spec.repair is not None and state.repair_task_id
         task = repair_task(state.loop, spec.repair, state.repair_task_id, person)
-        await workflow.execute_local_activity(
-            START_REPAIR_ACTIVITY,
-            StartRepair(loop=state.loop, task=task),
-            start_to_close_timeout=_STEP,
-            retry_policy=_RETRY,
-        )
+        with contextlib.suppress(WorkflowAlreadyStartedError):
+            await workflow.start_child_workflow(
+                AGENT_TASK_WORKFLOW,
+                task,
+                id=task.task_id,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(_OWNER, task.owner),
+                        SearchAttributePair(_LOOP, state.loop),
+                    ]
+                ),
+            )

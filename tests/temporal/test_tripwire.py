@@ -4,7 +4,9 @@ landing trips, exactly one repair task runs and is verified, and the loop is hea
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ from temporalio.worker import Replayer
 from landed.task.loops import LoopSpec, loop_task, repair_workflow_id, tripwire_id
 from landed.task.names import SETTLED_SIGNAL
 from landed.task.tripwire import Note, TripwireState
-from landed.temporal.loops import LoopExists, create_loop, loop_state
+from landed.temporal.loops import LoopExists, UnknownLoop, create_loop, loop_state, repair_done
 from landed.temporal.plugin import landed_plugin
 
 
@@ -45,12 +47,13 @@ def declare(name: str, db: Path, **extra: Any) -> LoopSpec:
     )
 
 
-def roles_for(env: WorkflowEnvironment, tmp_path: Path, db: Path) -> Any:
+def roles_for(env: WorkflowEnvironment, tmp_path: Path, db: Path, **runner: Any) -> Any:
     return run_roles(
         env.client.service_client.config.target_host,
         tmp_path,
         credentials={"rows-db": f"sqlite:///{db}"},
         sources={"rows-db": {"url": f"sqlite:///{db}"}},
+        runner=runner or None,
     )
 
 
@@ -70,10 +73,15 @@ async def repair_handle(roles: Roles, loop: str, trip: int) -> WorkflowHandle[An
     return handle
 
 
-async def state_of(roles: Roles, loop: str, phase: str) -> TripwireState:
+async def state_of(
+    roles: Roles, loop: str, phase: str, also: Callable[[TripwireState], bool] = lambda s: True
+) -> TripwireState:
     async def reached() -> TripwireState | None:
-        state = await loop_state(roles.temporal, loop)
-        return state if state.phase == phase else None
+        try:
+            state = await loop_state(roles.temporal, loop)
+        except RPCError:  # the test server drops a query now and then: asked again
+            return None
+        return state if state.phase == phase and also(state) else None
 
     return await until(f"tripwire {loop} {phase}", reached)
 
@@ -139,7 +147,7 @@ async def test_trips_signalled_at_once_leave_exactly_one_repair(
         await create_loop(roles.temporal, roles.queues["runner"], spec, schedule=False)
         tw = roles.temporal.get_workflow_handle(tripwire_id(name))
         notes = [Note(task_id=f"{name}@{i}", verdict="failed") for i in range(8)]
-        await asyncio.gather(*(tw.signal(SETTLED_SIGNAL, n) for n in notes + notes))
+        await asyncio.gather(*(tw.signal(SETTLED_SIGNAL, [n]) for n in notes + notes))
         repair = await repair_handle(roles, name, 1)
         assert (await repair.result())["verdict"] == "verified"
         state = await state_of(roles, name, "healthy")
@@ -148,3 +156,71 @@ async def test_trips_signalled_at_once_leave_exactly_one_repair(
         repairs = [r.task_id for r in await ledger.board() if r.task_id.startswith("repair-")]
         await ledger.close()
         assert repairs == [f"repair-{name}-1-1"]
+
+
+async def test_a_repair_that_does_not_land_is_retried_then_held_until_a_person_fixes_it(
+    temporal_time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The repair's own act lands nothing: retried after its backoff up to its cap, then held;
+    `landed repair done` reads the loop back, and only a read-back that passes re-arms it."""
+    env = temporal_time_skipping
+    db = make_rows_db(tmp_path / "rows.db")
+    name = f"stuck-{uuid.uuid4().hex[:6]}"
+    spec = declare(name, db, tripwire={"not_done_in_a_row": 1})
+    assert spec.repair is not None and spec.repair.act is not None
+    spec.repair.act.input["write"] = 0  # the repair's act lands nothing either
+    spec.repair.attempts = 2
+    # A person's repair is read back without a before-state (made before its task started).
+    async with roles_for(env, tmp_path, db, task_may_skip_pre_read=True) as roles:
+        await create_loop(roles.temporal, roles.queues["runner"], spec, schedule=False)
+        await roles.client.run(loop_task(spec, f"{name}@0"))
+        first = await repair_handle(roles, name, 1)
+        assert (await first.result())["verdict"] != "verified"
+        # The repair's verdict reaches the tripwire (signalled just after it settles), then
+        # the backoff passes: the second repair starts on the tripwire's timer.
+        await state_of(roles, name, "repairing", lambda s: s.retry_at is not None)
+        await env.sleep(61)
+        second = roles.temporal.get_workflow_handle(f"repair-{name}-1-2")
+        await until("second repair started", lambda: _started(second))
+        assert (await second.result())["verdict"] != "verified"
+        held = await state_of(roles, name, "held")
+        assert held.repair_attempt == 2
+        # A person says done, but nothing is there: read back, not verified, held again.
+        await repair_done(roles.temporal, name, "alice")
+        third = roles.temporal.get_workflow_handle(f"repair-{name}-1-3")
+        await until("person's repair started", lambda: _started(third))
+        receipt = await third.result()
+        assert receipt["verdict"] != "verified"
+        assert "alice says the repair is done" in receipt["report"]
+        await state_of(roles, name, "held")
+        # Now the person really fixes it: the read-back passes and the tripwire re-arms.
+        with sqlite3.connect(db) as conn:
+            conn.execute(
+                "insert into rows (batch, seq, key) values (?, 0, 'alice')", [f"{name}-fix"]
+            )
+        await repair_done(roles.temporal, name, "alice")
+        fourth = roles.temporal.get_workflow_handle(f"repair-{name}-1-4")
+        await until("person's second repair started", lambda: _started(fourth))
+        assert (await fourth.result())["verdict"] == "verified"
+        state = await state_of(roles, name, "healthy")
+        assert state.repairs_verified == 1 and len(state.trips) == 1
+
+
+async def test_a_tripwire_on_an_unknown_loop_names_the_fix(
+    temporal_time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    env = temporal_time_skipping
+    db = make_rows_db(tmp_path / "rows.db")
+    async with roles_for(env, tmp_path, db) as roles:
+        with pytest.raises(UnknownLoop, match="declare it first with `landed loop create"):
+            await repair_done(roles.temporal, "no-such-loop", "alice")
+        with pytest.raises(UnknownLoop, match="landed loop create no-such-loop"):
+            await loop_state(roles.temporal, "no-such-loop")
+
+
+async def _started(handle: WorkflowHandle[Any, Any]) -> bool:
+    try:
+        await handle.describe()
+    except RPCError:
+        return False
+    return True

@@ -150,9 +150,15 @@ def repair_task(loop: str, repair: RepairSpec, task_id: str, person: str | None)
     """The repair task: its own act, or (``person`` named, after `landed repair done`) the
     person's word as its act's report; either way its read-back decides."""
     act = repair.act
-    if person is not None or act is None:
+    by_person = person is not None or act is None
+    if by_person:
         act = ActSpec(name=PERSON_ACT, input={"by": person or "a person"})
     return TaskSpec(
+        # A person's repair was made before this task starts: a before-state read now would
+        # find it there already and call it vacuous. The runner honours this only with
+        # LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ on; otherwise the repair stays not verified
+        # and the loop held (closed, never a repair taken on the person's word).
+        pre_read=not by_person,
         task_id=task_id,
         owner=repair.owner,
         outcome=repair.outcome,

@@ -60,7 +60,6 @@ SEARCH_ATTRIBUTES = ("LandedVerdict", "LandedOwner", "LandedRung", "LandedLoop")
 LOOP_RUN_WORKFLOW = "LandedLoopRun"
 #: One per loop: watches its settlements, trips, and queues exactly one repair.
 TRIPWIRE_WORKFLOW = "LandedTripwire"
-START_REPAIR_ACTIVITY = "landed.tripwire.start_repair"
 CATCH_UP_ACTIVITY = "landed.tripwire.catch_up"
 #: Signals and the query of the Tripwire workflow.
 SETTLED_SIGNAL = "settled"

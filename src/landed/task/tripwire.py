@@ -10,12 +10,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from landed.task.loops import LoopSpec, RepairSpec, TripwireRules, repair_task_id
-from landed.task.spec import TaskSpec
 
 __all__ = [
     "CatchUp",
     "Note",
-    "StartRepair",
     "Trip",
     "TripwireInput",
     "TripwireState",
@@ -173,13 +171,6 @@ def person_repair(state: TripwireState) -> str | None:
     state.phase = "repairing"
     state.retry_at = None
     return state.repair_task_id
-
-
-class StartRepair(BaseModel):
-    """The start_repair activity's input: the repair task, under the loop's one repair id."""
-
-    loop: str
-    task: TaskSpec
 
 
 class CatchUp(BaseModel):
