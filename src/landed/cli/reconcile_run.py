@@ -143,6 +143,7 @@ async def reconcile(
         emit(event)
 
     ticker = asyncio.create_task(flusher()) if state is not None else None
+    tail.busy = lambda: bool(running)
     try:
         async for item in tail.lines():
             if isinstance(item, Notice):
