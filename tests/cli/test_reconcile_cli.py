@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from helpers.roles import Roles, run_roles
 from helpers.sor import Site
+from helpers.wait import until
 
 from landed.cli.reconcile_run import Tally, reconcile
 from landed.cli.reconcile_tail import Offset, Tail, load_offset, save_offset
@@ -86,6 +87,52 @@ async def test_a_restarted_follow_resumes_at_its_offset_and_verifies_nothing_twi
     assert site.count_reads == reads
     final = load_offset(state)
     assert final is not None and final.line == 4 and final.offset == stream.stat().st_size
+
+
+async def test_a_stream_truncated_and_rotated_while_followed_loses_and_repeats_nothing(
+    temporal_dev: str, tmp_path: Path, site: Site
+) -> None:
+    for slug in ("t1", "t2", "t3"):
+        site.posts.append({"slug": slug})
+    stream, state = tmp_path / "claims.jsonl", tmp_path / "claims.state"
+    stream.write_text(_claim("t-1", "t1") + "\n" + _claim("t-2", "t2") + "\n")
+    events: list[dict[str, Any]] = []
+    async with run_roles(temporal_dev, tmp_path, sources={"site": {"url": site.url}}) as roles:
+        # Idle counts only once every claim in flight has settled.
+        tail = Tail(stream, max_line=4096, follow=True, poll=0.05, idle=3.0)
+        run = asyncio.create_task(
+            reconcile(
+                roles.temporal,
+                tail,
+                task_queue=roles.queues["runner"],
+                concurrency=4,
+                emit=events.append,
+                state=state,
+            )
+        )
+
+        def settled() -> list[str]:
+            return sorted(e["task_id"] for e in events if e["event"] == "settled")
+
+        await until("the first claims settled", lambda: settled() == ["t-1", "t-2"])
+        reads = site.count_reads
+        # Truncated and written again from its start (copytruncate), shorter than what was read.
+        stream.write_text(_claim("t-1", "t1") + "\n")
+        await until("the first claim seen again", lambda: settled() == ["t-1", "t-1", "t-2"])
+        # Rotated (logrotate): moved away, a new file in its place.
+        stream.rename(tmp_path / "claims.jsonl.1")
+        stream.write_text(_claim("t-3", "t3") + "\n")
+        tally = await run
+    notices = [e["message"] for e in events if e["event"] == "notice"]
+    assert any("truncated while followed" in n for n in notices), notices
+    assert any("rotated" in n for n in notices), notices
+    again = [e for e in events if e["event"] == "settled" and e["existing"]]
+    assert [e["task_id"] for e in again] == ["t-1"]  # read again after the cut: attached
+    assert (tally.settled, tally.verified, tally.started, tally.existing) == (4, 4, 4, 1)
+    # Only t-3 was read back after the cut (a read and its confirmation): t-1 not again.
+    assert site.count_reads - reads == 2
+    final = load_offset(state)
+    assert final is not None and final.ino == stream.stat().st_ino and final.line == 1
 
 
 async def _landed(stdin: bytes | None, *args: str) -> tuple[int, str, str]:

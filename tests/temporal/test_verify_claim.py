@@ -13,6 +13,7 @@ from helpers.sor import Site
 from landed.workflows.verify_claim import VerifyClaim
 from temporalio.client import WorkflowHistory
 from temporalio.common import WorkflowIDReusePolicy
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from landed.cli.reconcile_run import reconcile
@@ -21,7 +22,7 @@ from landed.receipts.model import Receipt
 from landed.task.claims_in import VerifyClaimInput, parse_claim
 from landed.task.names import VERIFY_CLAIM_WORKFLOW
 from landed.temporal.claims import start_claim, wait_result
-from landed.temporal.plugin import landed_plugin
+from landed.temporal.plugin import landed_plugin, strict_workflow_runner
 
 
 @pytest.fixture
@@ -238,7 +239,14 @@ async def test_reconcile_stream_reports_bad_lines_and_keeps_the_rest(
 
 
 async def _replay(histories: list[WorkflowHistory]) -> None:
-    replayer = Replayer(workflows=[VerifyClaim], plugins=[landed_plugin()])
-    for history in histories:
-        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-        assert result.replay_failure is None, (history.workflow_id, result.replay_failure)
+    shared = Replayer(workflows=[VerifyClaim], plugins=[landed_plugin()])
+    # Re-imported under the SDK's restricted standard library: a nondeterministic call fails.
+    strict = Replayer(
+        workflows=[VerifyClaim],
+        data_converter=pydantic_data_converter,
+        workflow_runner=strict_workflow_runner(),
+    )
+    for replayer in (shared, strict):
+        for history in histories:
+            result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+            assert result.replay_failure is None, (history.workflow_id, result.replay_failure)

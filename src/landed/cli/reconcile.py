@@ -32,7 +32,10 @@ def reconcile_command(
     ),
     concurrency: int = typer.Option(32, min=1, max=2000, help="Claims in flight at most."),
     until_idle: float | None = typer.Option(
-        None, "--until-idle", min=0.0, help="With --follow: stop after this many quiet seconds."
+        None,
+        "--until-idle",
+        min=0.0,
+        help="With --follow: stop once every claim settled and the file stayed quiet this long.",
     ),
     max_line: int = typer.Option(256 << 10, min=1024, max=1 << 20, help="Longest line, bytes."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per event on stdout."),

@@ -18,6 +18,7 @@ from typing import Any
 from temporalio.client import Client as TemporalClient
 
 from landed.cli.reconcile_tail import Line, Notice, Offset, Tail, save_offset
+from landed.receipts.model import Receipt
 from landed.task.claims_in import BadClaim, VerifyClaimInput, parse_claim
 from landed.temporal.claims import other_claim, start_claim, wait_result
 
@@ -72,102 +73,113 @@ async def reconcile(
     state: Path | None = None,
 ) -> Tally:
     """Reconcile every line ``tail`` gives; ``emit`` receives each event as it happens."""
-    tally = Tally()
-    commits = Committer()
-    slots = asyncio.Semaphore(concurrency)
-    running: set[asyncio.Task[None]] = set()
-    saved: list[Offset | None] = [None]
+    run = _Run(temporal, task_queue, concurrency, emit, state)
+    ticker = asyncio.create_task(run.flusher()) if state is not None else None
+    tail.busy = lambda: bool(run.running)
+    try:
+        async for item in tail.lines():
+            await run.take(item)
+        if run.running:
+            await asyncio.gather(*run.running)
+    finally:
+        if ticker is not None:
+            ticker.cancel()
+        run.flush()
+    return run.tally
 
-    def flush() -> None:
-        if state is not None and commits.committed not in (None, saved[0]):
-            assert commits.committed is not None
-            save_offset(state, commits.committed)
-            saved[0] = commits.committed
 
-    async def flusher() -> None:
+class _Run:
+    """One reconcile: its tally, the offsets to commit, the claims in flight."""
+
+    def __init__(
+        self,
+        temporal: TemporalClient,
+        task_queue: str,
+        concurrency: int,
+        emit: Callable[[Event], None],
+        state: Path | None,
+    ) -> None:
+        self.temporal, self.task_queue, self.emit, self.state = temporal, task_queue, emit, state
+        self.tally = Tally()
+        self.commits = Committer()
+        self.slots = asyncio.Semaphore(concurrency)
+        self.running: set[asyncio.Task[None]] = set()
+        self.saved: Offset | None = None
+
+    def flush(self) -> None:
+        committed = self.commits.committed
+        if self.state is not None and committed is not None and committed != self.saved:
+            save_offset(self.state, committed)
+            self.saved = committed
+
+    async def flusher(self) -> None:
         while True:
             await asyncio.sleep(_FLUSH_S)
-            flush()
+            self.flush()
 
-    async def one(claim: VerifyClaimInput, slot: list[Any]) -> None:
-        try:
-            started = await start_claim(temporal, claim, task_queue=task_queue)
-        except Exception as exc:  # nothing started: the offset stays before this line
-            tally.failed += 1
-            emit(
-                {
-                    "event": "failed",
-                    "line": claim.line,
-                    "task_id": claim.task_id,
-                    "message": f"could not start its VerifyClaim: {_brief(exc)}",
-                }
-            )
-            slots.release()
+    async def take(self, item: Line | Notice) -> None:
+        """One item of the stream: a notice said, a bad line reported, a claim started."""
+        if isinstance(item, Notice):
+            self.emit({"event": "notice", "message": item.message})
             return
-        commits.done(slot)
-        tally.started += 1
-        tally.existing += started.existing
-        try:
-            receipt = await wait_result(started.handle)
-        except Exception as exc:
-            tally.failed += 1
-            emit(
-                {
-                    "event": "failed",
-                    "line": claim.line,
-                    "task_id": claim.task_id,
-                    "workflow_id": started.workflow_id,
-                    "message": _brief(exc),
-                }
-            )
+        self.tally.lines += 1
+        slot = self.commits.add(item.end)
+        claim = _parse(item)
+        if not isinstance(claim, VerifyClaimInput):
+            if claim is not None:
+                self.tally.invalid += 1
+                self.emit({"event": "invalid", "line": claim.line, "message": claim.reason})
+            self.commits.done(slot)
             return
+        await self.slots.acquire()
+        task = asyncio.create_task(self._one(claim, slot))
+        self.running.add(task)
+        task.add_done_callback(self.running.discard)
+
+    async def _one(self, claim: VerifyClaimInput, slot: list[Any]) -> None:
+        failed: Event = {"event": "failed", "line": claim.line, "task_id": claim.task_id}
+        try:
+            try:
+                started = await start_claim(self.temporal, claim, task_queue=self.task_queue)
+            except Exception as exc:  # nothing started: the offset stays before this line
+                self.tally.failed += 1
+                message = f"could not start its VerifyClaim: {_brief(exc)}"
+                self.emit({**failed, "message": message})
+                return
+            self.commits.done(slot)
+            self.tally.started += 1
+            self.tally.existing += started.existing
+            try:
+                receipt = await wait_result(started.handle)
+            except Exception as exc:
+                self.tally.failed += 1
+                self.emit({**failed, "workflow_id": started.workflow_id, "message": _brief(exc)})
+                return
         finally:
-            slots.release()
+            self.slots.release()
+        self._settled(claim, started.workflow_id, started.existing, receipt)
+
+    def _settled(
+        self, claim: VerifyClaimInput, workflow_id: str, existing: bool, receipt: Receipt
+    ) -> None:
         conflict = other_claim(claim, receipt)
-        tally.settled += 1
+        self.tally.settled += 1
         ok = conflict is None and receipt.verdict in ("verified", "reconciled")
-        tally.verified += ok
-        tally.not_verified += not ok
+        self.tally.verified += ok
+        self.tally.not_verified += not ok
         event: Event = {
             "event": "settled",
             "line": claim.line,
             "task_id": claim.task_id,
             "attempt": claim.attempt,
-            "workflow_id": started.workflow_id,
-            "existing": started.existing,
+            "workflow_id": workflow_id,
+            "existing": existing,
             "verdict": receipt.verdict,
             "receipt": receipt.model_dump(mode="json", by_alias=True, exclude_none=True),
         }
         if conflict is not None:
             event["conflict"] = conflict
-        emit(event)
-
-    ticker = asyncio.create_task(flusher()) if state is not None else None
-    try:
-        async for item in tail.lines():
-            if isinstance(item, Notice):
-                emit({"event": "notice", "message": item.message})
-                continue
-            tally.lines += 1
-            slot = commits.add(item.end)
-            claim = _parse(item)
-            if not isinstance(claim, VerifyClaimInput):
-                if claim is not None:
-                    tally.invalid += 1
-                    emit({"event": "invalid", "line": claim.line, "message": claim.reason})
-                commits.done(slot)
-                continue
-            await slots.acquire()
-            task = asyncio.create_task(one(claim, slot))
-            running.add(task)
-            task.add_done_callback(running.discard)
-        if running:
-            await asyncio.gather(*running)
-    finally:
-        if ticker is not None:
-            ticker.cancel()
-        flush()
-    return tally
+        self.emit(event)
 
 
 def _parse(item: Line) -> VerifyClaimInput | BadClaim | None:

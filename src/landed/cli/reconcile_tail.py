@@ -8,7 +8,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -89,7 +89,8 @@ def save_offset(path: Path, offset: Offset) -> None:
 
 class Tail:
     """Lines of ``path`` (None: stdin), each at most ``max_line`` bytes; with ``follow`` it
-    waits for more at the end, until ``idle`` seconds pass with nothing new (None: for ever)."""
+    waits for more at the end, until ``idle`` seconds pass with nothing new and nothing
+    ``busy`` (None: for ever)."""
 
     def __init__(
         self,
@@ -109,6 +110,9 @@ class Tail:
         self._line = 0
         self._buf = bytearray()
         self._skipping = False  # inside a line over the limit: its rest is dropped unbuffered
+        #: Whether work started from earlier lines is still going: the idle time counts only
+        #: while it is not (set by the reconcile loop), so idle means "caught up and settled".
+        self.busy: Callable[[], bool] = lambda: False
 
     async def lines(self) -> AsyncIterator[Line | Notice]:
         notice = self._open()
@@ -136,7 +140,7 @@ class Tail:
                 if self._idle is not None and quiet >= self._idle:
                     return
                 await asyncio.sleep(self._poll)
-                quiet += self._poll
+                quiet = 0.0 if self.busy() else quiet + self._poll
         finally:
             if self._fd >= 0 and self._path is not None:
                 os.close(self._fd)
