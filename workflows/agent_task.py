@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.assemble import assemble_receipt, trust_from_pems, unknown_write_report
     from landed.task.decisions import RunFacts, cancelled_before_act_report, graded_receipt
     from landed.task.frames import pre_read_count
+    from landed.task.governance import fleet_fields
     from landed.task.messages import (
         ActReport,
         ClaimOutput,
@@ -405,10 +406,23 @@ class AgentTask:
             frames_after=tuple(self._run.frames_after),
             unconfirmed=self._durable.unconfirmed,
             durability=self._durable.record,
+            fleet=self._fleet_fields(routing, report),
         )
         trusted = self._trusted(routing)
         return graded_receipt(
             spec, report, self._run.proofs, facts, settled_at=workflow.now(), trusted=trusted
+        )
+
+    def _fleet_fields(self, routing: Routing, report: ActReport) -> dict[str, object]:
+        """The blocker, harness rotation, paused wait and cost by phase (GOV-4/8/10, DOD-9)."""
+        dispatch = self._attempts.dispatch
+        pool = dispatch.pool
+        return fleet_fields(
+            report,
+            harness=pool.record() if pool is not None else None,
+            spend=self._run.verify_spend,
+            usd_per_second=routing.verify_usd_per_second,
+            paused=dispatch.gate.paused,
         )
 
 

@@ -10,6 +10,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from landed.probes.contract import Observation
     from landed.receipts.model import ProofItem, Receipt
+    from landed.task.cost import VerifySpend
     from landed.task.messages import ActReport, Routing, Step
 
 __all__ = ["ActFacts", "RunState"]
@@ -36,6 +37,8 @@ class RunState:
     asked_at: datetime | None = None
     # Set once a cancel is being settled: its own steps are not cut short by it.
     settling_cancel: bool = False
+    # --- fleet: the verifier's spend on this task (GOV-8) ---
+    verify_spend: VerifySpend = dataclasses.field(default_factory=VerifySpend)
 
 
 @dataclasses.dataclass

@@ -89,6 +89,7 @@ def _register() -> None:
         demo,
         dev,
         exporter,
+        fleet,
         guard,
         keys,
         ledger,

@@ -57,6 +57,15 @@ class ActReport(BaseModel):
     exit_code: int | None = None
     cost: Cost = Field(default_factory=Cost)
     actor: str | None = Field(default=None, description="Worker identity that ran the act.")
+    # --- fleet: blocked tasks (DOD-9) ---
+    blocked_on: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="With claimed_status blocked: the exact outside condition the task waits on.",
+    )
+    clear_by: str | None = Field(
+        default=None, max_length=500, description="With blocked: who can clear that condition."
+    )
 
     @field_validator("cost")
     @classmethod
@@ -141,6 +150,18 @@ class Routing(BaseModel):
             "forgets closed runs after its retention; the ledger does not): handed back as is, "
             "and the act is not run again."
         ),
+    )
+    # --- fleet: harness pool (GOV-10) and verification cost (GOV-8) ---
+    actor_pool: list[str] = Field(
+        default_factory=list,
+        description="Further actor task queues (harnesses) an act is dispatched to when the "
+        "one it was sent to is unavailable (expired auth, usage limit, outage).",
+    )
+    verify_usd_per_second: float = Field(
+        default=0.0,
+        ge=0,
+        description="The operator's price of one second of the verifier's probe time, so the "
+        "verify phase's dollars count in the cost per verified task.",
     )
 
 
@@ -244,6 +265,12 @@ class VerifyOutput(BaseModel):
     verifier: str
     key_id: str | None = None
     readings: list[VerifyReading]
+    # --- fleet: verification cost (GOV-8) ---
+    metered_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="Dollars a metered provider charged for this read (None: none reported).",
+    )
 
 
 class SettleInput(BaseModel):

@@ -34,3 +34,12 @@ CLAIM_OF_ANOTHER_RUN = "ClaimOfAnotherRun"
 #: Custom search attributes (all Keyword) the workflow upserts, so the Web UI and
 #: ``temporal workflow list --query 'LandedVerdict="verified"'`` can filter settled tasks.
 SEARCH_ATTRIBUTES = ("LandedVerdict", "LandedOwner", "LandedRung")
+
+# --- fleet: the kill switch (GOV-4) ---
+#: The control workflow holding the fleet's switch (one per namespace, id LANDED_RUNNER_FLEET_ID).
+FLEET_WORKFLOW = "LandedFleet"
+#: Its signal (a FleetFlip) and its query (the FleetSwitch).
+FLEET_FLIP_SIGNAL = "flip"
+FLEET_SWITCH_QUERY = "switch"
+#: The runner's step read before each act is dispatched: may it act now?
+FLEET_GATE_ACTIVITY = "landed.fleet_gate"
