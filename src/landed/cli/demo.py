@@ -317,6 +317,10 @@ async def _run_demo(
                         "findings": list(getattr(landed, "findings", []) or []),
                     }
                 )
+            # --- fleet: the pause scenario (GOV-4) ---
+            from landed.cli.demo_pause import pause_row
+
+            rows.append(await pause_row(client, shop, run, ledger_url))
             info["copies_of_post"] = site.count(f"spring-pricing-{run}")
             elapsed = time.monotonic() - started
             # The scorecard of what just settled, from the ledger (a free port: printed).

@@ -203,11 +203,13 @@ def fleet_figures(landed: object) -> tuple[float | None, int]:
     cost = getattr(landed, "cost", None)
     verify = cost.get("verify") if isinstance(cost, dict) else None
     usd = verify.get("usd") if isinstance(verify, dict) else None
-    ok = isinstance(usd, int | float) and not isinstance(usd, bool) and math.isfinite(usd)
+    spent: float | None = None
+    if isinstance(usd, int | float) and not isinstance(usd, bool) and math.isfinite(usd):
+        spent = float(usd) if usd >= 0 else None
     harness = getattr(landed, "harness", None)
     releases = harness.get("releases") if isinstance(harness, dict) else None
     count = len(releases) if isinstance(releases, list) else 0
-    return (float(usd) if ok and usd >= 0 else None), count
+    return spent, count
 
 
 # Multiplying a double by 2**82 is exact (or overflows to inf, which is not whole); when the
