@@ -50,20 +50,17 @@ async def _replay(roles: Roles, task_id: str) -> None:
     assert result.replay_failure is None, result.replay_failure
 
 
-async def _result(env: WorkflowEnvironment, task_id: str) -> Receipt:
-    """The receipt, awaited through the environment's client so the backoffs are skipped. Its
-    wait for the close event returns empty when the run takes longer in wall time than the
-    test server's long poll (the runner replays each task in full on a loaded machine); the
-    wait is then asked again."""
-    for _ in range(20):
-        try:
-            raw = await env.client.get_workflow_handle(task_id).result()
-        except RuntimeError as err:
-            if "No completion event found" not in str(err):
-                raise
-            continue
-        return Receipt.model_validate(raw)
-    raise AssertionError(f"{task_id} did not settle")
+async def _result(env: WorkflowEnvironment, roles: Roles, task_id: str) -> Receipt:
+    """The receipt, once the test server's clock has been moved past the backoffs (a durable
+    timer each) in steps, while the roles work in between."""
+    handle = roles.temporal.get_workflow_handle(task_id)
+    for _ in range(60):
+        desc = await handle.describe()
+        if desc.close_time is not None:
+            break
+        await env.sleep(15)
+        await asyncio.sleep(0.5)
+    return Receipt.model_validate(await handle.result())
 
 
 def _ext(receipt: Receipt) -> dict[str, Any]:
@@ -85,7 +82,7 @@ async def test_an_unavailable_harness_releases_the_task_to_the_next_in_its_pool(
         async with extra_actor(address, second, f"actor2@{tag}", db):
             spec = _task(f"rotate-{tag}", db, "r1", unavailable_on=[down])
             handle = await roles.client.start(spec)
-            receipt = await _result(env, handle.task_id)
+            receipt = await _result(env, roles, handle.task_id)
         assert receipt.verdict == "verified"
         harness = _ext(receipt)["harness"]
         assert [r["queue"] for r in harness["releases"]] == [roles.queues["actor"]]
@@ -112,7 +109,7 @@ async def test_a_pool_with_no_healthy_harness_parks_the_task_as_blocked(
         async with extra_actor(address, second, f"actor2@{tag}", db):
             spec = _task(f"none-healthy-{tag}", db, "n1", unavailable_on=down)
             handle = await roles.client.start(spec)
-            receipt = await _result(env, handle.task_id)
+            receipt = await _result(env, roles, handle.task_id)
         # Blocked, naming the condition and who can clear it: never failed, never done.
         assert receipt.verdict == "blocked"
         ext = _ext(receipt)
