@@ -21,6 +21,8 @@ BENCHMARKS: dict[str, str] = {
     "tracing_spans": "bench.tracing_spans",
     "confirm": "bench.confirm",
     "exporter_scrape": "bench.exporter_scrape",
+    # --- fleet: the kill switch's latencies (GOV-4) ---
+    "pause": "bench.pause",
 }
 
 
