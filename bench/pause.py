@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     base = r["base"]
     print(f"baseline: unpaused submit -> act          {base * 1000:8.1f} ms")
     print(f"pause asked -> returned (read back)       {r['pause_return'] * 1000:8.1f} ms")
-    print("acts after the pause returned             none (a marks row would fail the run)")
+    print("tasks submitted after the pause that acted        0 (asserted: a row fails the run)")
     print(f"stream tasks left waiting by the pause    {r['unacted_stream']:8d} of 40")
     first, every = r["resume_first"], r["resume_all"]
     print(

@@ -5,6 +5,7 @@ a pause made while no runner is up holds once one comes back; status says who an
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 import uuid
@@ -41,6 +42,26 @@ def _roles(address: str, tmp_path: Path, db: Path, fleet: str) -> Any:
         acts=ACTS,
         runner={"fleet_id": fleet},
     )
+
+
+async def _status(address: str, fleet: str, queue: str) -> dict[str, Any]:
+    """``landed status --json`` as an operator runs it (its own process)."""
+    proc = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "landed"),
+        "status",
+        "--json",
+        "--address",
+        address,
+        "--fleet",
+        fleet,
+        "--task-queue",
+        queue,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, out
+    shown: dict[str, Any] = json.loads(out)
+    return shown
 
 
 async def _replay(roles: Roles, ids: list[str], fleet: str) -> None:
@@ -144,6 +165,10 @@ async def test_a_pause_made_while_the_runner_is_down_holds_when_it_returns(
             read = await read_switch(roles.temporal, fleet)
             assert read.switch is not None and read.switch.paused
             assert read.switch.by == "ops-carl"
+            # `landed status` says the same, who and when included.
+            shown = await _status(temporal_dev, fleet, queue)
+            assert shown["switch"]["paused"] is True and shown["switch"]["by"] == "ops-carl"
+            assert shown["switch"]["reason"] == "provider incident" and shown["switch"]["at"]
             assert (
                 await flip(
                     roles.temporal, paused=False, by="ops-carl", fleet_id=fleet, runner_queue=queue

@@ -156,6 +156,9 @@ def status(
         print(json.dumps(read.model_dump(mode="json"), indent=2))
         return
     state = "PAUSED" if sw.paused else "running"
+    if read.pending:
+        # A flip Temporal accepted that no runner has applied: gates read it as not running.
+        state += " (a flip is recorded but not applied yet: no runner has run it; acts wait)"
     if sw.by is None:
         typer.echo(f"fleet {fleet}: {state} (never flipped)")
         return
