@@ -139,3 +139,16 @@ def test_the_scorecard_counts_verify_cost_and_harness_releases_apart() -> None:
     assert card.verify_cost_usd == 0.75
     assert card.cost_usd == 2.75  # the acts' 2.0 and the verifier's 0.75
     assert card.harness_releases == 2
+
+
+def test_the_exporter_counts_the_verify_phase_and_harness_releases_from_receipts() -> None:
+    from landed.ledger.base import LedgerRow
+    from landed.telemetry.aggregate import Board
+
+    board = Board(max_label_values=10)
+    for sequence, receipt in enumerate([_receipt("t0", 0.5, 2), _receipt("t1", 0.25, 1)], 1):
+        row = LedgerRow.of(receipt)
+        board.add_row(sequence, row.body.decode(), row.sha256)
+    assert board.cost[("verify", "agent", "")] == 0.75
+    assert board.cost[("act", "agent", "")] == 2.0
+    assert board.counts["landed_harness_releases_total"][("agent", "")] == 3
