@@ -103,6 +103,11 @@ class Attempts:
         """Claim act attempt ``attempt``: the time it may take; else the report to settle with
         when it must not act, or why no attempt can start (the time cap, the ledger)."""
         cap_reached = f"time cap {spec.time_cap} reached before attempt {attempt}"
+        # The fleet's switch first (GOV-4): a paused task claims nothing and waits here, so its
+        # claim and its act stay in one workflow task once it may act.
+        blocked = await self.dispatch.gate.until_running(deadline)
+        if blocked is not None:
+            return blocked
         left = remaining(deadline, workflow.now())
         if left is None:
             return cap_reached

@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
 from landed.workflows.acting import Attempts
 from landed.workflows.claims import SETTLE_RETRY, claim_holds, ledger_policy
 from landed.workflows.durable import DURABLE_PATCH, Durable
+from landed.workflows.fleet import FLEET_GATE_PATCH
 from landed.workflows.frames import FrameReader
 from landed.workflows.reads import VERIFY_RETRY, Reader, chain_run_id
 from landed.workflows.state import ActFacts, RunState
@@ -168,6 +169,8 @@ class AgentTask:
                 # still tells its own claim (an earlier try of the plan) from another run's.
                 run_id=workflow.info().run_id,
                 will_act=to_act,
+                # The fleet gate sits between this plan and the first act (GOV-4).
+                gated=to_act and workflow.patched(FLEET_GATE_PATCH),
                 pre_read=spec.pre_read,
                 steps=pre_read_count(spec),
             ),

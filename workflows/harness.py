@@ -1,6 +1,7 @@
 """Dispatching an act attempt (GOV-4, GOV-10): after the fleet's gate, to a healthy harness.
 
-Each dispatch first waits at the fleet gate (no act while the fleet is paused). An attempt
+Each dispatch waits at the fleet gate (no act while the fleet is paused): the first before
+its claim, a dispatch again after a release right before it. An attempt
 whose harness is unavailable (the act raised ``HarnessUnavailable``: expired auth, a usage
 limit, an outage) is released: not done, not failed, and not an act attempt of its own. After
 a backoff it goes to the next healthy actor queue of the pool (``landed.task.harness``).
@@ -60,9 +61,12 @@ class Dispatch:
         pool = self._pool(routing)
         deadline = self._run.deadline
         while True:
-            blocked = await self.gate.until_running(deadline)
-            if blocked is not None:
-                return blocked
+            if pool.releases:
+                # A dispatch again after a release waits at the switch too (the first one
+                # waited before its claim: landed.workflows.acting).
+                blocked = await self.gate.until_running(deadline)
+                if blocked is not None:
+                    return blocked
             choice = pool.choose(workflow.now())
             if choice.queue is None:
                 return pool.none_healthy(choice.cooling, "each one failed too often in a row")

@@ -186,6 +186,12 @@ class PlanInput(BaseModel):
         description="False for a run that will not act (cancelled before its plan): it claims "
         "nothing, and its own claim, if an earlier try made one, is not another run's.",
     )
+    # --- fleet: the kill switch (GOV-4) ---
+    gated: bool = Field(
+        default=False,
+        description="The fleet gate runs between the plan and the first act (the switch is "
+        "read first): the plan claims nothing, the first attempt claims after the gate.",
+    )
 
 
 def pre_read_on(routing: Routing, task_pre_read: bool) -> bool:
