@@ -862,8 +862,9 @@ async def test_reads_wait_for_a_verifier_one_read_past_the_cap_in_all(
 async def test_the_first_act_is_claimed_by_the_plan_unless_a_pre_read_comes_between(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:
-    """Each act is claimed in the workflow task that schedules it: by the plan itself when
-    nothing runs between them (no extra step), else by a claim step of its own."""
+    """Each act is claimed in the workflow task that schedules it: by a claim step of its own,
+    after the fleet gate (GOV-4) that now runs between the plan and the first act; the plan
+    claimed it itself when nothing ran between them, and still does for a run from before."""
     markers: dict[bool, int] = {}
     async with _roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
         for pre_read in (False, True):
@@ -878,8 +879,8 @@ async def test_the_first_act_is_claimed_by_the_plan_unless_a_pre_read_comes_betw
                 and e.marker_recorded_event_attributes.marker_name != "core_patch"
                 for e in history.events
             )
-    # plan + settle; plan + claim + settle
-    assert markers == {False: 2, True: 3}
+    # plan + claim + settle, with a pre-read or without
+    assert markers == {False: 3, True: 3}
 
 
 async def test_a_run_stopped_before_its_act_leaves_no_claim_and_a_later_run_acts(
@@ -1034,7 +1035,8 @@ async def test_invalid_spec_rejected_and_no_probe_never_verified(
         )
     assert receipt.verdict != "verified" and row_count(db, "np") == 1
     # Nothing to read back: no verify step is asked for (none would wait on a verifier).
-    assert scheduled == ["landed.act"], scheduled
+    # (the runner's fleet gate, GOV-4, is read before the act)
+    assert scheduled == ["landed.fleet_gate", "landed.act"], scheduled
     assert blind_receipt.verdict == "failed"
     assert act_runs(db, "no-probe-fail") == [(1, "no-probe-fail")]
     assert unknown.verdict == "failed"
