@@ -11,6 +11,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from landed.task.acts import ActContext, ActFn, irreversible_kind
+from landed.task.harness import HARNESS_UNAVAILABLE, HarnessUnavailable
 from landed.task.messages import ActInput, ActReport
 from landed.task.names import ACT_ACTIVITY, APPROVAL_REQUIRED, CLAIM_OF_ANOTHER_RUN
 from landed.telemetry.logs import task_event
@@ -170,6 +171,15 @@ class ActActivities:
                 non_retryable=exc.non_retryable,
                 next_retry_delay=exc.next_retry_delay,
                 category=exc.category,
+            ) from None
+        except HarnessUnavailable as exc:
+            # The harness could not work (GOV-10): the workflow releases the task to another
+            # harness instead of reading this as the task's own failure.
+            self._log_kept(inp, exc)
+            raise ApplicationError(
+                self._redact(str(exc)) or "the harness is unavailable",
+                type=HARNESS_UNAVAILABLE,
+                non_retryable=True,
             ) from None
         except Exception as exc:
             # The traceback stays in the actor's own log: its frames and chained causes can

@@ -56,6 +56,7 @@ class RunnerActivities:
         record = (
             inp.will_act
             and bool(inp.run_id)
+            and not inp.gated
             and not pre_reads(self._routing, inp.pre_read, inp.steps)
         )
         earlier, other = await self._ledger.claim(

@@ -28,6 +28,8 @@ BENCHMARKS: dict[str, str] = {
     # The claim-stream reconciler: VerifyClaim beside AgentTask (pre-read off).
     "reconcile": "bench.reconcile",
     "tripwire": "bench.tripwire",
+    # --- fleet: the kill switch's latencies (GOV-4) ---
+    "pause": "bench.pause",
 }
 
 

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
@@ -25,19 +24,16 @@ with workflow.unsafe.imports_passed_through():
         Step,
         VerifyReading,
     )
-    from landed.task.names import ACT_ACTIVITY, APPROVAL_REQUIRED, CLAIM_OF_ANOTHER_RUN
+    from landed.task.names import APPROVAL_REQUIRED, CLAIM_OF_ANOTHER_RUN
     from landed.task.spec import TaskSpec
 
 from landed.workflows.claims import claim, claim_holds
 from landed.workflows.errors import beat_identity, cause, is_type, refused_for
+from landed.workflows.harness import Dispatch
 from landed.workflows.reads import Reader
 from landed.workflows.state import ActFacts, RunState
 
 __all__ = ["Attempts"]
-
-# The act runs once per attempt: Temporal must never re-run it behind the workflow's back,
-# because a retry without a read-back first is exactly the duplicate DOD-10 forbids.
-_ACT_ONCE = RetryPolicy(maximum_attempts=1)
 
 #: Holds a reading to its step, made by another identity than the act's (DOD-2).
 Independent = Callable[..., VerifyReading]
@@ -59,6 +55,8 @@ class Attempts:
     ) -> None:
         self._spec, self._run, self._act, self._reader = spec, run, act, reader
         self._digest, self._cancelled, self._independent = digest, cancelled, independent
+        # The fleet gate and the harness pool every act dispatch goes through.
+        self.dispatch = Dispatch(spec, run)
 
     async def until_known(
         self,
@@ -105,6 +103,11 @@ class Attempts:
         """Claim act attempt ``attempt``: the time it may take; else the report to settle with
         when it must not act, or why no attempt can start (the time cap, the ledger)."""
         cap_reached = f"time cap {self._run.cap or spec.time_cap} reached before attempt {attempt}"
+        # The fleet's switch first (GOV-4): a paused task claims nothing and waits here, so its
+        # claim and its act stay in one workflow task once it may act.
+        blocked = await self.dispatch.gate.until_running(deadline)
+        if blocked is not None:
+            return blocked
         left = remaining(deadline, workflow.now())
         if left is None:
             return cap_reached
@@ -127,35 +130,29 @@ class Attempts:
         self, spec: TaskSpec, routing: Routing, attempt: int, left: timedelta
     ) -> ActReport | str:
         """Run act attempt ``attempt``: its report, or the error it ended with (the write is
-        unknown then, and is read back before anything else)."""
-        # Only an attempt that starts is one: the receipt's attempt is the act's last run.
-        self._run.attempt = attempt
-        try:
-            return await workflow.execute_activity(
-                ACT_ACTIVITY,
-                ActInput(
-                    task_id=spec.task_id,
-                    attempt=attempt,
-                    idempotency_key=spec.idempotency_key or spec.task_id,
-                    act=spec.act,
-                    # The actor runs the act only for the run that holds this claim.
-                    claimed_for=self._act.claimed_for,
-                    owner=spec.owner,
-                    approved_by=self._run.approved_by,
-                ),
-                result_type=ActReport,
-                task_queue=routing.actor_task_queue,
-                schedule_to_close_timeout=left,
-                heartbeat_timeout=spec.timeouts.act_heartbeat,
-                retry_policy=_ACT_ONCE,
-                # On a cancel, wait until the actor has stopped (a sync act's thread is
-                # finished) before reading back: no write may land after the read.
-                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            )
-        except ActivityError as err:
-            if self._cancelled(err):
-                raise
-            return self._act_failed(err, attempt)
+        unknown then, and is read back before anything else). It waits at the fleet gate and
+        goes to a healthy harness first (``landed.workflows.harness``)."""
+
+        def started() -> None:
+            # Only an attempt that starts is one: the receipt's attempt is the act's last run.
+            self._run.attempt = attempt
+
+        inp = ActInput(
+            task_id=spec.task_id,
+            attempt=attempt,
+            idempotency_key=spec.idempotency_key or spec.task_id,
+            act=spec.act,
+            # The actor runs the act only for the run that holds this claim.
+            claimed_for=self._act.claimed_for,
+            owner=spec.owner,
+            approved_by=self._run.approved_by,
+        )
+        answer = await self.dispatch.act(routing, inp, started)
+        if isinstance(answer, ActivityError):
+            if self._cancelled(answer):
+                raise answer
+            return self._act_failed(answer, attempt)
+        return answer
 
     def _act_failed(self, err: ActivityError, attempt: int) -> ActReport | str:
         """What an act attempt's error means: a report to settle with, or the error to read back

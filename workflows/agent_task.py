@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.decisions import RunFacts, cancelled_before_act_report, graded_receipt
     from landed.task.frames import pre_read_count
     from landed.task.gates import Approve, GateView, Reject
+    from landed.task.governance import fleet_fields
     from landed.task.messages import (
         ActReport,
         ClaimOutput,
@@ -51,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
 from landed.workflows.acting import Attempts
 from landed.workflows.claims import SETTLE_RETRY, claim_holds, ledger_policy
 from landed.workflows.durable import DURABLE_PATCH, Durable
+from landed.workflows.fleet import FLEET_GATE_PATCH
 from landed.workflows.frames import FrameReader
 from landed.workflows.gates import Gates
 from landed.workflows.reads import VERIFY_RETRY, Reader, chain_run_id
@@ -205,6 +207,8 @@ class AgentTask:
                 # still tells its own claim (an earlier try of the plan) from another run's.
                 run_id=workflow.info().run_id,
                 will_act=to_act,
+                # The fleet gate sits between this plan and the first act (GOV-4).
+                gated=to_act and workflow.patched(FLEET_GATE_PATCH),
                 pre_read=spec.pre_read,
                 steps=pre_read_count(spec),
             ),
@@ -462,12 +466,25 @@ class AgentTask:
             frames_after=tuple(self._run.frames_after),
             unconfirmed=self._durable.unconfirmed,
             durability=self._durable.record,
+            fleet=self._fleet_fields(routing, report),
         )
         trusted = self._trusted(routing)
         graded = graded_receipt(
             spec, report, self._run.proofs, facts, settled_at=workflow.now(), trusted=trusted
         )
         return self._gates.stamp(graded)
+
+    def _fleet_fields(self, routing: Routing, report: ActReport) -> dict[str, object]:
+        """The blocker, harness rotation, paused wait and cost by phase (GOV-4/8/10, DOD-9)."""
+        dispatch = self._attempts.dispatch
+        pool = dispatch.pool
+        return fleet_fields(
+            report,
+            harness=pool.record() if pool is not None else None,
+            spend=self._run.verify_spend,
+            usd_per_second=routing.verify_usd_per_second,
+            paused=dispatch.gate.paused,
+        )
 
 
 def _pending(receipt: Receipt) -> Receipt:

@@ -151,6 +151,7 @@ class Reader:
                 no_verifier_answered=no_verifier_answered(err),
                 queue=routing.verifier_task_queue,
             )
+        self._run.verify_spend.add(out)  # the verify phase's cost (GOV-8)
         return self._answers(routing, out, todo, request)
 
     def _answers(

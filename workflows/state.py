@@ -10,6 +10,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from landed.probes.contract import Observation
     from landed.receipts.model import ProofItem, Receipt
+    from landed.task.cost import VerifySpend
     from landed.task.messages import ActReport, Routing, Step
 
 __all__ = ["ActFacts", "RunState"]
@@ -39,6 +40,8 @@ class RunState:
     # Governance gates (workflows/gates.py): who approved the act, and the cap the run is under.
     approved_by: str | None = None
     cap: timedelta | None = None
+    # --- fleet: the verifier's spend on this task (GOV-8) ---
+    verify_spend: VerifySpend = dataclasses.field(default_factory=VerifySpend)
 
 
 @dataclasses.dataclass

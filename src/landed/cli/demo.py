@@ -330,6 +330,10 @@ async def _run_demo(
             from landed.cli.demo_loop import run_loop_scenario
 
             rows.append(await run_loop_scenario(client, run, ledger_url))
+            # --- fleet: the pause scenario (GOV-4) ---
+            from landed.cli.demo_pause import pause_row
+
+            rows.append(await pause_row(client, shop, run, ledger_url))
             info["copies_of_post"] = site.count(f"spring-pricing-{run}")
             # The claim-stream scenario (landed.cli.demo_reconcile): landed reconcile on a JSONL.
             from landed.cli.demo_reconcile import claim_stream

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from landed.receipts.grading import RawGrade
 from landed.receipts.ladder import ProofLevel, Status
 
-__all__ = ["ScoreTally", "Scorecard", "format_money", "format_rate"]
+__all__ = ["ScoreTally", "Scorecard", "fleet_figures", "format_money", "format_rate"]
 
 
 class _CostView(Protocol):
@@ -56,6 +56,22 @@ class Scorecard(BaseModel):
         description="Receipts with verdict reversed: a recheck found a verified outcome no "
         "longer holds (each also counts as a done claim not proven).",
     )
+    # --- fleet: cost by phase (GOV-8) and harness releases (GOV-10) ---
+    verify_cost_usd: float | None = Field(
+        default=None,
+        description="Sum of landed.cost.verify.usd: the verifier's own cost (probe time at the "
+        "operator's rate, metered provider calls); None when no receipt logs it.",
+    )
+    cost_per_verified_task_by_phase: dict[str, float | None] = Field(
+        default_factory=dict,
+        description="act and verify dollars per task done at P3 or above; cost_per_verified_task "
+        "is their sum.",
+    )
+    harness_releases: int = Field(
+        default=0,
+        description="Times a task was released because its harness was unavailable (GOV-10): "
+        "counted apart, never as a failure of the task.",
+    )
 
 
 _HELD = Status.HELD
@@ -75,11 +91,15 @@ class ScoreTally:
         "cost_rest",
         "done_claimed",
         "done_proven",
+        "harness_releases",
         "held",
         "revenue",
         "revenue_rest",
         "reversed",
         "settled",
+        # --- fleet ---
+        "verify_cost",
+        "verify_logged",
     )
 
     def __init__(self) -> None:
@@ -93,6 +113,9 @@ class ScoreTally:
         self.revenue = 0
         self.revenue_rest = Fraction(0)
         self.reversed = 0
+        self.verify_cost = Fraction(0)
+        self.verify_logged = 0
+        self.harness_releases = 0
 
     def add(self, view: ScoredView, graded: RawGrade) -> None:
         self.settled += 1
@@ -115,6 +138,7 @@ class ScoreTally:
                     self.cost += int(scaled)
                 else:
                     self.cost_rest += Fraction(usd)
+        self._fleet(view)
         # Revenue counts only where landed's own grade reached P4, never the agent's word for it,
         # and only on a task that is done: a receipt that makes no done claim meets no bar.
         if graded.proof_level is _P4 and graded.claims_done and graded.meets_bar:
@@ -127,6 +151,14 @@ class ScoreTally:
                 else:
                     self.revenue_rest += Fraction(revenue)
 
+    def _fleet(self, view: ScoredView) -> None:
+        """The verify phase's dollars and the harness releases a receipt records (landed's)."""
+        verify, releases = fleet_figures(view.landed)
+        if verify is not None:
+            self.verify_logged += 1
+            self.verify_cost += Fraction(verify)
+        self.harness_releases += releases
+
     def merge(self, other: ScoreTally) -> None:
         """Add the counts of ``other`` (a tally of another part of the input) to this one."""
         for name in self.__slots__:
@@ -135,7 +167,9 @@ class ScoreTally:
     def scorecard(self) -> Scorecard:
         total = _float(Fraction(self.cost, _SCALE_INT) + self.cost_rest)
         revenue = _float(Fraction(self.revenue, _SCALE_INT) + self.revenue_rest)
-        cost = round(total, 6) if self.cost_logged else None
+        verify = round(_float(self.verify_cost), 6) if self.verify_logged else None
+        act = round(total, 6) if self.cost_logged else None
+        cost = None if act is None and verify is None else round((act or 0.0) + (verify or 0.0), 6)
         return Scorecard(
             done_claimed=self.done_claimed,
             done_proven=self.done_proven,
@@ -150,7 +184,32 @@ class ScoreTally:
             ),
             verified_revenue_usd=round(revenue, 2),
             reversed=self.reversed,
+            verify_cost_usd=verify,
+            cost_per_verified_task_by_phase={
+                "act": _per(act, self.done_proven),
+                "verify": _per(verify, self.done_proven),
+            },
+            harness_releases=self.harness_releases,
         )
+
+
+def _per(usd: float | None, tasks: int) -> float | None:
+    return round(usd / tasks, 6) if usd is not None and tasks else None
+
+
+def fleet_figures(landed: object) -> tuple[float | None, int]:
+    """A receipt's verify-phase dollars (None: not logged) and its harness releases, read from
+    its ``landed`` extension (``landed.cost.verify.usd``, ``landed.harness.releases``)."""
+    cost = getattr(landed, "cost", None)
+    verify = cost.get("verify") if isinstance(cost, dict) else None
+    usd = verify.get("usd") if isinstance(verify, dict) else None
+    spent: float | None = None
+    if isinstance(usd, int | float) and not isinstance(usd, bool) and math.isfinite(usd):
+        spent = float(usd) if usd >= 0 else None
+    harness = getattr(landed, "harness", None)
+    releases = harness.get("releases") if isinstance(harness, dict) else None
+    count = len(releases) if isinstance(releases, list) else 0
+    return spent, count
 
 
 # Multiplying a double by 2**82 is exact (or overflows to inf, which is not whole); when the

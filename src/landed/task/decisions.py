@@ -239,6 +239,8 @@ class RunFacts:
     unconfirmed: tuple[str, ...] = ()
     #: What the durability reads did (``landed.durability`` on the receipt), None: none ran.
     durability: Mapping[str, object] | None = None
+    # --- fleet: what the fleet's rules add under ``landed`` (landed.task.governance) ---
+    fleet: Mapping[str, object] | None = None
 
 
 def graded_receipt(
@@ -266,6 +268,7 @@ def graded_receipt(
             "run_id": facts.run_id,
             "lifecycle": "verified",
             **({"durability": dict(facts.durability)} if facts.durability is not None else {}),
+            **(dict(facts.fleet) if facts.fleet is not None else {}),
         },
     )
     result = grade(draft, signature_ok=trusted.signature_ok)

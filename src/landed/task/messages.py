@@ -57,6 +57,15 @@ class ActReport(BaseModel):
     exit_code: int | None = None
     cost: Cost = Field(default_factory=Cost)
     actor: str | None = Field(default=None, description="Worker identity that ran the act.")
+    # --- fleet: blocked tasks (DOD-9) ---
+    blocked_on: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="With claimed_status blocked: the exact outside condition the task waits on.",
+    )
+    clear_by: str | None = Field(
+        default=None, max_length=500, description="With blocked: who can clear that condition."
+    )
 
     @field_validator("cost")
     @classmethod
@@ -146,6 +155,18 @@ class Routing(BaseModel):
     time_cap: timedelta | None = Field(
         default=None, description="The deployment's cap for tasks that name none."
     )
+    # --- fleet: harness pool (GOV-10) and verification cost (GOV-8) ---
+    actor_pool: list[str] = Field(
+        default_factory=list,
+        description="Further actor task queues (harnesses) an act is dispatched to when the "
+        "one it was sent to is unavailable (expired auth, usage limit, outage).",
+    )
+    verify_usd_per_second: float = Field(
+        default=0.0,
+        ge=0,
+        description="The operator's price of one second of the verifier's probe time, so the "
+        "verify phase's dollars count in the cost per verified task.",
+    )
 
 
 class PlanInput(BaseModel):
@@ -168,6 +189,12 @@ class PlanInput(BaseModel):
         default=True,
         description="False for a run that will not act (cancelled before its plan): it claims "
         "nothing, and its own claim, if an earlier try made one, is not another run's.",
+    )
+    # --- fleet: the kill switch (GOV-4) ---
+    gated: bool = Field(
+        default=False,
+        description="The fleet gate runs between the plan and the first act (the switch is "
+        "read first): the plan claims nothing, the first attempt claims after the gate.",
     )
 
 
@@ -254,6 +281,12 @@ class VerifyOutput(BaseModel):
     verifier: str
     key_id: str | None = None
     readings: list[VerifyReading]
+    # --- fleet: verification cost (GOV-8) ---
+    metered_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="Dollars a metered provider charged for this read (None: none reported).",
+    )
 
 
 class SettleInput(BaseModel):

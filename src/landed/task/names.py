@@ -68,3 +68,12 @@ STOP_SIGNAL = "stop"
 STATE_QUERY = "state"
 #: The loop a task belongs to, searchable (set at start by landed.Client and the loop's run).
 LOOP_ATTRIBUTE = "LandedLoop"  # the last of SEARCH_ATTRIBUTES above
+
+# --- fleet: the kill switch (GOV-4) ---
+#: The control workflow holding the fleet's switch (one per namespace, id LANDED_RUNNER_FLEET_ID).
+FLEET_WORKFLOW = "LandedFleet"
+#: Its signal (a FleetFlip) and its query (the FleetSwitch).
+FLEET_FLIP_SIGNAL = "flip"
+FLEET_SWITCH_QUERY = "switch"
+#: The runner's step read before each act is dispatched: may it act now?
+FLEET_GATE_ACTIVITY = "landed.fleet_gate"

@@ -20,6 +20,7 @@ from landed.ledger.base import LedgerError, parse_body
 from landed.receipts.grading import evaluate
 from landed.receipts.ladder import ProofLevel, Status
 from landed.receipts.model import Receipt, run_id_of
+from landed.receipts.scorecard import fleet_figures
 from landed.telemetry.labels import LabelCap, bounded
 
 __all__ = ["BUCKETS", "Board", "Settled"]
@@ -141,8 +142,8 @@ class Board:
         held = graded.proven_status is Status.HELD
         self.count("landed_held_total", ol, int(held))
         self.count("landed_blocked_total", ol, int(graded.proven_status is Status.BLOCKED))
-        # Reserved until receipts record a harness release (GOV-10): the series exist at 0.
-        self.count("landed_harness_releases_total", ol, 0)
+        # Harness releases (GOV-10) as the receipt records them: counted apart from failures.
+        self.count("landed_harness_releases_total", ol, fleet_figures(ext)[1])
         self._money(receipt, ol, graded.proof_level is ProofLevel.P4 and graded.meets_bar)
         self._probes(receipt)
         self._hold(receipt.task_id, row, held or verdict == Status.HELD.value)
@@ -150,8 +151,9 @@ class Board:
     def _money(self, receipt: Receipt, ol: Labels, reconciled: bool) -> None:
         usd = receipt.cost.usd if receipt.cost is not None else None
         self.cost[("act", *ol)] += usd if usd is not None and _spent(usd) else 0.0
-        # Receipts carry one cost, the act's; the verify series is there at 0 for the rules.
-        self.cost[("verify", *ol)] += 0.0
+        # The verifier's own cost (GOV-8), as the runner measured it into landed.cost.verify.
+        verify = fleet_figures(receipt.landed)[0]
+        self.cost[("verify", *ol)] += verify if verify is not None else 0.0
         revenue = receipt.landed.revenue_usd if receipt.landed is not None else None
         self.revenue[ol] += (
             revenue if revenue is not None and reconciled and _spent(revenue) else 0.0

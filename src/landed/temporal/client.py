@@ -249,6 +249,12 @@ class Client:
     def temporal(self) -> TemporalClient:
         return self._temporal
 
+    # --- fleet: `landed pause` starts the switch's workflow on the runner's queue ---
+    @property
+    def task_queue(self) -> str:
+        """The runner's task queue this client starts tasks on."""
+        return self._task_queue
+
     async def start(self, task: TaskSpec | Mapping[str, Any] | str | bytes) -> TaskHandle:
         """Validate and start a task; the same task id again returns the existing task.
 

@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING, Any
 from landed.task.acts import collect_acts
 
 if TYPE_CHECKING:
+    from temporalio.client import Client
+
     from landed.ledger.base import Ledger
     from landed.probes.sources import SourceRegistry
     from landed.signing import KeyPair
     from landed.task.acts import ActFn
     from landed.task.messages import Routing
 
-__all__ = ["RoleWork", "actor", "actor_acts", "runner", "verifier"]
+__all__ = ["RoleWork", "actor", "actor_acts", "fleet", "runner", "verifier"]
 
 
 @dataclass(frozen=True)
@@ -95,3 +97,13 @@ def _with_loops(work: RoleWork, ledger: Ledger) -> RoleWork:
         workflows=[*work.workflows, Tripwire, LoopRun],
         activities=[*work.activities, loops.catch_up],
     )
+
+
+# --- fleet: the kill switch (GOV-4) ---
+def fleet(client: Client, fleet_id: str) -> RoleWork:
+    """The runner also holds the fleet's switch and the gate each act waits at."""
+    from landed.activities.fleet import FleetActivities  # type: ignore[import-not-found]
+    from landed.workflows.fleet import Fleet  # type: ignore[import-not-found]
+
+    gate = FleetActivities(client, fleet_id)
+    return RoleWork(workflows=[Fleet], activities=[gate.gate])

@@ -276,6 +276,29 @@ class RunnerSettings(RoleSettings):
 
     _split_trust = field_validator("trust", mode="before")(_split)
 
+    # --- fleet: the kill switch (GOV-4), the harness pool (GOV-10), verify cost (GOV-8) ---
+    fleet_id: str = Field(
+        default="landed-fleet",
+        min_length=1,
+        max_length=200,
+        description="Workflow id of the fleet's switch (`landed pause`): one per namespace; "
+        "every runner of a fleet names the same one.",
+    )
+    actor_pool: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="More actor task queues (harnesses) an act is sent to when the one it went "
+        "to is unavailable (expired auth, usage limit, outage); the first is actor_task_queue.",
+    )
+    verify_usd_per_second: float = Field(
+        default=0.0,
+        ge=0,
+        le=1000,
+        description="Dollars per second of the verifier's probe time, counted as the verify "
+        "phase's cost in receipts and the scorecard.",
+    )
+
+    _split_pool = field_validator("actor_pool", mode="before")(_split)
+
     def public_view(self) -> dict[str, Any]:
         return {
             **super().public_view(),

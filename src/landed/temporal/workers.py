@@ -262,6 +262,7 @@ async def _runner_worker(
     await ensure_search_attributes(client)
     ledger = await open_ledger(settings.ledger_url, signer=_head_signer(settings))
     work = roles.runner(ledger, routing)
+    fleet = roles.fleet(client, settings.fleet_id)
     view["ledger"] = ledger.url
 
     async def ledger_answers() -> str | None:
@@ -278,15 +279,15 @@ async def _runner_worker(
     worker = Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=work.workflows,
-        activities=work.activities,
+        workflows=[*work.workflows, *fleet.workflows],
+        activities=[*work.activities, *fleet.activities],
         identity=identity,
         deployment_config=deployment_config(settings),
         max_cached_workflows=settings.max_cached_workflows,
         max_concurrent_local_activities=settings.max_concurrent_activities,
-        # plan, claim, settle and lookup only ever run as local activities: no poller asks
-        # the server for remote activity tasks on the runner's queue, none could be routed here.
-        no_remote_activities=True,
+        # plan, claim, settle and lookup run as local activities; the fleet gate (which waits
+        # for a paused switch, and must not hold a workflow task while it does) is the one
+        # activity the runner's queue serves.
         workflow_runner=sandbox,
         interceptors=list(interceptors),
     )
@@ -326,6 +327,9 @@ def _routing(settings: RunnerSettings, identity: str, pems: list[str]) -> Routin
         task_may_skip_pre_read=settings.task_may_skip_pre_read,
         confirm_reads=settings.confirm_reads,
         time_cap=settings.time_cap,
+        # --- fleet ---
+        actor_pool=settings.actor_pool,
+        verify_usd_per_second=settings.verify_usd_per_second,
     )
 
 

@@ -1,0 +1,60 @@
+"""One more role worker beside helpers.roles.run_roles: a second actor (another harness), or a
+runner the test stops and starts again."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from helpers.roles import Roles
+from landed.temporal.plugin import connect
+from landed.temporal.settings import ActorSettings, RoleSettings, RunnerSettings
+from landed.temporal.workers import build_worker
+
+__all__ = ["extra_actor", "extra_runner", "role_worker"]
+
+
+@asynccontextmanager
+async def role_worker(address: str, settings: RoleSettings) -> AsyncIterator[None]:
+    identity = settings.resolved_identity()
+    client = await connect(identity=identity, address=address)
+    worker, _view, cleanup = await build_worker(settings, client, identity)
+    try:
+        async with worker:
+            yield
+    finally:
+        if cleanup is not None:
+            await cleanup()
+
+
+def extra_actor(address: str, queue: str, identity: str, db: Path) -> Any:
+    """Another actor (harness) on ``queue``, with the same acts and rows-db credential."""
+    return role_worker(
+        address,
+        ActorSettings(
+            task_queue=queue,
+            identity=identity,
+            acts=["helpers.acts", "helpers.fleet_acts"],
+            credentials={"rows-db": f"sqlite:///{db}"},
+        ),
+    )
+
+
+def extra_runner(address: str, roles: Roles, queue: str, **more: Any) -> Any:
+    """A runner on ``queue`` over the roles' ledger, actor and verifier."""
+    return role_worker(
+        address,
+        RunnerSettings(
+            task_queue=queue,
+            identity=f"runner2@{queue}",
+            ledger_url=roles.ledger_url,
+            actor_task_queue=roles.queues["actor"],
+            verifier_task_queue=roles.queues["verifier"],
+            trust=[roles.public_key],
+            max_cached_workflows=0,
+            sandbox="strict",
+            **more,
+        ),
+    )
