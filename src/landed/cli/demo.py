@@ -256,6 +256,56 @@ async def _in_ledger(url: str, receipts: list[Receipt]) -> list[bool]:
         await ledger.close()
 
 
+def _scenario_rows(
+    receipts: list[Receipt], stored: list[bool], copies_of_post: int
+) -> list[dict[str, Any]]:
+    """One row per scenario: its verdict and read-back against what it must get."""
+    rows: list[dict[str, Any]] = []
+    for scenario, receipt, in_ledger in zip(SCENARIOS, receipts, stored, strict=True):
+        backs = [p for p in receipt.proof if p.landed and "observation" in p.landed]
+        read_back = backs[0].result if backs else "none"
+        ok = receipt.verdict == scenario.expected and read_back == scenario.read_back
+        ok = ok and in_ledger
+        if scenario.key == "publish-500":
+            ok = ok and copies_of_post == 1
+        landed = receipt.landed
+        act_error = getattr(landed, "act_error", None)
+        rows.append(
+            {
+                "scenario": scenario.key,
+                "story": scenario.story,
+                "task_id": receipt.task_id,
+                "claimed": "(no answer)" if act_error else receipt.claimed_status,
+                "read_back": read_back,
+                "verdict": receipt.verdict,
+                "proof_level": getattr(landed, "proof_level", None),
+                "expected": scenario.expected,
+                "in_ledger": in_ledger,
+                "ok": ok,
+                "findings": list(getattr(landed, "findings", []) or []),
+            }
+        )
+    return rows
+
+
+async def _governance_rows(
+    client: Any, approving: asyncio.Future[Any], shop: Path, run: str, ledger_url: str
+) -> list[dict[str, Any]]:
+    """The governance scenarios, a row each: approval (GOV-5), a loop's tripwire (GOV-9) and
+    the fleet's pause (GOV-4)."""
+    from landed.cli.demo_loop import run_loop_scenario
+    from landed.cli.demo_pause import pause_row
+
+    approved, held = await approving
+    (approved_in_ledger,) = await _in_ledger(ledger_url, [approved])
+    rows = [approval_row(approved, held, approved_in_ledger, sent_count(shop, run))]
+    # GOV-9: the loop scenario (landed.cli.demo_loop), a row of its own.
+    rows.append(await run_loop_scenario(client, run, ledger_url))
+    # --- fleet: the pause scenario (GOV-4) ---
+    rows.append(await pause_row(client, shop, run, ledger_url))
+    return rows
+
+
 async def _run_demo(
     home: Path, show: Callable[[list[dict[str, Any]], dict[str, Any], float], None], keep: bool
 ) -> list[dict[str, Any]]:
@@ -268,7 +318,6 @@ async def _run_demo(
     _make_shop(shop, f"d-{run}")
     make_outbox(shop)
     site = _Site()
-    rows: list[dict[str, Any]] = []
     with site.running():
         stack = DevStack(
             home=home,
@@ -299,41 +348,8 @@ async def _run_demo(
             # The runner reports its ledger without credentials; open the one it was given.
             ledger_url = stack.role_environment("runner")["LANDED_RUNNER_LEDGER_URL"]
             stored = await _in_ledger(ledger_url, receipts)
-            for scenario, receipt, in_ledger in zip(SCENARIOS, receipts, stored, strict=True):
-                backs = [p for p in receipt.proof if p.landed and "observation" in p.landed]
-                read_back = backs[0].result if backs else "none"
-                ok = receipt.verdict == scenario.expected and read_back == scenario.read_back
-                ok = ok and in_ledger
-                if scenario.key == "publish-500":
-                    ok = ok and site.count(f"spring-pricing-{run}") == 1
-                landed = receipt.landed
-                act_error = getattr(landed, "act_error", None)
-                rows.append(
-                    {
-                        "scenario": scenario.key,
-                        "story": scenario.story,
-                        "task_id": receipt.task_id,
-                        "claimed": "(no answer)" if act_error else receipt.claimed_status,
-                        "read_back": read_back,
-                        "verdict": receipt.verdict,
-                        "proof_level": getattr(landed, "proof_level", None),
-                        "expected": scenario.expected,
-                        "in_ledger": in_ledger,
-                        "ok": ok,
-                        "findings": list(getattr(landed, "findings", []) or []),
-                    }
-                )
-            approved, held = await approving
-            (approved_in_ledger,) = await _in_ledger(ledger_url, [approved])
-            rows.append(approval_row(approved, held, approved_in_ledger, sent_count(shop, run)))
-            # GOV-9: the loop scenario (landed.cli.demo_loop), a row of its own.
-            from landed.cli.demo_loop import run_loop_scenario
-
-            rows.append(await run_loop_scenario(client, run, ledger_url))
-            # --- fleet: the pause scenario (GOV-4) ---
-            from landed.cli.demo_pause import pause_row
-
-            rows.append(await pause_row(client, shop, run, ledger_url))
+            rows = _scenario_rows(receipts, stored, site.count(f"spring-pricing-{run}"))
+            rows += await _governance_rows(client, approving, shop, run, ledger_url)
             info["copies_of_post"] = site.count(f"spring-pricing-{run}")
             # The claim-stream scenario (landed.cli.demo_reconcile): landed reconcile on a JSONL.
             from landed.cli.demo_reconcile import claim_stream
