@@ -4,6 +4,7 @@ landing trips, exactly one repair task runs and is verified, and the loop is hea
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import uuid
 from collections.abc import Callable
@@ -19,7 +20,9 @@ from temporalio.client import WorkflowHandle
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
+from typer.testing import CliRunner
 
+from landed.cli import app
 from landed.task.loops import LoopSpec, loop_task, repair_workflow_id, tripwire_id
 from landed.task.names import SETTLED_SIGNAL
 from landed.task.tripwire import Note, TripwireState
@@ -121,8 +124,17 @@ async def test_a_loop_that_stops_landing_trips_one_repair_that_rearms_it(
         await until("second repair verified", lambda: _verified(roles, name, 2))
         ledger = await roles.ledger()
         repairs = [r.task_id for r in await ledger.board() if r.task_id.startswith("repair-")]
+        events = await ledger.events(name)
         await ledger.close()
         assert sorted(repairs) == [f"repair-{name}-1-1", f"repair-{name}-2-1"]
+        # Each trip is an append-only ledger event: its rule, receipts and repair task id.
+        assert [(e.key, e.kind, e.body["repair_task_id"]) for e in reversed(events)] == [
+            (f"trip:{name}:1", "tripwire.trip", f"repair-{name}-1-1"),
+            (f"trip:{name}:2", "tripwire.trip", f"repair-{name}-2-1"),
+        ]
+        assert events[-1].body["rule"] == "3 not-done in a row"
+        assert events[-1].body["receipts"] == [f"{name}@{i}#1" for i in range(3)]
+        assert events[0].body["rule"].startswith("no verified")
         tw = roles.temporal.get_workflow_handle(tripwire_id(name))
         history = await tw.fetch_history()
     replayer = Replayer(workflows=[Tripwire], plugins=[landed_plugin()])
@@ -154,8 +166,19 @@ async def test_trips_signalled_at_once_leave_exactly_one_repair(
         assert len(state.trips) == 1 and state.repairs_verified == 1
         ledger = await roles.ledger()
         repairs = [r.task_id for r in await ledger.board() if r.task_id.startswith("repair-")]
+        events = await ledger.events(name)
         await ledger.close()
         assert repairs == [f"repair-{name}-1-1"]
+        assert [e.key for e in events] == [f"trip:{name}:1"]
+        # `landed loop describe` shows the trip as the ledger recorded it, beside the query's.
+        args = ["loop", "describe", name, "--json", "--ledger", roles.ledger_url]
+        args += ["--address", env.client.service_client.config.target_host]
+        shown = await asyncio.to_thread(CliRunner().invoke, app, args)
+        assert shown.exit_code == 0, shown.output
+        described = json.loads(shown.stdout)
+        assert described["recorded_trip"]["event"] == f"trip:{name}:1"
+        assert described["recorded_trip"]["repair_task_id"] == f"repair-{name}-1-1"
+        assert described["tripwire"]["trips"][0]["rule"] == described["recorded_trip"]["rule"]
 
 
 async def test_a_repair_that_does_not_land_is_retried_then_held_until_a_person_fixes_it(

@@ -68,3 +68,12 @@ STOP_SIGNAL = "stop"
 STATE_QUERY = "state"
 #: The loop a task belongs to, searchable (set at start by landed.Client and the loop's run).
 LOOP_ATTRIBUTE = "LandedLoop"  # the last of SEARCH_ATTRIBUTES above
+
+# --- trip events in the ledger (GOV-9) ---------------------------------------------------------
+#: Records a trip as an append-only ledger event (keyed by loop and trip number).
+RECORD_TRIP_ACTIVITY = "landed.tripwire.record_trip"
+#: Reads the loop's last recorded trip, so a tripwire started again numbers on from it.
+LAST_TRIP_ACTIVITY = "landed.tripwire.last_trip"
+#: The kind of a trip's ledger event.
+TRIP_EVENT = "tripwire.trip"
+__all__ += ["LAST_TRIP_ACTIVITY", "RECORD_TRIP_ACTIVITY", "TRIP_EVENT"]
