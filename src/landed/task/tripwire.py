@@ -21,6 +21,7 @@ __all__ = [
     "accept",
     "after_repair",
     "person_repair",
+    "rule_kind",
     "rule_tripped",
     "silence_deadline",
     "trip",
@@ -197,3 +198,14 @@ class TripRecord(BaseModel):
 
     loop: str
     trip: Trip
+
+
+def rule_kind(rule: str) -> str:
+    """A trip's rule as a bounded metric label (its text carries figures: a rate, a window)."""
+    if rule.startswith("no verified settlement"):
+        return "silence"
+    if rule.endswith("not-done in a row"):
+        return "not_done_in_a_row"
+    if rule.startswith("proof rate"):
+        return "proof_floor"
+    return "other"
