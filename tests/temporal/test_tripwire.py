@@ -247,3 +247,47 @@ async def _started(handle: WorkflowHandle[Any, Any]) -> bool:
     except RPCError:
         return False
     return True
+
+
+async def test_a_runner_killed_while_two_signals_trip_it_leaves_exactly_one_repair(
+    temporal_time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Two signals that each trip the loop arrive at once and the runner is stopped right
+    after them; a new runner worker on the same queue and ledger carries on: one trip, one
+    trip event, exactly one repair task, verified."""
+    env = temporal_time_skipping
+    db = make_rows_db(tmp_path / "rows.db")
+    name = f"crash-{uuid.uuid4().hex[:6]}"
+    spec = declare(name, db)
+    tag = uuid.uuid4().hex[:10]
+    address = env.client.service_client.config.target_host
+    stack: dict[str, Any] = {
+        "credentials": {"rows-db": f"sqlite:///{db}"},
+        "sources": {"rows-db": {"url": f"sqlite:///{db}"}},
+        "tag": tag,
+    }
+    async with run_roles(address, tmp_path, **stack) as roles:
+        await create_loop(roles.temporal, roles.queues["runner"], spec, schedule=False)
+        tw = roles.temporal.get_workflow_handle(tripwire_id(name))
+        await _started(tw)
+        first = [Note(task_id=f"{name}@a{i}", verdict="failed") for i in range(3)]
+        second = [Note(task_id=f"{name}@b{i}", verdict="failed") for i in range(3)]
+        await asyncio.gather(tw.signal(SETTLED_SIGNAL, first), tw.signal(SETTLED_SIGNAL, second))
+    # The runner (with the other roles) is gone mid-trip; a new one starts on the same queues.
+    async with run_roles(address, tmp_path, **stack) as roles:
+        repair = await repair_handle(roles, name, 1)
+        assert (await repair.result())["verdict"] == "verified"
+        state = await state_of(roles, name, "healthy")
+        assert [t.number for t in state.trips] == [1] and state.repairs_verified == 1
+        for other in (f"repair-{name}-1-2", f"repair-{name}-2-1"):
+            assert not await _started(roles.temporal.get_workflow_handle(other)), other
+        ledger = await roles.ledger()
+        repairs = [r.task_id for r in await ledger.board() if r.task_id.startswith("repair-")]
+        events = await ledger.events(name)
+        await ledger.close()
+        assert repairs == [f"repair-{name}-1-1"]
+        assert [e.key for e in events] == [f"trip:{name}:1"]
+        history = await tw.fetch_history()
+    replayer = Replayer(workflows=[Tripwire], plugins=[landed_plugin()])
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None
