@@ -7,20 +7,26 @@ import asyncio
 
 from temporalio import activity
 from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from landed.ledger.base import Ledger, stage_of
+from landed.ledger.events import EventConflict, LedgerEvent
 from landed.receipts.model import Receipt, attempt_of
 from landed.task.loops import tripwire_id
 from landed.task.names import (
     CATCH_UP_ACTIVITY,
+    LAST_TRIP_ACTIVITY,
+    RECORD_TRIP_ACTIVITY,
     SETTLED_SIGNAL,
+    TRIP_EVENT,
     TRIPWIRE_WORKFLOW,
 )
-from landed.task.tripwire import CatchUp, Note, TripwireInput
+from landed.task.tripwire import CatchUp, Note, Trip, TripRecord, TripwireInput, trip_key
 from landed.telemetry.logs import task_event
 
 __all__ = ["LoopActivities", "loop_of", "note_of", "signal_tripwire", "tell_tripwire"]
+__all__ += ["trip_event"]
 
 
 def loop_of(receipt: Receipt) -> str | None:
@@ -109,3 +115,31 @@ class LoopActivities:
         ]
         mine.sort(key=lambda r: (r.settled_at, r.task_id))
         return [note_of(r) for r in mine[-inp.limit :]]
+
+    @activity.defn(name=RECORD_TRIP_ACTIVITY)
+    async def record_trip(self, inp: TripRecord) -> bool:
+        """Append the trip as a ledger event; its key (loop, trip number) makes a retry or a
+        replay store nothing more. A different trip under a stored key is a permanent error
+        (the ledger keeps the first); a ledger that cannot be reached is retried."""
+        try:
+            return await self._ledger.append_event(trip_event(inp))
+        except EventConflict as exc:
+            raise ApplicationError(str(exc), type="TripEventConflict", non_retryable=True) from None
+
+    @activity.defn(name=LAST_TRIP_ACTIVITY)
+    async def last_trip(self, loop: str) -> Trip | None:
+        """The loop's last trip recorded in the ledger (None if it never tripped)."""
+        for event in await self._ledger.events(loop, limit=20):
+            if event.kind == TRIP_EVENT:
+                return Trip.model_validate(event.body)
+        return None
+
+
+def trip_event(inp: TripRecord) -> LedgerEvent:
+    return LedgerEvent(
+        key=trip_key(inp.loop, inp.trip.number),
+        kind=TRIP_EVENT,
+        loop=inp.loop,
+        at=inp.trip.at,
+        body=inp.trip.model_dump(mode="json"),
+    )

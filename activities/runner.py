@@ -24,7 +24,7 @@ from landed.telemetry.logs import task_event
 from landed.telemetry.spans import settle_span
 from landed.util.redact import Redactor
 
-from .loops import tell_tripwire
+from .loops import loop_of, tell_tripwire
 
 __all__ = ["RunnerActivities"]
 
@@ -147,7 +147,8 @@ class RunnerActivities:
         # whose workflow task reached this worker while the step was still in flight would
         # evict this run and cancel the step (with an empty workflow cache, again and again).
         # The tripwire drops a repeat by task id and attempt, and reads the ledger when it starts.
-        tell_tripwire(activity.client(), activity.info().task_queue, record)
+        if loop_of(record) is not None:  # only a loop's task asks for the activity's client
+            tell_tripwire(activity.client(), activity.info().task_queue, record)
         return out
 
     async def _settle(self, inp: SettleInput) -> SettleOutput:

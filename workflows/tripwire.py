@@ -16,14 +16,16 @@ from temporalio.common import (
     TypedSearchAttributes,
     WorkflowIDReusePolicy,
 )
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
     from landed.task.loops import LoopSpec, TripwireRules, repair_task
     from landed.task.names import (
         AGENT_TASK_WORKFLOW,
         CATCH_UP_ACTIVITY,
+        LAST_TRIP_ACTIVITY,
         LOOP_ATTRIBUTE,
+        RECORD_TRIP_ACTIVITY,
         REPAIR_DONE_SIGNAL,
         SETTLED_SIGNAL,
         STATE_QUERY,
@@ -33,6 +35,8 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.tripwire import (
         CatchUp,
         Note,
+        Trip,
+        TripRecord,
         TripwireInput,
         TripwireState,
         accept,
@@ -92,6 +96,17 @@ class Tripwire:
                 retry_policy=_RETRY,
             )
             self._pending[:0] = caught
+            # Trips number on from the ledger's last one: a trip's event key and its repair's
+            # task id are never those of a trip recorded before this tripwire started.
+            last = await workflow.execute_local_activity(
+                LAST_TRIP_ACTIVITY,
+                inp.loop,
+                result_type=Trip | None,  # type: ignore[arg-type]
+                start_to_close_timeout=_STEP,
+                retry_policy=_RETRY,
+            )
+            if last is not None:
+                state.trips = [last]
         while not self._stop:
             await self._wait(inp)
             await self._step(inp.spec)
@@ -153,9 +168,23 @@ class Tripwire:
     async def _trip(self, spec: LoopSpec | None, rule: str, receipts: list[str]) -> None:
         repair = spec.repair if spec is not None else None
         own_act = repair is not None and repair.act is not None
-        trip(self._state, rule, receipts, workflow.now(), repair=own_act)
+        record = trip(self._state, rule, receipts, workflow.now(), repair=own_act)
         if own_act:
             await self._start_repair(spec, None)
+        try:
+            # Keyed by loop and trip number: a retry, a replay or a new runner after a crash
+            # between the trip and this write stores the event once.
+            await workflow.execute_local_activity(
+                RECORD_TRIP_ACTIVITY,
+                TripRecord(loop=self._state.loop, trip=record),
+                result_type=bool,
+                start_to_close_timeout=_STEP,
+                retry_policy=_RETRY,
+            )
+        except ActivityError as exc:
+            # Only a different trip stored under this key ends here (the ledger keeps the
+            # first); the trip stands on the query and its repair is already queued.
+            workflow.logger.error("trip %s of %s not recorded: %s", record.number, record, exc)
 
     async def _person(self, spec: LoopSpec | None, person: str) -> None:
         state = self._state

@@ -24,7 +24,13 @@ from helpers.ledger_claims import (
 )
 from psycopg import sql
 
-from landed.ledger.base import LedgerConflict, LedgerError, LedgerNotFound, canonical_json
+from landed.ledger.base import (
+    LedgerConflict,
+    LedgerError,
+    LedgerEvent,
+    LedgerNotFound,
+    canonical_json,
+)
 from landed.ledger.factory import open_ledger
 from landed.ledger.postgres import split_url
 from landed.receipts.model import LandedExtension, Receipt
@@ -192,7 +198,7 @@ async def test_a_runner_on_a_ledger_older_than_its_code_is_told_to_upgrade_it(
 ) -> None:
     async with await owner_conn(seeded) as conn:
         # The first schema, as landed released it: no claims, no chain, version 1.
-        for table in ("landed_claims", "landed_chain_heads"):
+        for table in ("landed_claims", "landed_chain_heads", "landed_events"):
             await conn.execute(
                 sql.SQL("DROP TABLE {}").format(sql.Identifier(seeded.schema, table))
             )
@@ -215,7 +221,7 @@ async def test_a_runner_on_a_ledger_older_than_its_code_is_told_to_upgrade_it(
                 sql.Identifier(seeded.login), sql.Identifier(seeded.role)
             )
         )
-    with pytest.raises(LedgerError, match="schema version 1 and this landed needs 4") as err:
+    with pytest.raises(LedgerError, match="schema version 1 and this landed needs 5") as err:
         await open_ledger(seeded.writer_url)
     assert "landed ledger init --ledger URL" in str(err.value)
     # Reading needs no upgrade: the board and export of an older ledger still work.
@@ -225,6 +231,9 @@ async def test_a_runner_on_a_ledger_older_than_its_code_is_told_to_upgrade_it(
         assert await ledger.count() == 1
     async with await open_ledger(seeded.writer_url) as ledger:
         assert await ledger.claim("a2", "run-1", 1, "d") == (None, None)
+        # The INSERT-only role records events too (schema 5).
+        at = datetime(2026, 12, 2, tzinfo=UTC)
+        assert await ledger.append_event(LedgerEvent(key="k", kind="test", at=at)) is True
     # A ledger newer than the code: a writer refuses it (it would skip the newer records).
     async with await owner_conn(seeded) as conn:
         await conn.execute(
@@ -278,7 +287,7 @@ async def test_migration_is_versioned_idempotent_and_safe_to_race(pg: Pg) -> Non
                 sql.Identifier(pg.schema, "landed_schema_version")
             )
         )
-        assert await cur.fetchall() == [(1,), (2,), (3,), (4,)]
+        assert await cur.fetchall() == [(1,), (2,), (3,), (4,), (5,)]
 
 
 async def test_board_latest_and_streaming_export(pg: Pg) -> None:

@@ -625,6 +625,7 @@ async def test_a_ledger_whose_no_replace_trigger_aborts_still_reads_a_stored_key
         )
         db.execute("DROP TABLE landed_claims")  # schema 2 had none, nor a chain
         db.execute("DROP TABLE landed_chain_heads")
+        db.execute("DROP TABLE landed_events")  # nor events (schema 8)
         db.execute("ALTER TABLE landed_receipts DROP COLUMN chain_pos")
         db.execute("ALTER TABLE landed_receipts DROP COLUMN chain_link")
         db.execute("DELETE FROM landed_schema_version WHERE version > 2")

@@ -136,3 +136,23 @@ def test_a_repair_is_retried_with_backoff_up_to_its_cap_then_held_and_verified_r
     assert after_repair(state, done, repair, T0) == "healthy"
     assert state.repairs_verified == 1 and state.recent == []
     assert person_repair(state) is None  # not held: nothing for a person to read back
+
+
+def test_trips_number_on_past_the_kept_twenty_and_each_rule_has_a_bounded_label() -> None:
+    """Only the newest 20 trips are kept: the 21st and later still get new numbers, so their
+    event keys and repair task ids are never an earlier trip's."""
+    from landed.task.tripwire import rule_kind, trip_key
+
+    state = TripwireState(loop="nightly")
+    for _ in range(25):
+        record = trip(state, "3 not-done in a row", [], T0, repair=True)
+        state.phase = "healthy"
+    assert len(state.trips) == 20 and record.number == 25
+    assert record.repair_task_id == "repair-nightly-25-1" and trip_key("nightly", 25) == (
+        "trip:nightly:25"
+    )
+    assert [rule_kind(r) for r in ("3 not-done in a row", "no verified settlement in 0:30:00")] == [
+        "not_done_in_a_row",
+        "silence",
+    ]
+    assert rule_kind("proof rate 0.40 below 0.80 over the last 10") == "proof_floor"

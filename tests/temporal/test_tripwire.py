@@ -4,6 +4,7 @@ landing trips, exactly one repair task runs and is verified, and the loop is hea
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import uuid
 from collections.abc import Callable
@@ -19,7 +20,9 @@ from temporalio.client import WorkflowHandle
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
+from typer.testing import CliRunner
 
+from landed.cli import app
 from landed.task.loops import LoopSpec, loop_task, repair_workflow_id, tripwire_id
 from landed.task.names import SETTLED_SIGNAL
 from landed.task.tripwire import Note, TripwireState
@@ -121,8 +124,17 @@ async def test_a_loop_that_stops_landing_trips_one_repair_that_rearms_it(
         await until("second repair verified", lambda: _verified(roles, name, 2))
         ledger = await roles.ledger()
         repairs = [r.task_id for r in await ledger.board() if r.task_id.startswith("repair-")]
+        events = await ledger.events(name)
         await ledger.close()
         assert sorted(repairs) == [f"repair-{name}-1-1", f"repair-{name}-2-1"]
+        # Each trip is an append-only ledger event: its rule, receipts and repair task id.
+        assert [(e.key, e.kind, e.body["repair_task_id"]) for e in reversed(events)] == [
+            (f"trip:{name}:1", "tripwire.trip", f"repair-{name}-1-1"),
+            (f"trip:{name}:2", "tripwire.trip", f"repair-{name}-2-1"),
+        ]
+        assert events[-1].body["rule"] == "3 not-done in a row"
+        assert events[-1].body["receipts"] == [f"{name}@{i}#1" for i in range(3)]
+        assert events[0].body["rule"].startswith("no verified")
         tw = roles.temporal.get_workflow_handle(tripwire_id(name))
         history = await tw.fetch_history()
     replayer = Replayer(workflows=[Tripwire], plugins=[landed_plugin()])
@@ -154,8 +166,19 @@ async def test_trips_signalled_at_once_leave_exactly_one_repair(
         assert len(state.trips) == 1 and state.repairs_verified == 1
         ledger = await roles.ledger()
         repairs = [r.task_id for r in await ledger.board() if r.task_id.startswith("repair-")]
+        events = await ledger.events(name)
         await ledger.close()
         assert repairs == [f"repair-{name}-1-1"]
+        assert [e.key for e in events] == [f"trip:{name}:1"]
+        # `landed loop describe` shows the trip as the ledger recorded it, beside the query's.
+        args = ["loop", "describe", name, "--json", "--ledger", roles.ledger_url]
+        args += ["--address", env.client.service_client.config.target_host]
+        shown = await asyncio.to_thread(CliRunner().invoke, app, args)
+        assert shown.exit_code == 0, shown.output
+        described = json.loads(shown.stdout)
+        assert described["recorded_trip"]["event"] == f"trip:{name}:1"
+        assert described["recorded_trip"]["repair_task_id"] == f"repair-{name}-1-1"
+        assert described["tripwire"]["trips"][0]["rule"] == described["recorded_trip"]["rule"]
 
 
 async def test_a_repair_that_does_not_land_is_retried_then_held_until_a_person_fixes_it(
@@ -224,3 +247,47 @@ async def _started(handle: WorkflowHandle[Any, Any]) -> bool:
     except RPCError:
         return False
     return True
+
+
+async def test_a_runner_killed_while_two_signals_trip_it_leaves_exactly_one_repair(
+    temporal_time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Two signals that each trip the loop arrive at once and the runner is stopped right
+    after them; a new runner worker on the same queue and ledger carries on: one trip, one
+    trip event, exactly one repair task, verified."""
+    env = temporal_time_skipping
+    db = make_rows_db(tmp_path / "rows.db")
+    name = f"crash-{uuid.uuid4().hex[:6]}"
+    spec = declare(name, db)
+    tag = uuid.uuid4().hex[:10]
+    address = env.client.service_client.config.target_host
+    stack: dict[str, Any] = {
+        "credentials": {"rows-db": f"sqlite:///{db}"},
+        "sources": {"rows-db": {"url": f"sqlite:///{db}"}},
+        "tag": tag,
+    }
+    async with run_roles(address, tmp_path, **stack) as roles:
+        await create_loop(roles.temporal, roles.queues["runner"], spec, schedule=False)
+        tw = roles.temporal.get_workflow_handle(tripwire_id(name))
+        await _started(tw)
+        first = [Note(task_id=f"{name}@a{i}", verdict="failed") for i in range(3)]
+        second = [Note(task_id=f"{name}@b{i}", verdict="failed") for i in range(3)]
+        await asyncio.gather(tw.signal(SETTLED_SIGNAL, first), tw.signal(SETTLED_SIGNAL, second))
+    # The runner (with the other roles) is gone mid-trip; a new one starts on the same queues.
+    async with run_roles(address, tmp_path, **stack) as roles:
+        repair = await repair_handle(roles, name, 1)
+        assert (await repair.result())["verdict"] == "verified"
+        state = await state_of(roles, name, "healthy")
+        assert [t.number for t in state.trips] == [1] and state.repairs_verified == 1
+        for other in (f"repair-{name}-1-2", f"repair-{name}-2-1"):
+            assert not await _started(roles.temporal.get_workflow_handle(other)), other
+        ledger = await roles.ledger()
+        repairs = [r.task_id for r in await ledger.board() if r.task_id.startswith("repair-")]
+        events = await ledger.events(name)
+        await ledger.close()
+        assert repairs == [f"repair-{name}-1-1"]
+        assert [e.key for e in events] == [f"trip:{name}:1"]
+        history = await tw.fetch_history()
+    replayer = Replayer(workflows=[Tripwire], plugins=[landed_plugin()])
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None

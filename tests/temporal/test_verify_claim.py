@@ -4,12 +4,14 @@ settled through the runner's settle step, never verified twice; histories replay
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers.roles import Roles, run_roles
 from helpers.sor import Site
+from helpers.wait import until
 from landed.workflows.verify_claim import VerifyClaim
 from temporalio.client import WorkflowHistory
 from temporalio.common import WorkflowIDReusePolicy
@@ -20,8 +22,11 @@ from landed.cli.reconcile_run import reconcile
 from landed.cli.reconcile_tail import Tail
 from landed.receipts.model import Receipt
 from landed.task.claims_in import VerifyClaimInput, parse_claim
-from landed.task.names import VERIFY_CLAIM_WORKFLOW
+from landed.task.loops import tripwire_id
+from landed.task.names import STOP_SIGNAL, VERIFY_CLAIM_WORKFLOW
+from landed.task.tripwire import TripwireState
 from landed.temporal.claims import start_claim, wait_result
+from landed.temporal.loops import UnknownLoop, loop_state
 from landed.temporal.plugin import landed_plugin, strict_workflow_runner
 
 
@@ -236,6 +241,37 @@ async def test_reconcile_stream_reports_bad_lines_and_keeps_the_rest(
     # A failed run settled nothing: only it may run again (and fails again the same way).
     assert again.existing == 4 and again.settled == 4 and again.failed == 1
     assert all(e["existing"] for e in replayed if e["event"] == "settled")
+
+
+async def test_claims_that_name_a_loop_feed_its_tripwire(
+    temporal_dev: str, tmp_path: Path, site: Site
+) -> None:
+    """Claims feed loops like any task: three claims of a loop that cannot be proven (words
+    only, no read-back) trip the loop's tripwire, recorded in the ledger; with no repair
+    declared, the loop is held for a person."""
+    loop = f"outside-{uuid.uuid4().hex[:6]}"
+    ids = [f"{loop}-c{i}" for i in range(3)]
+    async with _roles(temporal_dev, tmp_path, site) as roles:
+        for task_id in ids:
+            receipt, _ = await _settle(roles, log(task_id, loop=loop))
+            assert receipt.verdict != "verified" and _ext(receipt)["loop"] == loop
+
+        async def held() -> TripwireState | None:
+            try:
+                state = await loop_state(roles.temporal, loop)
+            except UnknownLoop:  # the first signal starts it, a moment after settle
+                return None
+            return state if state.phase == "held" else None
+
+        state = await until(f"tripwire {loop} held", held)
+        ledger = await roles.ledger()
+        events = await ledger.events(loop)
+        await ledger.close()
+        await roles.temporal.get_workflow_handle(tripwire_id(loop)).signal(STOP_SIGNAL)
+    (trip,) = state.trips
+    assert trip.rule == "3 not-done in a row" and trip.repair_task_id is None
+    assert sorted(trip.receipts) == [f"{t}#1" for t in ids]
+    assert [(e.key, e.body["receipts"]) for e in events] == [(f"trip:{loop}:1", trip.receipts)]
 
 
 async def _replay(histories: list[WorkflowHistory]) -> None:

@@ -28,6 +28,13 @@ app.add_typer(repair_app, name="repair")
 _JSON = typer.Option(False, "--json", help="Print the result as JSON.")
 _ADDRESS = typer.Option(None, "--address", help="Temporal host:port (default TEMPORAL_ADDRESS).")
 _QUEUE = typer.Option(None, "--task-queue", help="The runner's task queue.")
+_LEDGER = typer.Option(
+    None,
+    "--ledger",
+    metavar="URL",
+    help="The ledger whose trip events to show (default: $LANDED_LEDGER_URL, else "
+    ".landed/ledger.db).",
+)
 
 
 def _run(
@@ -54,6 +61,27 @@ def _run(
 def _show(data: Any, as_json: bool, text: str) -> None:
     print(json.dumps(data, indent=2, default=str) if as_json else text)
     sys.stdout.flush()
+
+
+def _recorded(url: str | None, loops: list[str]) -> dict[str, Any]:
+    """Each loop's last trip as the ledger's append-only event holds it (None: the ledger
+    records no trip of it); a ledger that cannot be read says so, never "no trip"."""
+    from landed.ledger.base import LedgerError
+    from landed.ledger.factory import open_ledger
+    from landed.task.names import TRIP_EVENT
+
+    async def read() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with await open_ledger(url, create=False) as ledger:
+            for loop in loops:
+                trips = [e for e in await ledger.events(loop, limit=20) if e.kind == TRIP_EVENT]
+                out[loop] = trips[0].body | {"event": trips[0].key} if trips else None
+        return out
+
+    try:
+        return asyncio.run(read())
+    except LedgerError as exc:
+        return {loop: {"error": f"the ledger could not be read: {exc}"} for loop in loops}
 
 
 def _spec(name: str, every: str, task_file: Path, tripwire: str | None, as_json: bool) -> Any:
@@ -143,26 +171,50 @@ def _schedule_cmd(action: str) -> Callable[..., None]:
     return command
 
 
-for _action in ("describe", "pause", "resume", "delete"):
+for _action in ("pause", "resume", "delete"):
     loop_app.command(_action)(_schedule_cmd(_action))
+
+
+@loop_app.command("describe")
+def describe(
+    name: str = typer.Argument(...),
+    address: str | None = _ADDRESS,
+    task_queue: str | None = _QUEUE,
+    ledger: str | None = _LEDGER,
+    as_json: bool = _JSON,
+) -> None:
+    """A loop's Schedule, its tripwire's state and its last trip as the ledger recorded it."""
+    from landed.temporal.loops import describe_loop
+
+    out = _run(lambda c: describe_loop(c.temporal, name), address, task_queue, as_json)
+    out["recorded_trip"] = _recorded(ledger, [name])[name]
+    _show(out, as_json, json.dumps(out, indent=2, default=str))
 
 
 @loop_app.command("list")
 def list_loops(
-    address: str | None = _ADDRESS, task_queue: str | None = _QUEUE, as_json: bool = _JSON
+    address: str | None = _ADDRESS,
+    task_queue: str | None = _QUEUE,
+    ledger: str | None = _LEDGER,
+    as_json: bool = _JSON,
 ) -> None:
     """Every loop with a running tripwire and its state."""
-    loops_(address, task_queue, as_json)
+    loops_(address, task_queue, ledger, as_json)
 
 
 @app.command("loops")
 def loops_(
-    address: str | None = _ADDRESS, task_queue: str | None = _QUEUE, as_json: bool = _JSON
+    address: str | None = _ADDRESS,
+    task_queue: str | None = _QUEUE,
+    ledger: str | None = _LEDGER,
+    as_json: bool = _JSON,
 ) -> None:
-    """Each loop's state: healthy, tripped, repairing, held; its last trip and open repair."""
+    """Each loop's state: healthy, tripped, repairing, held; its last trip (on the tripwire
+    and as the ledger recorded it) and open repair."""
     from landed.temporal.loops import loop_states
 
     states = _run(lambda c: loop_states(c.temporal), address, task_queue, as_json)
+    recorded = _recorded(ledger, [s.loop for s in states]) if states else {}
     rows = [
         {
             "loop": s.loop,
@@ -170,6 +222,7 @@ def loops_(
             "last_trip": s.last_trip.model_dump(mode="json") if s.last_trip else None,
             "open_repair": s.repair_task_id if s.phase == "repairing" else None,
             "repairs_verified": s.repairs_verified,
+            "recorded_trip": recorded.get(s.loop),
         }
         for s in states
     ]

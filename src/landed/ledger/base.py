@@ -8,10 +8,10 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Seque
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import orjson
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from landed.receipts.model import Receipt, attempt_of
 
@@ -25,6 +25,7 @@ __all__ = [
     "Ledger",
     "LedgerConflict",
     "LedgerError",
+    "LedgerEvent",
     "LedgerNotFound",
     "LedgerRow",
     "canonical_json",
@@ -158,6 +159,21 @@ def parse_body(
         ) from exc
 
 
+class LedgerEvent(BaseModel):
+    """An event beside the receipts (landed.ledger.events); ``key`` is its identity: a
+    second append of the key stores nothing."""
+
+    key: str = Field(min_length=1, max_length=500)
+    kind: str = Field(min_length=1, max_length=100)
+    loop: str | None = None
+    at: datetime
+    body: dict[str, Any] = Field(default_factory=dict)
+    sequence: int | None = None
+
+    def stored_body(self) -> str:
+        return orjson.dumps(self.body, option=orjson.OPT_SORT_KEYS).decode()
+
+
 @runtime_checkable
 class Ledger(Protocol):
     """An append-only store of settled receipts; the board is a projection of it."""
@@ -223,6 +239,18 @@ class Ledger(Protocol):
 
     async def close(self) -> None:
         """Wait for pending appends, then release the connection(s)."""
+        ...
+
+    # --- events (landed.ledger.events): a tripwire's trips, append-only, off the hash chain ---
+
+    async def append_event(self, event: LedgerEvent) -> bool:
+        """Store an event; True if new, False if its key was stored with the same body (a
+        retried write). A different body under a stored key raises LedgerError."""
+        ...
+
+    async def events(self, loop: str | None = None, limit: int = 100) -> list[LedgerEvent]:
+        """The newest ``limit`` events (of ``loop`` if given), newest first; none from a
+        ledger of a schema before events."""
         ...
 
     async def __aenter__(self) -> Ledger: ...

@@ -12,7 +12,7 @@ from landed.ledger.chain import MIGRATION_KEY_ID, ChainHead
 
 __all__ = ["SCHEMA_VERSION", "migrate", "schema_version"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _CHAIN_STEP = 4
 _BACKFILL_PAGE = 5000
 
@@ -97,6 +97,26 @@ _STEPS: dict[int, list[str]] = {
            FOR EACH STATEMENT EXECUTE FUNCTION {s}.landed_reject_change()""",
         "REVOKE ALL ON {s}.landed_chain_heads FROM PUBLIC",
         "GRANT SELECT, INSERT ON {s}.landed_chain_heads TO {r}",
+    ],
+    # Events (landed.ledger.events): a tripwire's trips, append-only like receipts, keyed so a
+    # retried write stores one row; not links of the hash chain (see that module).
+    5: [
+        """CREATE TABLE {s}.landed_events (
+            sequence bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            event_key text NOT NULL UNIQUE,
+            kind text NOT NULL,
+            loop text,
+            at timestamptz NOT NULL,
+            body text NOT NULL,
+            appended_at timestamptz NOT NULL DEFAULT now()
+        )""",
+        "CREATE INDEX ON {s}.landed_events (loop, sequence)",
+        """CREATE TRIGGER landed_events_append_only BEFORE UPDATE OR DELETE
+           ON {s}.landed_events FOR EACH ROW EXECUTE FUNCTION {s}.landed_reject_change()""",
+        """CREATE TRIGGER landed_events_no_truncate BEFORE TRUNCATE
+           ON {s}.landed_events FOR EACH STATEMENT EXECUTE FUNCTION {s}.landed_reject_change()""",
+        "REVOKE ALL ON {s}.landed_events FROM PUBLIC",
+        "GRANT SELECT, INSERT ON {s}.landed_events TO {r}",
     ],
 }
 

@@ -31,6 +31,7 @@ from landed.ledger.chain import (
     keep_signing,
     stop_signing,
 )
+from landed.ledger.events import LedgerEvent, pg_append_event, pg_events
 from landed.ledger.pg_chain import (
     chain_heads,
     insert_head,
@@ -429,6 +430,12 @@ class PostgresLedger:
         except psycopg.Error as exc:
             raise LedgerError(f"reading the ledger at {self.url} failed: {exc}") from exc
         return int(row[0]) if row else 0
+
+    async def append_event(self, event: LedgerEvent) -> bool:
+        return await pg_append_event(self._pool, self._schema, event)
+
+    async def events(self, loop: str | None = None, limit: int = 100) -> list[LedgerEvent]:
+        return await pg_events(self._pool, self._schema, loop, limit)
 
     async def close(self) -> None:
         # Waited for first, by every close(): one that was cancelled while rows were queued

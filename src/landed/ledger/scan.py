@@ -22,7 +22,7 @@ from landed.ledger.base import LedgerError
 from landed.ledger.postgres import split_url
 from landed.ledger.sqlite import sqlite_path
 
-__all__ = ["START", "ClaimRow", "LedgerScan", "RawRow", "open_scan", "shown"]
+__all__ = ["START", "ClaimRow", "EventRow", "LedgerScan", "RawRow", "open_scan", "shown"]
 
 #: (sequence, body, body_sha256) exactly as stored.
 RawRow = tuple[int, str, str]
@@ -45,7 +45,25 @@ class LedgerScan(Protocol):
         the owner and body of the same attempt's receipt when it has settled."""
         ...
 
+    async def events(self, after: int, limit: int) -> list[EventRow]:
+        """Events (landed.ledger.events) past sequence ``after``, in sequence order; none from
+        a ledger of a schema before events."""
+        ...
+
     async def close(self) -> None: ...
+
+
+#: (sequence, key, kind, loop, body) of one event row.
+EventRow = tuple[int, str, str, str | None, str]
+
+
+def _event_rows(found: list[tuple[Any, ...]]) -> list[EventRow]:
+    return [(int(r[0]), str(r[1]), str(r[2]), r[3], str(r[4])) for r in found]
+
+
+def _no_events_table(exc: LedgerError) -> bool:
+    # An older ledger (read, never migrated, by the exporter) has no events table yet.
+    return "no such table: landed_events" in str(exc) or 'landed_events" does not' in str(exc)
 
 
 def open_scan(url: str) -> LedgerScan:
@@ -139,6 +157,18 @@ class _SqliteScan:
             out.append((("", "", "", int(rowid)), owner, body))
         return out
 
+    async def events(self, after: int, limit: int) -> list[EventRow]:
+        query = (
+            "SELECT sequence, event_key, kind, loop, body FROM landed_events"
+            " WHERE sequence > ? ORDER BY sequence LIMIT ?"
+        )
+        try:
+            return _event_rows(await asyncio.to_thread(self._read, query, [after, limit]))
+        except LedgerError as exc:
+            if _no_events_table(exc):
+                return []
+            raise
+
     async def close(self) -> None:
         await asyncio.to_thread(self._drop)
 
@@ -151,6 +181,7 @@ class _PgScan:
         self._url = url
         self._table = sql.Identifier(schema, "landed_receipts")
         self._claims = sql.Identifier(schema, "landed_claims")
+        self._events = sql.Identifier(schema, "landed_events")
         self._claims_name = (f'"{schema}"', "landed_claims")
         self._conn: psycopg.AsyncConnection[Any] | None = None
 
@@ -215,6 +246,18 @@ class _PgScan:
                 break
             out.append(((filenode, str(ctid), "", 0), owner, body))
         return out
+
+    async def events(self, after: int, limit: int) -> list[EventRow]:
+        query = sql.SQL(
+            "SELECT sequence, event_key, kind, loop, body FROM {e}"
+            " WHERE sequence > %s ORDER BY sequence LIMIT %s"
+        ).format(e=self._events)
+        try:
+            return _event_rows(await self._read(query, [after, limit]))
+        except LedgerError as exc:
+            if _no_events_table(exc):
+                return []
+            raise
 
     async def close(self) -> None:
         conn, self._conn = self._conn, None

@@ -28,6 +28,7 @@ from landed.ledger.chain import (
     keep_signing,
     stop_signing,
 )
+from landed.ledger.events import LedgerEvent, sqlite_append_event, sqlite_events
 from landed.ledger.sqlite_schema import SCHEMA_VERSION, chain_head, migrate, schema_version
 from landed.ledger.sqlite_url import sqlite_path
 from landed.receipts.model import Receipt
@@ -454,6 +455,12 @@ class SqliteLedger:
 
     async def count(self) -> int:
         return await self._run(self._count_sync)
+
+    async def append_event(self, event: LedgerEvent) -> bool:
+        return await self._run(lambda: sqlite_append_event(self._db(), event))
+
+    async def events(self, loop: str | None = None, limit: int = 100) -> list[LedgerEvent]:
+        return await self._run(lambda: sqlite_events(self._db(), loop, limit))
 
     async def close(self) -> None:
         # Waited for first, by every close(): one that was cancelled while rows were queued

@@ -10,7 +10,7 @@ from landed.ledger.chain import MIGRATION_KEY_ID, ChainHead
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "chain_head", "migrate", "schema_version"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 _BACKFILL_PAGE = 5000
 _CHAIN_STEP = 7
 
@@ -152,6 +152,36 @@ MIGRATIONS: dict[int, list[str]] = {
            END""",
         """CREATE TRIGGER landed_chain_heads_no_delete BEFORE DELETE ON landed_chain_heads
            BEGIN SELECT RAISE(ABORT, 'landed chain heads are append-only: DELETE is not allowed');
+           END""",
+    ],
+    # Events (landed.ledger.events): a tripwire's trips, append-only like receipts, keyed so a
+    # retried write stores one row; not links of the hash chain (see that module).
+    8: [
+        """CREATE TABLE landed_events (
+            sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+            event_key TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL,
+            loop TEXT,
+            at TEXT NOT NULL,
+            body TEXT NOT NULL,
+            appended_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+        )""",
+        "CREATE INDEX landed_events_loop ON landed_events (loop, sequence)",
+        """CREATE TRIGGER landed_events_no_update BEFORE UPDATE ON landed_events
+           BEGIN SELECT RAISE(ABORT, 'landed events are append-only: UPDATE is not allowed');
+           END""",
+        """CREATE TRIGGER landed_events_no_delete BEFORE DELETE ON landed_events
+           BEGIN SELECT RAISE(ABORT, 'landed events are append-only: DELETE is not allowed');
+           END""",
+        # As for receipts: a REPLACE of a stored key or rowid would delete the stored row
+        # without firing the DELETE trigger; the first is dropped, the second refused.
+        """CREATE TRIGGER landed_events_no_replace BEFORE INSERT ON landed_events
+           WHEN EXISTS (SELECT 1 FROM landed_events WHERE event_key = NEW.event_key)
+           BEGIN SELECT RAISE(IGNORE); END""",
+        """CREATE TRIGGER landed_events_no_rowid_rewrite BEFORE INSERT ON landed_events
+           WHEN EXISTS (SELECT 1 FROM landed_events WHERE sequence = NEW.sequence)
+           BEGIN SELECT RAISE(ABORT,
+               'landed events are append-only: a stored sequence cannot be written again');
            END""",
     ],
 }

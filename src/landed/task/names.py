@@ -77,3 +77,11 @@ FLEET_FLIP_SIGNAL = "flip"
 FLEET_SWITCH_QUERY = "switch"
 #: The runner's step read before each act is dispatched: may it act now?
 FLEET_GATE_ACTIVITY = "landed.fleet_gate"
+# --- trip events in the ledger (GOV-9) ---------------------------------------------------------
+#: Records a trip as an append-only ledger event (keyed by loop and trip number).
+RECORD_TRIP_ACTIVITY = "landed.tripwire.record_trip"
+#: Reads the loop's last recorded trip, so a tripwire started again numbers on from it.
+LAST_TRIP_ACTIVITY = "landed.tripwire.last_trip"
+#: The kind of a trip's ledger event.
+TRIP_EVENT = "tripwire.trip"
+__all__ += ["LAST_TRIP_ACTIVITY", "RECORD_TRIP_ACTIVITY", "TRIP_EVENT"]

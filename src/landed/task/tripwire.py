@@ -15,14 +15,17 @@ __all__ = [
     "CatchUp",
     "Note",
     "Trip",
+    "TripRecord",
     "TripwireInput",
     "TripwireState",
     "accept",
     "after_repair",
     "person_repair",
+    "rule_kind",
     "rule_tripped",
     "silence_deadline",
     "trip",
+    "trip_key",
 ]
 
 Phase = Literal["healthy", "tripped", "repairing", "held"]
@@ -130,7 +133,9 @@ def silence_deadline(state: TripwireState, silence: timedelta | None) -> datetim
 
 def trip(state: TripwireState, rule: str, receipts: list[str], at: datetime, repair: bool) -> Trip:
     """Record a trip; with a repair declared, the repair's first task id."""
-    number = len(state.trips) + 1
+    # Numbered on from the last trip: ``trips`` keeps only the newest 20, and a tripwire
+    # started again carries on from the ledger's last trip (trip_key names each one once).
+    number = state.trips[-1].number + 1 if state.trips else 1
     task_id = repair_task_id(state.loop, number, 1) if repair else None
     record = Trip(number=number, rule=rule, at=at, receipts=receipts, repair_task_id=task_id)
     state.trips = [*state.trips, record][-20:]
@@ -180,3 +185,27 @@ class CatchUp(BaseModel):
     loop: str
     since: datetime | None = None
     limit: int = Field(default=100, ge=1, le=1000)
+
+
+def trip_key(loop: str, number: int) -> str:
+    """The trip's ledger event key: one event per loop and trip number, however often the
+    activity that writes it is retried or its workflow replayed."""
+    return f"trip:{loop}:{number}"
+
+
+class TripRecord(BaseModel):
+    """The record_trip activity's input: the loop's trip, as the ledger keeps it."""
+
+    loop: str
+    trip: Trip
+
+
+def rule_kind(rule: str) -> str:
+    """A trip's rule as a bounded metric label (its text carries figures: a rate, a window)."""
+    if rule.startswith("no verified settlement"):
+        return "silence"
+    if rule.endswith("not-done in a row"):
+        return "not_done_in_a_row"
+    if rule.startswith("proof rate"):
+        return "proof_floor"
+    return "other"

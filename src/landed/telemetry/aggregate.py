@@ -22,6 +22,7 @@ from landed.receipts.ladder import ProofLevel, Status
 from landed.receipts.model import Receipt, run_id_of
 from landed.receipts.scorecard import fleet_figures
 from landed.telemetry.labels import LabelCap, bounded
+from landed.telemetry.trips import TripBoard
 
 __all__ = ["BUCKETS", "Board", "Settled"]
 
@@ -77,11 +78,13 @@ class Board:
         self.recent: deque[Settled] = deque(maxlen=recent)
         self.holds: dict[str, Settled] = {}
         self._max_holds = max_holds
+        # GOV-9: trips (the ledger's trip events) and the repairs they opened.
+        self.tripped = TripBoard(self.loops)
 
     @property
     def version(self) -> int:
         """Changes whenever a row or a claim was read (what the rendered text depends on)."""
-        return self.rows_read + self.claims_read
+        return self.rows_read + self.claims_read + self.tripped.read
 
     def count(self, name: str, labels: Labels, by: int = 1) -> None:
         self.counts.setdefault(name, Counter())[labels] += by
@@ -119,6 +122,7 @@ class Board:
             run_id_of(receipt),
         )
         self.recent.append(row)
+        self.tripped.add_receipt(receipt)
         if verdict == "reversed":  # a later recheck took back an earlier verdict
             self.count("landed_reversals_total", ol)
             self.holds.pop(receipt.task_id, None)

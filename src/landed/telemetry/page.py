@@ -102,6 +102,13 @@ def render_page(board: Board, *, up: bool, error: str, ui: str, namespace: str) 
         f'<table id="scorecard">{card}</table>'
         f'<h2>Last settled tasks</h2><table id="recent">{head}{recent}</table>'
         f'<h2>Open holds ({len(board.holds)})</h2><table id="holds">{head}{holds}</table>'
-        '<h2>Open repairs</h2><p id="repairs">none: loop tripwires are not part of landed '
-        "yet</p></body></html>"
+        f'<h2>Open repairs</h2><p id="repairs">{_repairs(board)}</p></body></html>'
     )
+
+
+def _repairs(board: Board) -> str:
+    """Loops whose last trip (a ledger trip event) is not yet repaired: open or held."""
+    open_, held = board.tripped.repairs()
+    shown = [f"{html.escape(loop or '(none)')}: open" for loop, n in sorted(open_.items()) if n]
+    shown += [f"{html.escape(loop or '(none)')}: held" for loop, n in sorted(held.items()) if n]
+    return ", ".join(shown) or "none"

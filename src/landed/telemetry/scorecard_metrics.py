@@ -29,6 +29,10 @@ OWNER_LOOP_COUNTERS = {
 }
 
 
+#: The rule label's values (landed.task.tripwire.rule_kind).
+_RULES = ("not_done_in_a_row", "proof_floor", "silence")
+
+
 def _counter(name: str, doc: str, labels: list[str]) -> CounterMetricFamily:
     # prometheus_client appends _total itself; the family is named without it.
     return CounterMetricFamily(name.removesuffix("_total"), doc, labels=labels)
@@ -97,17 +101,37 @@ class ScorecardCollector(Collector):
         yield hist
 
     def _ledger(self) -> Iterator[Metric]:
-        # Reserved: tripwires do not exist yet, so there is nothing to trip or repair.
+        # GOV-9: from the ledger's trip events (landed.telemetry.trips); every loop the board
+        # knows has its series, at 0 until it trips.
+        tripped = self.board.tripped
         loops = {labels[1] for labels in self.board.counts.get("landed_done_claimed_total", {})}
-        trips = _counter("landed_tripwire_trips_total", "Loop tripwire trips (reserved).", ["loop"])
-        repairs = GaugeMetricFamily(
-            "landed_repairs_open", "Open repair tasks (reserved).", labels=["loop"]
+        loops |= tripped.loops() | {""}
+        trips = _counter(
+            "landed_tripwire_trips_total",
+            "Loop tripwire trips recorded in the ledger, by the rule that tripped.",
+            ["loop", "rule"],
         )
-        for loop in sorted(loops | {""}):
-            trips.add_metric([loop], 0)
-            repairs.add_metric([loop], 0)
+        # Each loop's rules exist at 0 before they trip: increase() sees the first trip.
+        counted = {(loop, rule): 0 for loop in loops for rule in _RULES} | dict(tripped.trips)
+        for (loop, rule), n in sorted(counted.items()):
+            trips.add_metric([loop, rule], n)
+        open_, held = tripped.repairs()
+        repairs = GaugeMetricFamily(
+            "landed_repairs_open",
+            "Loops whose last trip's repair task has not yet settled verified.",
+            labels=["loop"],
+        )
+        held_family = GaugeMetricFamily(
+            "landed_repairs_held",
+            "Loops tripped without a repair act of their own, held for a person.",
+            labels=["loop"],
+        )
+        for loop in sorted(loops):
+            repairs.add_metric([loop], open_.get(loop, 0))
+            held_family.add_metric([loop], held.get(loop, 0))
         yield trips
         yield repairs
+        yield held_family
         yield GaugeMetricFamily(
             "landed_ledger_up",
             "1 when the last read of the ledger worked; 0 keeps the last good values.",

@@ -95,7 +95,7 @@ def _with_loops(work: RoleWork, ledger: Ledger) -> RoleWork:
     loops = LoopActivities(ledger)
     return RoleWork(
         workflows=[*work.workflows, Tripwire, LoopRun],
-        activities=[*work.activities, loops.catch_up],
+        activities=[*work.activities, loops.catch_up, loops.record_trip, loops.last_trip],
     )
 
 

@@ -1,0 +1,81 @@
+"""Tripwire figures from the ledger (GOV-9): trips per loop and rule from the append-only trip
+events, and each loop's open or held repair from its last trip and the receipts settled since.
+
+A repair is open from its trip until a repair task of that trip (``repair-<loop>-<trip>-<n>``)
+settles verified. A trip that queued no repair of its own is held for a person until one of
+the loop's own tasks settles verified after it (the read-back of a loop without a repair act).
+A repair whose retries ran out reads as open here, not held: the ledger holds no record of the
+cap, so it is never shown as closed."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+
+import orjson
+
+from landed.receipts.model import Receipt
+from landed.task.names import TRIP_EVENT
+from landed.task.tripwire import Trip, rule_kind
+from landed.telemetry.labels import LabelCap
+
+__all__ = ["TripBoard"]
+
+
+class TripBoard:
+    """What the exporter has read of trips and repairs; every figure is recomputed from it."""
+
+    def __init__(self, loops: LabelCap) -> None:
+        self._loops = loops
+        self.read = 0
+        self.trips: Counter[tuple[str, str]] = Counter()
+        self._seen: set[str] = set()
+        self._last: dict[str, Trip] = {}
+        #: (loop, trip number) of every repair task that settled verified.
+        self._repaired: set[tuple[str, int]] = set()
+        #: The newest verified settlement of each loop's own tasks.
+        self._verified_at: dict[str, datetime] = {}
+
+    def add_event(self, key: str, kind: str, loop: str | None, body: str) -> None:
+        """One event row; a row read again (the reader re-reads a margin) counts once."""
+        if kind != TRIP_EVENT or loop is None or key in self._seen:
+            return
+        try:
+            trip = Trip.model_validate(orjson.loads(body))
+        except (orjson.JSONDecodeError, ValueError):
+            return  # not a trip this code can read: never counted as one
+        self._seen.add(key)
+        self.read += 1
+        self.trips[(self._loops.fold(loop), rule_kind(trip.rule))] += 1
+        last = self._last.get(loop)
+        if last is None or trip.number > last.number:
+            self._last[loop] = trip
+
+    def add_receipt(self, receipt: Receipt) -> None:
+        if receipt.verdict != "verified":
+            return
+        if receipt.task_id.startswith("repair-"):
+            head, number, _attempt = receipt.task_id.rsplit("-", 2)
+            if number.isdigit():
+                self._repaired.add((head.removeprefix("repair-"), int(number)))
+            return
+        loop = receipt.landed.loop if receipt.landed is not None else None
+        at = receipt.settled_at
+        if loop is not None and at is not None:
+            last = self._verified_at.get(loop)
+            self._verified_at[loop] = at if last is None else max(last, at)
+
+    def repairs(self) -> tuple[Counter[str], Counter[str]]:
+        """(open, held) per loop label: each loop's last trip, if still unrepaired."""
+        open_, held = Counter[str](), Counter[str]()
+        for loop, trip in self._last.items():
+            label = self._loops.fold(loop)
+            if trip.repair_task_id is not None:
+                open_[label] += int((loop, trip.number) not in self._repaired)
+            else:
+                since = self._verified_at.get(loop)
+                held[label] += int(since is None or since <= trip.at)
+        return open_, held
+
+    def loops(self) -> set[str]:
+        return {loop for loop, _ in self.trips}
