@@ -4,10 +4,11 @@ that cannot be judged refuses (never passes), naming the fix."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from landed.task.consent_file import judge_consent_file
+from landed.task.consent_file import CONSENT_FILE_CAP, judge_consent_file
 from landed.task.gate_spec import Contacts
 
 
@@ -52,3 +53,21 @@ def test_a_malformed_file_refuses_and_names_the_fix(data: bytes, why: str) -> No
     condition = judge_consent_file(_contacts("a@x"), data, "/etc/consent.json") or ""
     assert "could not be read" in condition and why in condition
     assert "/etc/consent.json" in condition and "fix: write it as" in condition
+
+
+async def test_an_oversized_or_missing_file_refuses_unread(tmp_path: Path) -> None:
+    """The verifier's bounded read: a file over the cap is refused after at most cap + 1 bytes
+    (never buffered whole), a missing one names how to fix the source."""
+    from landed.activities.consent import ConsentActivities
+
+    from landed.probes.sources import SourceRegistry
+
+    big = tmp_path / "big.json"
+    with open(big, "wb") as out:
+        out.truncate(CONSENT_FILE_CAP + 1)
+    reader = ConsentActivities(SourceRegistry({}), "verifier@test")
+    too_big = await reader._from_file(_contacts("a@x"), str(big)) or ""
+    assert "could not be read" in too_big and "longer than" in too_big and "fix:" in too_big
+    missing = await reader._from_file(_contacts("a@x"), str(tmp_path / "none.json")) or ""
+    assert "could not be opened" in missing and "fix: create it" in missing
+    assert "no path" in (await reader._from_file(_contacts("a@x"), None) or "")
