@@ -77,3 +77,7 @@ FLEET_FLIP_SIGNAL = "flip"
 FLEET_SWITCH_QUERY = "switch"
 #: The runner's step read before each act is dispatched: may it act now?
 FLEET_GATE_ACTIVITY = "landed.fleet_gate"
+
+# --- fleet-wide harness cool-down (GOV-10) ---
+#: The control workflow's signal a runner sends when a task's harness was unavailable.
+FLEET_HARNESS_SIGNAL = "harness-failed"
