@@ -22,8 +22,11 @@ from landed.task.consent import (
     judge_consent,
     unreadable,
 )
+from landed.task.consent_file import CONSENT_FILE_CAP, judge_consent_file
+from landed.task.gate_spec import Contacts
 from landed.task.names import CONSENT_ACTIVITY
 from landed.telemetry.logs import task_event
+from landed.util.strictjson import TooLarge, read_at_most
 
 __all__ = ["ConsentActivities"]
 
@@ -44,6 +47,8 @@ class ConsentActivities:
             cfg = self._registry.get(contacts.consent_source)
         except (ProbeError, ConfigError, KeyError) as exc:
             return self._answer(inp, unreadable(contacts, str(exc)))
+        if cfg.kind == "file":
+            return self._answer(inp, await self._from_file(contacts, cfg.path))
         scheme = urlsplit(cfg.url).scheme.lower() if cfg.url else "sqlite"
         probe = consent_probe(contacts, postgres=scheme in ("postgres", "postgresql"))
         # The record reader itself (its read-only transaction, row cap and deadline), bounded
@@ -60,6 +65,32 @@ class ConsentActivities:
             why = self._registry.redactor(f"{type(exc).__name__}: {exc}")
             return self._answer(inp, unreadable(contacts, why))
         return self._answer(inp, judge_consent(contacts, reading.value))
+
+    async def _from_file(self, contacts: Contacts, path: str | None) -> str | None:
+        """The file source's verdict; a file that cannot be read within the timeout, or is
+        longer than CONSENT_FILE_CAP, refuses (the fix named)."""
+        name = contacts.consent_source
+        if not path:
+            why = f"file source {name!r} has no path; set it to the consent file's path"
+            return unreadable(contacts, why)
+        try:
+            async with asyncio.timeout(contacts.timeout_s):
+                data = await asyncio.to_thread(
+                    read_at_most, path, CONSENT_FILE_CAP, f"consent file {path}"
+                )
+        except TimeoutError:
+            return unreadable(
+                contacts, f"consent file {path}: no answer within {contacts.timeout_s:g} s"
+            )
+        except TooLarge as exc:
+            return unreadable(contacts, f"{exc}; fix: split the file or prune old entries")
+        except OSError as exc:
+            why = (
+                f"consent file {path} could not be opened ({exc.strerror or exc}); fix: create "
+                f"it, or point source {name!r}'s path at the consent file"
+            )
+            return unreadable(contacts, why)
+        return judge_consent_file(contacts, data, path)
 
     def _answer(self, inp: ConsentInput, condition: str | None) -> ConsentOutput:
         task_event(

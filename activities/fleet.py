@@ -16,7 +16,8 @@ from temporalio.client import Client
 
 from landed.task.fleet import FleetGateAnswer, FleetGateInput
 from landed.task.fleet_read import read_switch
-from landed.task.names import FLEET_GATE_ACTIVITY
+from landed.task.harness import HarnessFailure
+from landed.task.names import FLEET_GATE_ACTIVITY, FLEET_HARNESS_SIGNAL, FLEET_WORKFLOW
 
 __all__ = ["FleetActivities", "SwitchReader"]
 
@@ -50,8 +51,24 @@ class SwitchReader:
         unreadable = read.error
         if unreadable is None and read.pending:
             unreadable = "a flip of the switch is not applied yet (no runner has run it)"
+        cooling = read.harnesses.cool_until if read.harnesses is not None else {}
         return FleetGateAnswer(
-            may_act=read.running, fleet_id=self.fleet_id, switch=read.switch, unreadable=unreadable
+            may_act=read.running,
+            fleet_id=self.fleet_id,
+            switch=read.switch,
+            unreadable=unreadable,
+            cooling=cooling,
+        )
+
+    async def report(self, failure: HarnessFailure, runner_queue: str) -> None:
+        """Tell the control workflow of a harness release (signal-with-start: a fleet never
+        flipped has no workflow yet). The fleet counts each key once, so a retry may re-send."""
+        await self._client.start_workflow(
+            FLEET_WORKFLOW,
+            id=self.fleet_id,
+            task_queue=runner_queue,
+            start_signal=FLEET_HARNESS_SIGNAL,
+            start_signal_args=[failure],
         )
 
 
@@ -65,6 +82,10 @@ class FleetActivities:
     async def gate(self, inp: FleetGateInput) -> FleetGateAnswer:
         """May the task act now? Waits up to ``inp.wait_s`` for a paused switch to resume."""
         until = time.monotonic() + inp.wait_s
+        # Releases first: the read below starts after them, so it waits until the fleet has
+        # applied them (a pending signal reads as not running) and answers their cool-downs.
+        for failure in inp.failures:
+            await self._reader.report(failure, activity.info().task_queue)
         while True:
             answer = await self._reader.fresh()
             if answer.may_act or time.monotonic() >= until:

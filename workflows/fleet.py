@@ -27,11 +27,13 @@ with workflow.unsafe.imports_passed_through():
         blocked_by_switch,
         pause_wait,
     )
-    from landed.task.fleet_read import SWITCH_MEMO
+    from landed.task.fleet_read import HARNESS_MEMO, SWITCH_MEMO
+    from landed.task.harness import HarnessFailure, HarnessHealth, fleet_failed
     from landed.task.messages import ActReport
     from landed.task.names import (
         FLEET_FLIP_SIGNAL,
         FLEET_GATE_ACTIVITY,
+        FLEET_HARNESS_SIGNAL,
         FLEET_SWITCH_QUERY,
         FLEET_WORKFLOW,
     )
@@ -56,8 +58,11 @@ class Fleet:
     """The switch. Started by the first flip (signal-with-start); never ends by itself."""
 
     @workflow.init
-    def __init__(self, switch: FleetSwitch | None = None) -> None:
+    def __init__(
+        self, switch: FleetSwitch | None = None, harnesses: HarnessHealth | None = None
+    ) -> None:
         self._switch = switch or FleetSwitch()
+        self._harnesses = harnesses or HarnessHealth()
         self._flips_this_run = 0
 
     @workflow.signal(name=FLEET_FLIP_SIGNAL)
@@ -67,12 +72,22 @@ class Fleet:
         # The gates read the memo (Temporal answers that alone), not a query.
         workflow.upsert_memo({SWITCH_MEMO: self._switch})
 
+    @workflow.signal(name=FLEET_HARNESS_SIGNAL)
+    def harness_failed(self, failure: HarnessFailure) -> None:
+        """A task's harness was unavailable: counted fleet-wide (GOV-10), so a harness that
+        keeps failing is skipped by every task's next dispatch, not learned task by task."""
+        self._harnesses = fleet_failed(self._harnesses, failure)
+        self._flips_this_run += 1
+        workflow.upsert_memo({HARNESS_MEMO: self._harnesses})
+
     @workflow.query(name=FLEET_SWITCH_QUERY)
     def switch(self) -> FleetSwitch:
         return self._switch
 
     @workflow.run
-    async def run(self, switch: FleetSwitch | None = None) -> None:
+    async def run(
+        self, switch: FleetSwitch | None = None, harnesses: HarnessHealth | None = None
+    ) -> None:
         await workflow.wait_condition(
             lambda: (
                 self._flips_this_run >= _FLIPS_PER_RUN
@@ -80,7 +95,10 @@ class Fleet:
             )
         )
         await workflow.wait_condition(workflow.all_handlers_finished)
-        workflow.continue_as_new(self._switch, memo={SWITCH_MEMO: self._switch})
+        workflow.continue_as_new(
+            args=[self._switch, self._harnesses],
+            memo={SWITCH_MEMO: self._switch, HARNESS_MEMO: self._harnesses},
+        )
 
 
 class FleetGate:
@@ -90,16 +108,23 @@ class FleetGate:
         self._task_id = task_id
         #: The last answer that kept the task from acting (None: it never waited).
         self.paused: FleetGateAnswer | None = None
+        #: The fleet's cool-downs as the last answer that let the task act read them (GOV-10).
+        self.cooling: dict[str, datetime] = {}
 
-    async def until_running(self, deadline: datetime | None) -> ActReport | None:
+    async def until_running(
+        self, deadline: datetime | None, failures: list[HarnessFailure] | None = None
+    ) -> ActReport | None:
         """None when the act may be dispatched now; else the blocked report to settle with
-        (the time cap passed while the fleet was paused or its switch unreadable)."""
+        (the time cap passed while the fleet was paused or its switch unreadable).
+        ``failures``: harness releases the fleet is told of (each ask carries them; the
+        fleet counts each key once)."""
         if not workflow.patched(FLEET_GATE_PATCH):
             return None
         began = workflow.now()
         while True:
-            answer = await self._ask(deadline)
+            answer = await self._ask(deadline, failures or [])
             if answer.may_act:
+                self.cooling = answer.cooling
                 return None
             self.paused = answer
             wait = pause_wait(workflow.now() - began)
@@ -107,13 +132,15 @@ class FleetGate:
                 return blocked_by_switch(answer)
             await workflow.sleep(wait)
 
-    async def _ask(self, deadline: datetime | None) -> FleetGateAnswer:
+    async def _ask(
+        self, deadline: datetime | None, failures: list[HarnessFailure]
+    ) -> FleetGateAnswer:
         left = (deadline - workflow.now()) if deadline is not None else timedelta(hours=1)
         wait_s = max(min(_GATE_WAIT_S, left.total_seconds() - 2), 0.0)
         try:
             answer: FleetGateAnswer = await workflow.execute_activity(
                 FLEET_GATE_ACTIVITY,
-                FleetGateInput(task_id=self._task_id, wait_s=wait_s),
+                FleetGateInput(task_id=self._task_id, wait_s=wait_s, failures=failures),
                 result_type=FleetGateAnswer,
                 # The runner's own queue: the gate is the runner's step.
                 task_queue=workflow.info().task_queue,

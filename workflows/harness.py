@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.decisions import past_cap, remaining
     from landed.task.harness import (
         HARNESS_UNAVAILABLE,
+        HarnessFailure,
         HarnessPool,
         HarnessRelease,
         pool_queues,
@@ -47,6 +48,8 @@ class Dispatch:
         self._spec, self._run = spec, run
         self.gate = FleetGate(spec.task_id)
         self.pool: HarnessPool | None = None
+        # Releases not yet confirmed heard by the fleet (GOV-10: the cool-down is fleet-wide).
+        self._unheard: list[HarnessFailure] = []
 
     def _pool(self, routing: Routing) -> HarnessPool:
         if self.pool is None:
@@ -64,9 +67,13 @@ class Dispatch:
             if pool.releases:
                 # A dispatch again after a release waits at the switch too (the first one
                 # waited before its claim: landed.workflows.acting).
-                blocked = await self.gate.until_running(deadline)
+                blocked = await self.gate.until_running(deadline, self._unheard)
                 if blocked is not None:
                     return blocked
+                self._unheard = []
+            # Harnesses the fleet took out (other tasks' failures too) are skipped unattempted;
+            # the task's own count stays the fallback (landed.task.harness).
+            pool.heard(self.gate.cooling)
             choice = pool.choose(workflow.now())
             if choice.queue is None:
                 return pool.none_healthy(choice.cooling, "each one failed too often in a row")
@@ -81,14 +88,14 @@ class Dispatch:
             except ActivityError as err:
                 if not is_type(err, HARNESS_UNAVAILABLE) or workflow.cancellation_reason():
                     return err
-                pool.failed(
-                    HarnessRelease(
-                        queue=choice.queue,
-                        actor=err.identity or beat_identity(err.cause),
-                        error=cause(err)[:500],
-                        at=workflow.now(),
-                    )
+                release = HarnessRelease(
+                    queue=choice.queue,
+                    actor=err.identity or beat_identity(err.cause),
+                    error=cause(err)[:500],
+                    at=workflow.now(),
                 )
+                pool.failed(release)
+                self._unheard.append(self._report(release, len(pool.releases)))
                 wait = release_backoff(len(pool.releases))
                 if past_cap(deadline, workflow.now(), wait):
                     return pool.none_healthy({}, "the time cap ran out while it was released")
@@ -96,6 +103,16 @@ class Dispatch:
                 continue
             pool.worked(choice.queue)
             return report
+
+    def _report(self, release: HarnessRelease, n: int) -> HarnessFailure:
+        """The release as the fleet hears it; its key makes a re-sent report count once."""
+        info = workflow.info()
+        return HarnessFailure(
+            queue=release.queue,
+            at=release.at,
+            key=f"{info.run_id}/{n}",
+            error=release.error,
+        )
 
     async def _execute(self, inp: ActInput, queue: str, left: timedelta) -> ActReport:
         report: ActReport = await workflow.execute_activity(

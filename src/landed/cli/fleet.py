@@ -161,8 +161,12 @@ def status(
         state += " (a flip is recorded but not applied yet: no runner has run it; acts wait)"
     if sw.by is None:
         typer.echo(f"fleet {fleet}: {state} (never flipped)")
-        return
-    when = sw.at.isoformat() if sw.at else "?"
-    why = f" — {sw.reason}" if sw.reason else ""
-    verb = "paused" if sw.paused else "resumed"
-    typer.echo(f"fleet {fleet}: {state}, {verb} by {sw.by} at {when}{why}")
+    else:
+        when = sw.at.isoformat() if sw.at else "?"
+        why = f" — {sw.reason}" if sw.reason else ""
+        verb = "paused" if sw.paused else "resumed"
+        typer.echo(f"fleet {fleet}: {state}, {verb} by {sw.by} at {when}{why}")
+    from landed.cli.fleet_harness import cooling_lines
+
+    for line in cooling_lines(read.harnesses):
+        typer.echo(line)

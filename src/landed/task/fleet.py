@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from landed.task.harness import HarnessFailure
 from landed.task.messages import ActReport
 
 __all__ = [
@@ -75,6 +76,8 @@ class FleetGateInput(BaseModel):
         "answers (the workflow asks again): a resume lets the task act within a fraction of a "
         "second instead of at its next timer.",
     )
+    # Fleet-wide harness cool-down (GOV-10): releases the fleet has not heard of yet.
+    failures: list[HarnessFailure] = Field(default_factory=list, max_length=50)
 
 
 class FleetGateAnswer(BaseModel):
@@ -87,6 +90,8 @@ class FleetGateAnswer(BaseModel):
         default=None,
         description="The switch could not be read: the task does not act (fail closed).",
     )
+    # Fleet-wide harness cool-down (GOV-10): harnesses out of every pool, and until when.
+    cooling: dict[str, datetime] = Field(default_factory=dict)
 
 
 def pause_wait(waited: timedelta) -> timedelta:

@@ -15,11 +15,14 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from landed.task.fleet import FleetSwitch
+from landed.task.harness import HarnessHealth
 
-__all__ = ["SWITCH_MEMO", "SwitchRead", "read_switch"]
+__all__ = ["HARNESS_MEMO", "SWITCH_MEMO", "SwitchRead", "read_switch"]
 
 #: The memo key the control workflow keeps the switch under.
 SWITCH_MEMO = "landed-switch"
+#: The memo key of the fleet's harness health (cool-downs, GOV-10).
+HARNESS_MEMO = "landed-harnesses"
 _RUNNING = WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING
 
 
@@ -32,6 +35,8 @@ class SwitchRead(BaseModel):
     exists: bool = True
     pending: bool = False
     error: str | None = None
+    #: The fleet's harness health (None: no harness failure reported yet).
+    harnesses: HarnessHealth | None = None
 
     @property
     def running(self) -> bool:
@@ -57,13 +62,16 @@ async def read_switch(client: Client, fleet_id: str) -> SwitchRead:
     raw = desc.raw_description
     try:
         switch = await desc.memo_value(SWITCH_MEMO, None, type_hint=FleetSwitch)
+        harnesses = await desc.memo_value(HARNESS_MEMO, None, type_hint=HarnessHealth)
     except Exception as err:  # a memo this release cannot read
         return SwitchRead(fleet_id=fleet_id, error=_line(err))
     # Flips are accepted as signals; one not yet applied leaves a workflow task pending.
     pending = raw.HasField("pending_workflow_task") or (
         raw.workflow_execution_info.status != _RUNNING
     )
-    return SwitchRead(fleet_id=fleet_id, switch=switch or FleetSwitch(), pending=pending)
+    return SwitchRead(
+        fleet_id=fleet_id, switch=switch or FleetSwitch(), pending=pending, harnesses=harnesses
+    )
 
 
 def _line(err: BaseException) -> str:

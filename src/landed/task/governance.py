@@ -42,7 +42,8 @@ def fleet_fields(
     blocker = blocker_of(report)
     if blocker is not None:
         fields["blocked"] = blocker
-    if harness is not None and harness.get("releases"):
+    # A release, or a harness the fleet had taken out and the task skipped (GOV-10).
+    if harness is not None and (harness.get("releases") or harness.get("cooled")):
         fields["harness"] = dict(harness)
     if paused is not None:
         switch = paused.switch

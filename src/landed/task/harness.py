@@ -11,19 +11,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Annotated
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from landed.task.messages import ActReport
 
 __all__ = [
     "COOL_AFTER",
     "COOL_DOWN",
+    "COOL_WINDOW",
     "HARNESS_UNAVAILABLE",
     "HarnessChoice",
+    "HarnessFailure",
+    "HarnessHealth",
     "HarnessPool",
     "HarnessRelease",
     "HarnessUnavailable",
+    "cooling_at",
+    "fleet_failed",
     "pool_queues",
     "release_backoff",
 ]
@@ -34,6 +40,13 @@ HARNESS_UNAVAILABLE = "HarnessUnavailable"
 COOL_AFTER = 3
 #: How long a harness taken out of the pool stays out.
 COOL_DOWN = timedelta(minutes=5)
+#: The fleet counts a harness's failures within this window (it hears of no successes).
+COOL_WINDOW = timedelta(minutes=10)
+# Harnesses the fleet remembers, dedup keys of failure reports and error characters it keeps:
+# all of it lives in the control workflow's memo, which Temporal caps (32 KiB by default).
+_FLEET_HARNESSES = 40
+_FLEET_SEEN = 100
+_FLEET_ERROR = 120
 _FIRST_BACKOFF = timedelta(seconds=2)
 _LONGEST_BACKOFF = timedelta(seconds=60)
 
@@ -91,6 +104,12 @@ class HarnessPool:
             self.cool_until[release.queue] = release.at + COOL_DOWN
             self.in_a_row[release.queue] = 0
 
+    def heard(self, cooling: dict[str, datetime]) -> None:
+        """The fleet's cool-downs (other tasks' failures too) for this pool's queues."""
+        for q, until in cooling.items():
+            if q in self.queues and (q not in self.cool_until or until > self.cool_until[q]):
+                self.cool_until[q] = until
+
     def worked(self, queue: str) -> None:
         """The harness answered (whatever the act reported): its failures in a row end."""
         self.in_a_row[queue] = 0
@@ -137,3 +156,61 @@ class HarnessPool:
             clear_by="the operator of the harness pool: renew the harness's auth or raise its "
             "limit (or add an actor queue to LANDED_RUNNER_ACTOR_POOL), then submit the task again",
         )
+
+
+# --- fleet-wide cool-down: one harness's failures counted across every task ------------------
+
+
+class HarnessFailure(BaseModel):
+    """A release reported to the fleet's control workflow; ``key`` makes a re-sent report
+    (a retried gate step) count once."""
+
+    queue: Annotated[str, Field(min_length=1, max_length=400)]
+    at: datetime
+    key: Annotated[str, Field(min_length=1, max_length=400)]
+    error: Annotated[str, Field(max_length=500)] = ""
+
+
+class HarnessHealth(BaseModel):
+    """The fleet's view of every harness: recent failures and cool-downs (the control
+    workflow's memo, read by each runner's gate before a dispatch)."""
+
+    recent: dict[str, list[datetime]] = Field(default_factory=dict)
+    cool_until: dict[str, datetime] = Field(default_factory=dict)
+    last_error: dict[str, str] = Field(default_factory=dict)
+    seen: list[str] = Field(default_factory=list)
+
+
+def fleet_failed(health: HarnessHealth, failure: HarnessFailure) -> HarnessHealth:
+    """The fleet's view after ``failure``: its ``COOL_AFTER``-th failure within
+    ``COOL_WINDOW`` takes the harness out of every task's pool for ``COOL_DOWN``."""
+    if failure.key in health.seen:
+        return health
+    q, at = failure.queue, failure.at
+    recent = {k: list(v) for k, v in health.recent.items()}
+    cool = dict(health.cool_until)
+    times = [t for t in recent.get(q, []) if at - COOL_WINDOW < t <= at] + [at]
+    if cool.get(q) is not None and cool[q] > at:
+        times = []  # already out: a report from a task that had not heard yet
+    elif len(times) >= COOL_AFTER:
+        cool[q], times = at + COOL_DOWN, []
+    recent[q] = times
+    errors = {**health.last_error, q: failure.error[:_FLEET_ERROR]}
+    # Bounded: forget the harnesses whose last news is oldest.
+    keep = sorted(
+        set(recent) | set(cool),
+        key=lambda k: max([*recent.get(k, []), *([cool[k]] if k in cool else [])], default=at),
+    )[-_FLEET_HARNESSES:]
+    return HarnessHealth(
+        recent={k: v for k, v in recent.items() if k in keep and v},
+        cool_until={k: v for k, v in cool.items() if k in keep},
+        last_error={k: v for k, v in errors.items() if k in keep},
+        seen=[*health.seen, failure.key][-_FLEET_SEEN:],
+    )
+
+
+def cooling_at(health: HarnessHealth | None, now: datetime) -> dict[str, datetime]:
+    """The harnesses out of the pool at ``now`` and until when."""
+    if health is None:
+        return {}
+    return {q: t for q, t in health.cool_until.items() if t > now}

@@ -85,3 +85,7 @@ LAST_TRIP_ACTIVITY = "landed.tripwire.last_trip"
 #: The kind of a trip's ledger event.
 TRIP_EVENT = "tripwire.trip"
 __all__ += ["LAST_TRIP_ACTIVITY", "RECORD_TRIP_ACTIVITY", "TRIP_EVENT"]
+
+# --- fleet-wide harness cool-down (GOV-10) ---
+#: The control workflow's signal a runner sends when a task's harness was unavailable.
+FLEET_HARNESS_SIGNAL = "harness-failed"
