@@ -38,6 +38,8 @@ def extra_actor(address: str, queue: str, identity: str, db: Path) -> Any:
             identity=identity,
             acts=["helpers.acts", "helpers.fleet_acts"],
             credentials={"rows-db": f"sqlite:///{db}"},
+            # Unversioned, as run_roles' workers: a versioned one would wait for a promotion.
+            versioning=False,
         ),
     )
 
@@ -55,6 +57,7 @@ def extra_runner(address: str, roles: Roles, queue: str, **more: Any) -> Any:
             trust=[roles.public_key],
             max_cached_workflows=0,
             sandbox="strict",
+            versioning=False,
             **more,
         ),
     )

@@ -147,6 +147,7 @@ async def test_one_trace_carries_the_receipt_and_replays_without_spans(
                     _leaf("RunWorkflow:AgentTask"),
                     _activity("plan"),
                     _activity("verify", _leaf("landed.read record")),  # the pre-read
+                    _activity("fleet_gate"),  # the fleet's switch, read before the act's claim
                     _activity("claim"),
                     _activity("act", _leaf("invoke_agent agent-a")),
                     _activity("verify", _leaf("landed.read record")),  # the read-back

@@ -253,6 +253,8 @@ async def _runner(address: str, roles: Roles, name: str) -> AsyncIterator[None]:
         trust=[roles.public_key],
         max_cached_workflows=0,
         sandbox="strict",
+        # Unversioned, as run_roles' workers: a versioned one would wait for a promotion.
+        versioning=False,
     )
     client = await connect(identity=name, address=address)
     worker, _view, cleanup = await build_worker(settings, client, name)
