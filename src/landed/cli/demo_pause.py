@@ -90,7 +90,9 @@ async def pause_row(client: Client, shop: Path, run: str, ledger_url: str) -> di
         "claimed": ", ".join(sorted({r.claimed_status for r in receipts})),
         "read_back": "pass" if acted_while_paused == 0 else f"{acted_while_paused} lines early",
         "verdict": ", ".join(verdicts),
-        "proof_level": None,
+        "proof_level": ", ".join(
+            sorted({str(getattr(r.landed, "proof_level", None) or "-") for r in receipts})
+        ),
         "expected": "verified",
         "in_ledger": in_ledger,
         "ok": ok,
