@@ -88,14 +88,6 @@ class Tripwire:
         if inp.state is None:
             # Started (or started again after it stopped): what settled meanwhile comes first,
             # then the signals that arrived with the start; repeats are dropped by key.
-            caught = await workflow.execute_local_activity(
-                CATCH_UP_ACTIVITY,
-                CatchUp(loop=inp.loop, since=None),
-                result_type=list[Note],
-                start_to_close_timeout=_STEP,
-                retry_policy=_RETRY,
-            )
-            self._pending[:0] = caught
             # Trips number on from the ledger's last one: a trip's event key and its repair's
             # task id are never those of a trip recorded before this tripwire started.
             last = await workflow.execute_local_activity(
@@ -107,6 +99,16 @@ class Tripwire:
             )
             if last is not None:
                 state.trips = [last]
+            # What settled up to the last trip was judged by the tripwire that recorded it:
+            # read again, the same not-done runs would trip a second time.
+            caught = await workflow.execute_local_activity(
+                CATCH_UP_ACTIVITY,
+                CatchUp(loop=inp.loop, since=last.at if last is not None else None),
+                result_type=list[Note],
+                start_to_close_timeout=_STEP,
+                retry_policy=_RETRY,
+            )
+            self._pending[:0] = caught
         while not self._stop:
             await self._wait(inp)
             await self._step(inp.spec)

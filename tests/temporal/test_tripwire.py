@@ -24,14 +24,20 @@ from typer.testing import CliRunner
 
 from landed.cli import app
 from landed.task.loops import LoopSpec, loop_task, repair_workflow_id, tripwire_id
-from landed.task.names import SETTLED_SIGNAL
+from landed.task.names import SETTLED_SIGNAL, STOP_SIGNAL
 from landed.task.tripwire import Note, TripwireState
-from landed.temporal.loops import LoopExists, UnknownLoop, create_loop, loop_state, repair_done
+from landed.temporal.loops import (
+    LoopExists,
+    UnknownLoop,
+    create_loop,
+    loop_state,
+    repair_done,
+)
 from landed.temporal.plugin import landed_plugin
 
 
-def declare(name: str, db: Path, **extra: Any) -> LoopSpec:
-    template = rows_task("x", db, expect=1, batch=f"{name}-run", write=0)
+def declare(name: str, db: Path, *, write: int = 0, **extra: Any) -> LoopSpec:
+    template = rows_task("x", db, expect=1, batch=f"{name}-run", write=write)
     del template["task_id"]
     repair = rows_task("x", db, expect=1, batch=f"{name}-fix", write=1)
     return LoopSpec.model_validate(
@@ -140,6 +146,45 @@ async def test_a_loop_that_stops_landing_trips_one_repair_that_rearms_it(
     replayer = Replayer(workflows=[Tripwire], plugins=[landed_plugin()])
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None
+
+
+async def test_a_tripwire_started_again_does_not_trip_on_runs_a_trip_already_judged(
+    temporal_time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The loop trips and is repaired; its tripwire stops (as when the loop is deleted) and a
+    later run's settle starts it again: its catch-up from the ledger must not count the three
+    not-done runs of the recorded trip once more (a second trip, with nothing new to say)."""
+    env = temporal_time_skipping
+    db = make_rows_db(tmp_path / "rows.db")
+    name = f"again-{uuid.uuid4().hex[:6]}"
+    spec = declare(name, db)
+    async with roles_for(env, tmp_path, db) as roles:
+        await create_loop(roles.temporal, roles.queues["runner"], spec, schedule=False)
+        for i in range(3):
+            await (await roles.client.start(loop_task(spec, f"{name}@{i}"))).result()
+        await (await repair_handle(roles, name, 1)).result()
+        await state_of(roles, name, "healthy")
+        # Stopped as `landed loop delete` stops it (the test server has no Schedules to delete).
+        tw = roles.temporal.get_workflow_handle(tripwire_id(name))
+        await tw.signal(STOP_SIGNAL)
+        await tw.result()
+        fixed = declare(name, db, write=1)
+        after = await (await roles.client.start(loop_task(fixed, f"{name}@3"))).result()
+
+        async def caught_up() -> TripwireState | None:
+            try:
+                state = await loop_state(roles.temporal, name)
+            except UnknownLoop:
+                return None
+            return state if any(n.task_id == f"{name}@3" for n in state.recent) else None
+
+        state = await until("the tripwire started again and read the ledger", caught_up)
+        ledger = await roles.ledger()
+        events = await ledger.events(name)
+        await ledger.close()
+    assert after.verdict == "verified"
+    assert state.phase == "healthy"
+    assert [e.key for e in events] == [f"trip:{name}:1"]
 
 
 async def _verified(roles: Roles, loop: str, n: int) -> bool:
