@@ -1,4 +1,5 @@
-"""``landed demo``: six honest scenarios run as real AgentTask workflows on ``landed dev``."""
+"""``landed demo``: six honest scenarios run as real AgentTask workflows on ``landed dev``, then
+the governance scenarios (approval, a loop's tripwire, a paused fleet) and a claim stream."""
 
 from __future__ import annotations
 
@@ -387,6 +388,7 @@ def demo(
 ) -> None:
     """Run six honest scenarios as real AgentTask workflows on `landed dev` (Temporal's dev
     server + actor, verifier and runner processes) against a local SQLite shop and HTTP site,
+    then approval, a loop's tripwire and a paused fleet, and a claim stream (landed reconcile);
     read each receipt back from the ledger, print the verdict table, the ledger path and the
     Web UI address, then stop everything (with --keep: once you press Ctrl-C).
 
