@@ -812,8 +812,8 @@ def test_a_killed_landed_dev_leaves_no_process_behind(tmp_path: Path) -> None:
 
 
 def test_landed_demo_gets_six_expected_verdicts(tmp_path: Path) -> None:
-    """`landed demo` end to end: dev server, three role processes, six real workflows and the
-    approval scenario."""
+    """`landed demo` end to end: dev server, three role processes, six real workflows, the
+    approval, loop and pause scenarios and the claim stream."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
     done = subprocess.run(
         [sys.executable, "-m", "landed", "demo", "--dir", str(tmp_path / "demo"), "--json"],
@@ -835,7 +835,12 @@ def test_landed_demo_gets_six_expected_verdicts(tmp_path: Path) -> None:
         "publish-500": ("verified", "pass"),
         "blocked": ("executed", "pass"),
         "approval": ("verified", "pass"),
+        # GOV-9: three runs land nothing, the tripwire trips, its one repair is verified.
+        "loop-tripwire": ("healthy after 1 repair", "3 not landed, then the repair"),
+        # GOV-4: paused, nothing written; resumed, every task verified.
+        "paused-fleet": ("verified", "pass"),
     }
+    assert all(s["ok"] for s in result["scenarios"]), result["scenarios"]
     # The approval scenario: held (nothing sent) until a named person approved, sent once.
     (approval,) = [s for s in result["scenarios"] if s["scenario"] == "approval"]
     assert approval["held_before_approval"] and approval["approved_by"] == "dana (finance)"
