@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.fleet_roles import role_worker
 from helpers.roles import Roles, run_roles
 from helpers.sor import act_runs, make_rows_db, row_count, rows_task
 from helpers.wait import until
@@ -23,9 +24,8 @@ from temporalio.worker import Replayer
 
 import landed
 from landed.temporal.approvals import ApprovalRefused, HeldTask
-from landed.temporal.plugin import connect, landed_plugin
+from landed.temporal.plugin import landed_plugin
 from landed.temporal.settings import RunnerSettings
-from landed.temporal.workers import build_worker
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -256,14 +256,8 @@ async def _runner(address: str, roles: Roles, name: str) -> AsyncIterator[None]:
         # Unversioned, as run_roles' workers: a versioned one would wait for a promotion.
         versioning=False,
     )
-    client = await connect(identity=name, address=address)
-    worker, _view, cleanup = await build_worker(settings, client, name)
-    try:
-        async with worker:
-            yield
-    finally:
-        if cleanup is not None:
-            await cleanup()
+    async with role_worker(address, settings):
+        yield
 
 
 async def test_a_runner_lost_while_a_task_waits_acts_once_after_approval(
