@@ -117,8 +117,10 @@ async def create_loop(
                 Schedule(
                     action=action,
                     spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=spec.every)]),
-                    # Runs missed while the server was down are caught up (a day at most); a
-                    # run still going when the next is due waits its turn, none is dropped.
+                    # Runs missed while the server was down are caught up (a day at most). A
+                    # run waits for its task (LoopRun), so one due while a task still runs
+                    # waits its turn; more due meanwhile fold into that one, which reads the
+                    # state as it is then.
                     policy=SchedulePolicy(
                         overlap=ScheduleOverlapPolicy.BUFFER_ONE,
                         catchup_window=timedelta(days=1),
