@@ -44,7 +44,7 @@ class LoopRun:
                 id=task.task_id,
                 # A closed run of this id is that scheduled run, done: never a second act.
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                # A loop paused, deleted or its run terminated never cancels a task mid-act.
+                # A loop deleted, or its run terminated, never cancels a task mid-act.
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
                 search_attributes=TypedSearchAttributes(
                     [SearchAttributePair(_OWNER, task.owner), SearchAttributePair(_LOOP, spec.name)]

@@ -9,19 +9,18 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
 from helpers.ports import steady_port
-from helpers.roles import run_roles
+from helpers.roles import Roles, run_roles
 from helpers.sor import make_rows_db, rows_task
+from helpers.stuck import open_workflows
 from helpers.wait import until
-from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
+from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
 
 from landed.dev.server import DevServer
+from landed.receipts.model import Receipt
 from landed.task.loops import LoopSpec, schedule_id
+from landed.task.names import LOOP_RUN_WORKFLOW
 from landed.temporal.loops import delete_loop, describe_loop, loop_state
-
-# Past the suite's 120 s: the wait for a task cut off by the server restart (below).
-pytestmark = pytest.mark.timeout(300)
 
 
 def _acts(db: Path, loop: str) -> dict[str, int]:
@@ -74,13 +73,24 @@ async def test_each_scheduled_time_runs_once_across_catch_up_and_a_server_restar
             server.stop()
             server.start()
             await schedule.backfill(window)
-            # A task whose workflow task was in flight when the server stopped resumes once the
-            # server times that workflow task out and hands it out again: measured here from 2 s
-            # to 92 s after the restart, so the bound is generous (the test ends as soon as the
-            # three settlements are in).
-            await until(
-                "loop tripwire answers", lambda: _answers(roles.temporal, name), timeout=180
+            # Wait on the ledger, not on the tripwire's query: with a workflow cache of 0 (every
+            # activation replayed) each query takes the runner's one cache slot, and a query every
+            # few milliseconds evicts a task whose settle is still running, again and again.
+            mine = await until(
+                "three receipts settled",
+                lambda: _receipts(roles, name),
+                timeout=60,
+                every=0.5,
             )
+            try:
+                await until(
+                    "loop tripwire answers",
+                    lambda: _answers(roles.temporal, name),
+                    timeout=30,
+                    every=0.5,
+                )
+            except AssertionError as err:
+                raise AssertionError(f"{err}\n{await open_workflows(roles.temporal)}") from None
             described = await describe_loop(roles.temporal, name)
             assert described["paused"] is True, described
             acts = _acts(db, name)
@@ -89,16 +99,26 @@ async def test_each_scheduled_time_runs_once_across_catch_up_and_a_server_restar
                 for i in range(3)
             )
             assert set(acts.values()) == {1}, acts  # none doubled
-            ledger = await roles.ledger()
-            mine = [r for r in await ledger.board() if r.task_id.startswith(f"{name}@")]
-            await ledger.close()
             assert {r.verdict for r in mine} == {"verified"} and len(mine) == 3
             assert all(r.landed is not None and r.landed.loop == name for r in mine)
             state = await loop_state(roles.temporal, name)
             assert state.phase == "healthy" and len(state.seen) == 3
+            # Each scheduled run ended only once its task had: the loop's overlap policy holds
+            # the tasks, not just the runs that start them.
+            for run_closed, task_closed in await _closings(roles.temporal, name):
+                assert run_closed >= task_closed
             await delete_loop(roles.temporal, name)
     finally:
         server.stop()
+
+
+async def _receipts(roles: Roles, name: str) -> list[Receipt]:
+    ledger = await roles.ledger()
+    try:
+        mine = [r for r in await ledger.board() if r.task_id.startswith(f"{name}@")]
+    finally:
+        await ledger.close()
+    return mine if len(mine) >= 3 else []
 
 
 async def _answers(temporal: object, name: str) -> bool:
@@ -107,3 +127,25 @@ async def _answers(temporal: object, name: str) -> bool:
     except Exception:
         return False
     return len(state.seen) >= 3
+
+
+async def _closings(temporal: Client, name: str) -> list[tuple[datetime, datetime]]:
+    """(when the scheduled run closed, when its task closed) for each of the loop's scheduled
+    runs, a catch-up's and a double fire's included, waiting for each to close."""
+    runs = [
+        w
+        async for w in temporal.list_workflows(f"WorkflowType = '{LOOP_RUN_WORKFLOW}'")
+        if w.id.startswith(f"looprun-{name}-")
+    ]
+    out = []
+    tasks = set()
+    for run in runs:
+        handle = temporal.get_workflow_handle(run.id, run_id=run.run_id)
+        task_id = await handle.result()
+        tasks.add(task_id)
+        closed = (await handle.describe()).close_time
+        task_closed = (await temporal.get_workflow_handle(task_id).describe()).close_time
+        assert closed is not None and task_closed is not None, (run.id, task_id)
+        out.append((closed, task_closed))
+    assert len(tasks) == 3, tasks  # a catch-up or double fire ran again, no new task
+    return out

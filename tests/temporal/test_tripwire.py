@@ -92,7 +92,9 @@ async def state_of(
             return None
         return state if state.phase == phase and also(state) else None
 
-    return await until(f"tripwire {loop} {phase}", reached)
+    # Every half second: each query of a workflow the runner does not cache (cache of 0) takes
+    # its one cache slot, and asked every few milliseconds it evicts a task mid-settle.
+    return await until(f"tripwire {loop} {phase}", reached, every=0.5)
 
 
 async def test_a_loop_that_stops_landing_trips_one_repair_that_rearms_it(
@@ -178,7 +180,7 @@ async def test_a_tripwire_started_again_does_not_trip_on_runs_a_trip_already_jud
                 return None
             return state if any(n.task_id == f"{name}@3" for n in state.recent) else None
 
-        state = await until("the tripwire started again and read the ledger", caught_up)
+        state = await until("the tripwire started again and read the ledger", caught_up, every=0.5)
         ledger = await roles.ledger()
         events = await ledger.events(name)
         await ledger.close()

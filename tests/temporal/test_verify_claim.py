@@ -263,7 +263,7 @@ async def test_claims_that_name_a_loop_feed_its_tripwire(
                 return None
             return state if state.phase == "held" else None
 
-        state = await until(f"tripwire {loop} held", held)
+        state = await until(f"tripwire {loop} held", held, every=0.5)  # a query: not too often
         ledger = await roles.ledger()
         events = await ledger.events(loop)
         await ledger.close()
