@@ -83,7 +83,8 @@ def tell_tripwire(client: Client, task_queue: str, receipt: Receipt) -> None:
                 await signal_tripwire(client, task_queue, loop, notes)
                 return
             except RPCError as exc:
-                # Not lost for good: a tripwire reads the ledger when it starts again.
+                # Not lost for good: a tripwire reads the ledger when it starts again and
+                # before its silence rule trips.
                 task_event(
                     "tripwire-signal-failed",
                     role="runner",

@@ -1,6 +1,7 @@
 """Tripwire (GOV-9): one per loop. Every settled receipt of the loop's tasks is signalled to it;
-a timer watches for silence; when a rule trips it queues the loop's one repair task and reads
-that repair's verdict like any other. The decisions are ``landed.task.tripwire``'s."""
+a timer watches for silence, and before silence trips the ledger is read (a signal is lost with
+a runner that dies while gathering it); when a rule trips it queues the loop's one repair task
+and reads that repair's verdict like any other. The decisions are ``landed.task.tripwire``'s."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         rule_tripped,
         silence_deadline,
         trip,
+        unseen,
     )
 
 __all__ = ["Tripwire"]
@@ -161,11 +163,30 @@ class Tripwire:
             await self._person(spec, person)
         silence = spec.silence if spec is not None else None
         due = silence_deadline(state, silence)
-        if due is not None and now >= due:
+        if due is not None and now >= due and not await self._reread():
             await self._trip(spec, f"no verified settlement in {silence}", [])
         if state.phase == "repairing" and state.retry_at is not None and now >= state.retry_at:
             state.retry_at = None
             await self._start_repair(spec, None)
+
+    async def _reread(self) -> bool:
+        """Before silence trips: the loop's runs the ledger holds that no signal brought (a
+        runner that died with its signals still gathered, a signal still on its way). True when
+        there are some, to judge first: silence trips only once the ledger agrees."""
+        # Histories that tripped on silence before this read was added replay without it.
+        if not workflow.patched("silence-rereads-ledger"):
+            return False
+        state = self._state
+        notes = await workflow.execute_local_activity(
+            CATCH_UP_ACTIVITY,
+            CatchUp(loop=state.loop, since=state.armed_at),
+            result_type=list[Note],
+            start_to_close_timeout=_STEP,
+            retry_policy=_RETRY,
+        )
+        fresh = unseen(state, notes)
+        self._pending.extend(fresh)
+        return bool(fresh)
 
     async def _trip(self, spec: LoopSpec | None, rule: str, receipts: list[str]) -> None:
         repair = spec.repair if spec is not None else None

@@ -25,6 +25,7 @@ from landed.task.tripwire import (
     rule_tripped,
     silence_deadline,
     trip,
+    unseen,
 )
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
@@ -116,6 +117,16 @@ def test_silence_counts_from_the_last_verified_settlement_not_the_last_green_one
     assert silence_deadline(state, timedelta(minutes=30)) == T0 + timedelta(minutes=40)
     trip(state, "silence", [], T0, repair=True)
     assert silence_deadline(state, timedelta(minutes=30)) is None  # no second trip while open
+
+
+def test_a_ledger_reread_brings_only_loop_runs_no_signal_brought() -> None:
+    state = TripwireState(loop="nightly", armed_at=T0)
+    accept(state, note(1, "verified"), 10)
+    read = [note(1, "verified"), note(2, "verified"), Note(task_id="repair-nightly-1-1")]
+    # The run already signalled and the repair (counted only by its own signal) are left out.
+    assert unseen(state, read) == [note(2, "verified")]
+    accept(state, note(2, "verified"), 10)
+    assert unseen(state, read) == []  # read again: nothing new, so silence may trip
 
 
 def test_a_repair_is_retried_with_backoff_up_to_its_cap_then_held_and_verified_rearms() -> None:

@@ -8,11 +8,13 @@ import json
 import sqlite3
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers.roles import Roles, run_roles
+from helpers.scorecard import settled
 from helpers.sor import make_rows_db, rows_task
 from helpers.wait import until
 from landed.workflows.tripwire import Tripwire
@@ -23,6 +25,7 @@ from temporalio.worker import Replayer
 from typer.testing import CliRunner
 
 from landed.cli import app
+from landed.ledger.factory import open_ledger
 from landed.task.loops import LoopSpec, loop_task, repair_workflow_id, tripwire_id
 from landed.task.names import SETTLED_SIGNAL, STOP_SIGNAL
 from landed.task.tripwire import Note, TripwireState
@@ -187,6 +190,33 @@ async def test_a_tripwire_started_again_does_not_trip_on_runs_a_trip_already_jud
     assert after.verdict == "verified"
     assert state.phase == "healthy"
     assert [e.key for e in events] == [f"trip:{name}:1"]
+
+
+async def test_a_verified_run_whose_signal_was_lost_holds_off_the_silence_trip(
+    temporal_time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A runner that dies with its signals still gathered loses them; the ledger keeps the
+    receipt. Before silence trips the tripwire reads the ledger: a verified run it was never
+    told of moves the deadline on, and silence trips only once the ledger agrees."""
+    env = temporal_time_skipping
+    db = make_rows_db(tmp_path / "rows.db")
+    name = f"lost-{uuid.uuid4().hex[:6]}"
+    spec = declare(name, db)  # every 15 minutes: silence after 30
+    async with roles_for(env, tmp_path, db) as roles:
+        await create_loop(roles.temporal, roles.queues["runner"], spec, schedule=False)
+        armed = (await state_of(roles, name, "healthy")).armed_at
+        assert armed is not None
+        ran = armed + timedelta(minutes=20)
+        ledger = await open_ledger(roles.ledger_url)  # writable: as the runner that settled it
+        await ledger.append(settled(f"{name}@0", loop=name).model_copy(update={"settled_at": ran}))
+        await ledger.close()
+        await env.sleep(31 * 60)
+        state = await state_of(roles, name, "healthy", lambda s: s.last_verified_at is not None)
+        assert state.trips == [] and state.last_verified_at == ran
+        await env.sleep(20 * 60)  # 30 minutes after the lost run: silence, as the ledger says
+        state = await state_of(roles, name, "healthy", lambda s: s.repairs_verified == 1)
+        assert state.last_trip is not None and state.last_trip.rule.startswith("no verified")
+        assert state.last_trip.at >= ran + timedelta(minutes=30)
 
 
 async def _verified(roles: Roles, loop: str, n: int) -> bool:

@@ -26,6 +26,7 @@ __all__ = [
     "silence_deadline",
     "trip",
     "trip_key",
+    "unseen",
 ]
 
 Phase = Literal["healthy", "tripped", "repairing", "held"]
@@ -102,6 +103,13 @@ def accept(state: TripwireState, note: Note, window: int) -> bool:
         last = state.last_verified_at
         state.last_verified_at = note.settled_at if last is None else max(last, note.settled_at)
     return True
+
+
+def unseen(state: TripwireState, notes: list[Note]) -> list[Note]:
+    """The loop runs among ``notes`` (read back from the ledger) that no signal brought: not
+    seen, and not a repair's (a repair's verdict counts only when its own signal brings it)."""
+    repair = f"repair-{state.loop}-"
+    return [n for n in notes if n.key not in state.seen and not n.task_id.startswith(repair)]
 
 
 def rule_tripped(state: TripwireState, rules: TripwireRules) -> tuple[str, list[str]] | None:
