@@ -57,6 +57,8 @@ class Attempts:
         self._digest, self._cancelled, self._independent = digest, cancelled, independent
         # The fleet gate and the harness pool every act dispatch goes through.
         self.dispatch = Dispatch(spec, run)
+        # The readings of a read-back after a release that found a write (settled by them).
+        self._release_reads: dict[int, VerifyReading] | None = None
 
     async def until_known(
         self,
@@ -82,9 +84,9 @@ class Attempts:
             if isinstance(began, str):
                 error = began  # no attempt can start: what earlier ones wrote is read back
                 break
-            answer = await self._attempt_act(spec, routing, attempt, began)
+            answer = await self._attempt_act(spec, routing, attempt, began, before)
             if isinstance(answer, ActReport):
-                return answer, None
+                return answer, self._release_reads
             error = answer
             if not spec.proof_plan:
                 # No read-back declared: whether the write landed cannot be known, so running
@@ -127,7 +129,12 @@ class Attempts:
         return remaining(deadline, workflow.now()) or cap_reached
 
     async def _attempt_act(
-        self, spec: TaskSpec, routing: Routing, attempt: int, left: timedelta
+        self,
+        spec: TaskSpec,
+        routing: Routing,
+        attempt: int,
+        left: timedelta,
+        before: list[Observation | None],
     ) -> ActReport | str:
         """Run act attempt ``attempt``: its report, or the error it ended with (the write is
         unknown then, and is read back before anything else). It waits at the fleet gate and
@@ -136,6 +143,20 @@ class Attempts:
         def started() -> None:
             # Only an attempt that starts is one: the receipt's attempt is the act's last run.
             self._run.attempt = attempt
+
+        async def read_back(error: str) -> ActReport | None:
+            """After a release, before another harness acts: what an act error gets."""
+            if not spec.proof_plan:
+                return None  # nothing to read: the harness's own word is all there is
+            # A run that released before this read was added replays as it ran (unversioned
+            # workers; a pinned deployment keeps it on its own build anyway).
+            if not workflow.patched("release-reads-back"):
+                return None
+            report, held = await self._reconcile(routing, before, attempt, error)
+            self._run.step = Step.ACT
+            if report is not None:
+                self._release_reads = held
+            return report
 
         inp = ActInput(
             task_id=spec.task_id,
@@ -147,7 +168,7 @@ class Attempts:
             owner=spec.owner,
             approved_by=self._run.approved_by,
         )
-        answer = await self.dispatch.act(routing, inp, started)
+        answer = await self.dispatch.act(routing, inp, started, read_back)
         if isinstance(answer, ActivityError):
             if self._cancelled(answer):
                 raise answer

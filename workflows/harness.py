@@ -3,13 +3,15 @@
 Each dispatch waits at the fleet gate (no act while the fleet is paused): the first before
 its claim, a dispatch again after a release right before it. An attempt
 whose harness is unavailable (the act raised ``HarnessUnavailable``: expired auth, a usage
-limit, an outage) is released: not done, not failed, and not an act attempt of its own. After
-a backoff it goes to the next healthy actor queue of the pool (``landed.task.harness``).
+limit, an outage) is released: not done, not failed, and not an act attempt of its own. It is
+read back first, as after any act error: a release whose write shows settles by that read and
+never acts again. Otherwise, after a backoff, it goes to the next healthy actor queue of the
+pool (``landed.task.harness``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from temporalio import workflow
@@ -57,10 +59,15 @@ class Dispatch:
         return self.pool
 
     async def act(
-        self, routing: Routing, inp: ActInput, started: Callable[[], None]
+        self,
+        routing: Routing,
+        inp: ActInput,
+        started: Callable[[], None],
+        read_back: Callable[[str], Awaitable[ActReport | None]],
     ) -> ActReport | ActivityError | str:
-        """The act's report; or a report to settle with when it must not run (blocked); or the
-        act's error (an unknown write) for the caller; or why no time was left to start it."""
+        """The act's report; or a report to settle with when it must not run (blocked) or when
+        ``read_back`` after a release found a write; or the act's error (an unknown write) for
+        the caller; or why no time was left to start it."""
         pool = self._pool(routing)
         deadline = self._run.deadline
         while True:
@@ -96,6 +103,11 @@ class Dispatch:
                 )
                 pool.failed(release)
                 self._unheard.append(self._report(release, len(pool.releases)))
+                # "Nothing was written" is the harness's word: read back before another harness
+                # runs the act, which could write a second copy (DOD-10).
+                landed = await read_back(release.error)
+                if landed is not None:
+                    return landed
                 wait = release_backoff(len(pool.releases))
                 if past_cap(deadline, workflow.now(), wait):
                     return pool.none_healthy({}, "the time cap ran out while it was released")

@@ -43,11 +43,16 @@ def _log(db: str, ctx: landed.ActContext, what: str) -> None:
 @landed.act("fleet.rows")
 def fleet_rows(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
     """``test.rows``, logged; ``unavailable_on``: actor identities whose harness is down (the act
-    raises HarnessUnavailable there, writing nothing); ``blocked``: the act reports blocked."""
+    raises HarnessUnavailable there, writing nothing); ``unavailable_after_write_on``: there it
+    writes, then raises HarnessUnavailable all the same; ``blocked``: the act reports blocked."""
     db = ctx.credential("rows-db").removeprefix("sqlite:///")
     if ctx.identity in spec.get("unavailable_on", []):
         _log(db, ctx, "unavailable")
         raise landed.HarnessUnavailable(f"usage limit reached on {ctx.identity}")
+    if ctx.identity in spec.get("unavailable_after_write_on", []):
+        _log(db, ctx, "acted")
+        rows(spec, ctx)  # the harness wrote, then lost its session and said it wrote nothing
+        raise landed.HarnessUnavailable(f"session expired on {ctx.identity}")
     _log(db, ctx, "acted")
     if spec.get("blocked"):
         return landed.ActReport(

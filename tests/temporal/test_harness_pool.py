@@ -95,6 +95,32 @@ async def test_an_unavailable_harness_releases_the_task_to_the_next_in_its_pool(
         await _replay(roles, handle.task_id)
 
 
+async def test_a_release_whose_write_shows_is_read_back_and_never_acts_again(
+    temporal_time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A harness that wrote half the outcome and then said it was unavailable: the read-back
+    after the release sees the write, so no other harness runs the act (a second copy)."""
+    env = temporal_time_skipping
+    address = env.client.service_client.config.target_host
+    db = make_rows_db(tmp_path / "rows.db")
+    fleet_log_table(db)
+    tag = uuid.uuid4().hex[:8]
+    second = f"actor2-{tag}"
+    async with _roles(address, tmp_path, db, actor_pool=[second]) as roles:
+        down = roles.identities["actor"]
+        async with extra_actor(address, second, f"actor2@{tag}", db):
+            spec = _task(f"half-{tag}", db, "h1", unavailable_after_write_on=[down])
+            spec["act"]["input"]["write"] = 1  # one of the two rows the outcome needs
+            handle = await roles.client.start(spec)
+            receipt = await _result(env, roles, handle.task_id)
+        assert [i for _, i, _ in fleet_acts_started(db)] == [down]  # actor2 never acted
+        assert receipt.verdict != "verified"
+        assert "part of the outcome may have landed" in (receipt.report or "")
+        assert "session expired" in (_ext(receipt).get("act_error") or "")
+        assert len(_ext(receipt)["harness"]["releases"]) == 1
+        await _replay(roles, handle.task_id)
+
+
 async def test_a_pool_with_no_healthy_harness_parks_the_task_as_blocked(
     temporal_time_skipping: WorkflowEnvironment, tmp_path: Path
 ) -> None:
