@@ -16,6 +16,7 @@ from landed.receipts.model import Receipt, attempt_of
 from landed.task.loops import tripwire_id
 from landed.task.names import (
     CATCH_UP_ACTIVITY,
+    HELD_EVENT,
     LAST_TRIP_ACTIVITY,
     RECORD_TRIP_ACTIVITY,
     SETTLED_SIGNAL,
@@ -138,8 +139,8 @@ class LoopActivities:
 
 def trip_event(inp: TripRecord) -> LedgerEvent:
     return LedgerEvent(
-        key=trip_key(inp.loop, inp.trip.number),
-        kind=TRIP_EVENT,
+        key=trip_key(inp.loop, inp.trip.number, held=inp.held),
+        kind=HELD_EVENT if inp.held else TRIP_EVENT,
         loop=inp.loop,
         at=inp.trip.at,
         body=inp.trip.model_dump(mode="json"),

@@ -115,10 +115,11 @@ def _probes_and_loops(board: dash.Dashboard) -> dash.Dashboard:
     board = board.with_panel(
         ts_panel(
             "Tripwires and repairs",
-            "Tripwire trips by loop, and repair tasks still open.",
+            "Tripwire trips by loop, repair tasks still open, and loops held for a person.",
             [
                 (f"sum by (loop) (increase(landed_tripwire_trips_total{_RATE}))", "trips {{loop}}"),
                 ("sum by (loop) (landed_repairs_open)", "open repairs {{loop}}"),
+                ("sum by (loop) (landed_repairs_held)", "held {{loop}}"),
             ],
             "short",
         )

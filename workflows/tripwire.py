@@ -150,8 +150,14 @@ class Tripwire:
                     and accept(state, note, rules.window)
                 ):
                     state.recent = [n for n in state.recent if n.key != note.key]
-                    if after_repair(state, note, spec.repair, now) == "repairing":
-                        continue  # retried when retry_at comes
+                    phase = after_repair(state, note, spec.repair, now)
+                    held = phase == "held" and state.last_trip is not None
+                    # The ledger shows it held (the exporter's landed_repairs_held), not a
+                    # repair still open. A tripwire that held one before this replays as it ran.
+                    if held and state.last_trip and workflow.patched("repair-hold-recorded"):
+                        await self._record(
+                            TripRecord(loop=state.loop, trip=state.last_trip, held=True)
+                        )
                 continue
             if state.phase != "healthy" or not accept(state, note, rules.window):
                 continue
@@ -194,20 +200,24 @@ class Tripwire:
         record = trip(self._state, rule, receipts, workflow.now(), repair=own_act)
         if own_act:
             await self._start_repair(spec, None)
+        await self._record(TripRecord(loop=self._state.loop, trip=record))
+
+    async def _record(self, record: TripRecord) -> None:
+        """Append the trip (or its hold) to the ledger as an event."""
         try:
             # Keyed by loop and trip number: a retry, a replay or a new runner after a crash
             # between the trip and this write stores the event once.
             await workflow.execute_local_activity(
                 RECORD_TRIP_ACTIVITY,
-                TripRecord(loop=self._state.loop, trip=record),
+                record,
                 result_type=bool,
                 start_to_close_timeout=_STEP,
                 retry_policy=_RETRY,
             )
         except ActivityError as exc:
-            # Only a different trip stored under this key ends here (the ledger keeps the
+            # Only a different event stored under this key ends here (the ledger keeps the
             # first); the trip stands on the query and its repair is already queued.
-            workflow.logger.error("trip %s of %s not recorded: %s", record.number, record, exc)
+            workflow.logger.error("trip event %s not recorded: %s", record, exc)
 
     async def _person(self, spec: LoopSpec | None, person: str) -> None:
         state = self._state

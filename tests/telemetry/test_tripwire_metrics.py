@@ -64,3 +64,27 @@ async def test_trips_and_repairs_are_the_ledgers(place: Place, ledger: Ledger) -
     assert total(later, "landed_tripwire_trips_total") == 3
     assert total(later, "landed_repairs_open") == 0
     assert total(later, "landed_repairs_held") == 0
+
+
+async def test_a_repair_whose_retries_ran_out_is_held_not_open(
+    place: Place, ledger: Ledger
+) -> None:
+    """The tripwire appends a hold event when the repair's retries run out: the loop counts as
+    held for a person, and a person's repair of that trip that verifies clears it."""
+    record = tripped("feed", 1, "3 not-done in a row", repair=True)
+    assert await ledger.append_event(trip_event(record)) is True
+    await ledger.append(settled("repair-feed-1-1", loop="feed", verdict="failed"))
+    found = await scrape(place)
+    assert total(found, "landed_repairs_open", loop="feed") == 1  # still retried
+    assert total(found, "landed_repairs_held", loop="feed") == 0
+    await ledger.append(settled("repair-feed-1-2", loop="feed", verdict="failed"))
+    held = record.model_copy(update={"held": True})
+    assert await ledger.append_event(trip_event(held)) is True
+    assert await ledger.append_event(trip_event(held)) is False  # a retried write: once
+    found = await scrape(place)
+    assert total(found, "landed_repairs_open", loop="feed") == 0
+    assert total(found, "landed_repairs_held", loop="feed") == 1
+    assert total(found, "landed_tripwire_trips_total", loop="feed") == 1  # a hold is no trip
+    await ledger.append(settled("repair-feed-1-3", loop="feed"))  # a person's, read back
+    found = await scrape(place)
+    assert total(found, "landed_repairs_held", loop="feed") == 0

@@ -285,6 +285,14 @@ async def test_a_repair_that_does_not_land_is_retried_then_held_until_a_person_f
         assert (await second.result())["verdict"] != "verified"
         held = await state_of(roles, name, "held")
         assert held.repair_attempt == 2
+        ledger = await roles.ledger()
+        events = await ledger.events(name)
+        await ledger.close()
+        # The hold is in the ledger too, for the exporter: held for a person, not open.
+        assert [(e.key, e.kind) for e in events] == [
+            (f"held:{name}:1", "tripwire.held"),
+            (f"trip:{name}:1", "tripwire.trip"),
+        ]
         # A person says done, but nothing is there: read back, not verified, held again.
         await repair_done(roles.temporal, name, "alice")
         third = roles.temporal.get_workflow_handle(f"repair-{name}-1-3")

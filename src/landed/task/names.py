@@ -84,7 +84,9 @@ RECORD_TRIP_ACTIVITY = "landed.tripwire.record_trip"
 LAST_TRIP_ACTIVITY = "landed.tripwire.last_trip"
 #: The kind of a trip's ledger event.
 TRIP_EVENT = "tripwire.trip"
-__all__ += ["LAST_TRIP_ACTIVITY", "RECORD_TRIP_ACTIVITY", "TRIP_EVENT"]
+#: The kind of the event a trip gets when its repair's retries ran out: held for a person.
+HELD_EVENT = "tripwire.held"
+__all__ += ["HELD_EVENT", "LAST_TRIP_ACTIVITY", "RECORD_TRIP_ACTIVITY", "TRIP_EVENT"]
 
 # --- fleet-wide harness cool-down (GOV-10) ---
 #: The control workflow's signal a runner sends when a task's harness was unavailable.

@@ -195,17 +195,19 @@ class CatchUp(BaseModel):
     limit: int = Field(default=100, ge=1, le=1000)
 
 
-def trip_key(loop: str, number: int) -> str:
-    """The trip's ledger event key: one event per loop and trip number, however often the
-    activity that writes it is retried or its workflow replayed."""
-    return f"trip:{loop}:{number}"
+def trip_key(loop: str, number: int, *, held: bool = False) -> str:
+    """The trip's ledger event key (``held``: its hold's): one event per loop and trip number,
+    however often the activity that writes it is retried or its workflow replayed."""
+    return f"{'held' if held else 'trip'}:{loop}:{number}"
 
 
 class TripRecord(BaseModel):
-    """The record_trip activity's input: the loop's trip, as the ledger keeps it."""
+    """The record_trip activity's input: the loop's trip, as the ledger keeps it; ``held``:
+    the trip's repair retries ran out and it waits for a person (an event of its own)."""
 
     loop: str
     trip: Trip
+    held: bool = False
 
 
 def rule_kind(rule: str) -> str:

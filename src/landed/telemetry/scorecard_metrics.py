@@ -118,12 +118,13 @@ class ScorecardCollector(Collector):
         open_, held = tripped.repairs()
         repairs = GaugeMetricFamily(
             "landed_repairs_open",
-            "Loops whose last trip's repair task has not yet settled verified.",
+            "Loops whose last trip's repair task has not yet settled verified, not yet held.",
             labels=["loop"],
         )
         held_family = GaugeMetricFamily(
             "landed_repairs_held",
-            "Loops tripped without a repair act of their own, held for a person.",
+            "Loops held for a person: tripped without a repair act of their own, or their "
+            "repair's retries ran out; until a read-back of the trip settles verified.",
             labels=["loop"],
         )
         for loop in sorted(loops):

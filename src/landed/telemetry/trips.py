@@ -4,8 +4,8 @@ events, and each loop's open or held repair from its last trip and the receipts 
 A repair is open from its trip until a repair task of that trip (``repair-<loop>-<trip>-<n>``)
 settles verified. A trip that queued no repair of its own is held for a person until one of
 the loop's own tasks settles verified after it (the read-back of a loop without a repair act).
-A repair whose retries ran out reads as open here, not held: the ledger holds no record of the
-cap, so it is never shown as closed."""
+A repair whose retries ran out is held too: the tripwire appends a hold event for that trip,
+and it stays held until a repair task of the trip (a person's read-back) settles verified."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from datetime import datetime
 import orjson
 
 from landed.receipts.model import Receipt
-from landed.task.names import TRIP_EVENT
+from landed.task.names import HELD_EVENT, TRIP_EVENT
 from landed.task.tripwire import Trip, rule_kind
 from landed.telemetry.labels import LabelCap
 
@@ -33,18 +33,23 @@ class TripBoard:
         self._last: dict[str, Trip] = {}
         #: (loop, trip number) of every repair task that settled verified.
         self._repaired: set[tuple[str, int]] = set()
+        #: (loop, trip number) of every trip whose repair retries ran out (a hold event).
+        self._held: set[tuple[str, int]] = set()
         #: The newest verified settlement of each loop's own tasks.
         self._verified_at: dict[str, datetime] = {}
 
     def add_event(self, key: str, kind: str, loop: str | None, body: str) -> None:
         """One event row; a row read again (the reader re-reads a margin) counts once."""
-        if kind != TRIP_EVENT or loop is None or key in self._seen:
+        if kind not in (TRIP_EVENT, HELD_EVENT) or loop is None or key in self._seen:
             return
         try:
             trip = Trip.model_validate(orjson.loads(body))
         except (orjson.JSONDecodeError, ValueError):
             return  # not a trip this code can read: never counted as one
         self._seen.add(key)
+        if kind == HELD_EVENT:
+            self._held.add((loop, trip.number))
+            return
         self.read += 1
         self.trips[(self._loops.fold(loop), rule_kind(trip.rule))] += 1
         last = self._last.get(loop)
@@ -71,7 +76,11 @@ class TripBoard:
         for loop, trip in self._last.items():
             label = self._loops.fold(loop)
             if trip.repair_task_id is not None:
-                open_[label] += int((loop, trip.number) not in self._repaired)
+                unrepaired = int((loop, trip.number) not in self._repaired)
+                if (loop, trip.number) in self._held:
+                    held[label] += unrepaired
+                else:
+                    open_[label] += unrepaired
             else:
                 since = self._verified_at.get(loop)
                 held[label] += int(since is None or since <= trip.at)
