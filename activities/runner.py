@@ -60,7 +60,13 @@ class RunnerActivities:
             and not pre_reads(self._routing, inp.pre_read, inp.steps)
         )
         earlier, other = await self._ledger.claim(
-            inp.task_id, inp.run_id, 1, inp.spec_sha256, record=record
+            inp.task_id,
+            inp.run_id,
+            1,
+            inp.spec_sha256,
+            record=record,
+            owner=inp.owner,
+            loop=inp.loop,
         )
         if earlier is None:
             found = self._claim_output(inp.task_id, inp.spec_sha256, other)
@@ -95,7 +101,7 @@ class RunnerActivities:
         """Record in the ledger that this run is about to run act attempt ``inp.attempt``, and
         learn whether another run got that far with this task id and never settled."""
         settled, other = await self._ledger.claim(
-            inp.task_id, inp.run_id, inp.attempt, inp.spec_sha256
+            inp.task_id, inp.run_id, inp.attempt, inp.spec_sha256, owner=inp.owner, loop=inp.loop
         )
         if settled is not None:
             stored = _digest_of(settled)

@@ -211,6 +211,8 @@ class AgentTask:
                 gated=to_act and workflow.patched(FLEET_GATE_PATCH),
                 pre_read=spec.pre_read,
                 steps=pre_read_count(spec),
+                owner=spec.owner,
+                loop=spec.loop,
             ),
             result_type=Routing,
             # The plan reads the ledger; one that stays down (answering with errors, or not at

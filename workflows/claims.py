@@ -63,6 +63,8 @@ async def claim(spec: TaskSpec, digest: str, attempt: int, left: timedelta) -> C
             run_id=workflow.info().run_id,
             attempt=attempt,
             spec_sha256=digest,
+            owner=spec.owner,
+            loop=spec.loop,
         ),
         result_type=ClaimOutput,
         # A ledger that stays down ends the attempts by the time cap (read back and settled

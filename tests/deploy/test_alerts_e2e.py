@@ -81,10 +81,9 @@ async def fleet(temporal_dev: str, tmp_path: Path) -> AsyncIterator[Fleet]:
                 temporal_dev, tmp_path, db, metrics=True, sandbox="shared", max_cached_workflows=100
             )
         )
-        # A claim is counted as started once it is this old, so that its task has settled and
-        # carries its owner (the Loops panel asks by owner); at 0 a claim read mid-act counts
-        # under no owner, and on a fast run every one of agent-a's claims can.
-        exporter = exporter_on(Place(roles.ledger_url, "sqlite"), claim_lag_seconds=10.0)
+        # Claims are counted at once: each names its task's owner (the Loops panel asks by
+        # owner), so one read mid-act still counts under agent-a.
+        exporter = exporter_on(Place(roles.ledger_url, "sqlite"), claim_lag_seconds=0)
         url = await exporter.start()
         stack.push_async_callback(exporter.stop)
         targets = [url.removeprefix("http://").rstrip("/"), *roles.metrics.values()]

@@ -60,6 +60,8 @@ async def test_a_schema_3_postgres_ledger_is_chained_on_upgrade(postgres_dsn: st
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             # The ledger as schema 3 left it: no chain columns, no heads, rows appended.
             for statement in (
+                "ALTER TABLE {s}.landed_claims DROP COLUMN owner, DROP COLUMN loop",  # schema 6
+                "DELETE FROM {s}.landed_schema_version WHERE version = 6",
                 "DROP TABLE {s}.landed_events",  # schema 5 (events), made again on upgrade
                 "DELETE FROM {s}.landed_schema_version WHERE version = 5",
                 "DROP TABLE {s}.landed_chain_heads",

@@ -17,7 +17,7 @@ from psycopg import sql
 
 from landed.ledger.events import MAX_EVENTS, EventConflict, LedgerEvent
 from landed.ledger.factory import open_ledger
-from landed.ledger.sqlite_schema import MIGRATIONS
+from landed.ledger.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
 from landed.signing import KeyPair
 
 AT = datetime(2026, 12, 2, 17, 0, tzinfo=UTC)
@@ -123,7 +123,9 @@ async def test_a_schema_7_sqlite_ledger_gains_events_on_upgrade(tmp_path: Path) 
     async with await open_ledger(url) as ledger:
         assert await ledger.append_event(event(1)) is True
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT max(version) FROM landed_schema_version").fetchone() == (8,)
+        assert db.execute("SELECT max(version) FROM landed_schema_version").fetchone() == (
+            SCHEMA_VERSION,
+        )
     db.close()
 
 
@@ -135,6 +137,8 @@ async def test_a_schema_4_postgres_ledger_gains_events_on_upgrade(postgres_dsn: 
         names = {"s": sql.Identifier(owner.schema)}
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             for statement in (
+                "ALTER TABLE {s}.landed_claims DROP COLUMN owner, DROP COLUMN loop",  # schema 6
+                "DELETE FROM {s}.landed_schema_version WHERE version = 6",
                 "DROP TABLE {s}.landed_events",
                 "DELETE FROM {s}.landed_schema_version WHERE version = 5",
             ):

@@ -32,6 +32,7 @@ from landed.ledger.base import (
     canonical_json,
 )
 from landed.ledger.factory import open_ledger
+from landed.ledger.pg_schema import SCHEMA_VERSION
 from landed.ledger.postgres import split_url
 from landed.receipts.model import LandedExtension, Receipt
 
@@ -221,7 +222,7 @@ async def test_a_runner_on_a_ledger_older_than_its_code_is_told_to_upgrade_it(
                 sql.Identifier(seeded.login), sql.Identifier(seeded.role)
             )
         )
-    with pytest.raises(LedgerError, match="schema version 1 and this landed needs 5") as err:
+    with pytest.raises(LedgerError, match="schema version 1 and this landed needs 6") as err:
         await open_ledger(seeded.writer_url)
     assert "landed ledger init --ledger URL" in str(err.value)
     # Reading needs no upgrade: the board and export of an older ledger still work.
@@ -287,7 +288,7 @@ async def test_migration_is_versioned_idempotent_and_safe_to_race(pg: Pg) -> Non
                 sql.Identifier(pg.schema, "landed_schema_version")
             )
         )
-        assert await cur.fetchall() == [(1,), (2,), (3,), (4,), (5,)]
+        assert await cur.fetchall() == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
 
 
 async def test_board_latest_and_streaming_export(pg: Pg) -> None:

@@ -386,7 +386,8 @@ async def test_claims_name_the_first_other_run_and_never_change(tmp_path: Path) 
             with pytest.raises(sqlite3.IntegrityError, match="append-only"):
                 db.execute(statement)
         replaced = db.execute(
-            "REPLACE INTO landed_claims VALUES ('t', 'run-1', 1, 'forged', '2000-01-01T00:00:00')"
+            "REPLACE INTO landed_claims (task_id, run_id, attempt, spec_sha256, claimed_at)"
+            " VALUES ('t', 'run-1', 1, 'forged', '2000-01-01T00:00:00')"
         )
         assert replaced.rowcount == 0
         kept = db.execute("SELECT spec_sha256 FROM landed_claims WHERE run_id = 'run-1'")

@@ -206,7 +206,15 @@ class Ledger(Protocol):
         ...
 
     async def claim(
-        self, task_id: str, run_id: str, attempt: int, spec_sha256: str, *, record: bool = True
+        self,
+        task_id: str,
+        run_id: str,
+        attempt: int,
+        spec_sha256: str,
+        *,
+        record: bool = True,
+        owner: str | None = None,
+        loop: str | None = None,
     ) -> tuple[Receipt | None, Claim | None]:
         """Just before a run schedules act attempt ``attempt``: the task's latest receipt if the
         ledger holds one (nothing is claimed then); else record, durably, that run ``run_id``
@@ -214,7 +222,9 @@ class Ledger(Protocol):
         made on this task id, or None. Claims are append-only like receipts.
 
         With ``record=False`` nothing is written: the same answer, for a run that is not about
-        to act (it reads first, or will not act at all) but must know of another run's act."""
+        to act (it reads first, or will not act at all) but must know of another run's act.
+        ``owner`` and ``loop`` are the task's, stored on the claim (what counts a task started
+        by owner and loop while it still acts)."""
         ...
 
     def iter_receipts(self) -> AsyncGenerator[Receipt, None]:

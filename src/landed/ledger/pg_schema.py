@@ -12,7 +12,7 @@ from landed.ledger.chain import MIGRATION_KEY_ID, ChainHead
 
 __all__ = ["SCHEMA_VERSION", "migrate", "schema_version"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _CHAIN_STEP = 4
 _BACKFILL_PAGE = 5000
 
@@ -117,6 +117,12 @@ _STEPS: dict[int, list[str]] = {
            ON {s}.landed_events FOR EACH STATEMENT EXECUTE FUNCTION {s}.landed_reject_change()""",
         "REVOKE ALL ON {s}.landed_events FROM PUBLIC",
         "GRANT SELECT, INSERT ON {s}.landed_events TO {r}",
+    ],
+    # A claim names its task's owner and loop, so a task still acting is counted under them
+    # (the exporter's tasks started) without waiting for its receipt; older claims have NULL.
+    6: [
+        "ALTER TABLE {s}.landed_claims ADD COLUMN owner text",
+        "ALTER TABLE {s}.landed_claims ADD COLUMN loop text",
     ],
 }
 

@@ -343,7 +343,15 @@ class PostgresLedger:
         return found[0] if found else None
 
     async def claim(
-        self, task_id: str, run_id: str, attempt: int, spec_sha256: str, *, record: bool = True
+        self,
+        task_id: str,
+        run_id: str,
+        attempt: int,
+        spec_sha256: str,
+        *,
+        record: bool = True,
+        owner: str | None = None,
+        loop: str | None = None,
     ) -> tuple[Receipt | None, Claim | None]:
         claims = sql.Identifier(self._schema, "landed_claims")
         try:
@@ -367,11 +375,11 @@ class PostgresLedger:
                 if record:
                     await conn.execute(
                         sql.SQL(
-                            "INSERT INTO {c} (task_id, run_id, attempt, spec_sha256)"
-                            " VALUES (%s, %s, %s, %s) ON CONFLICT (task_id, run_id, attempt)"
-                            " DO NOTHING"
+                            "INSERT INTO {c} (task_id, run_id, attempt, spec_sha256, owner, loop)"
+                            " VALUES (%s, %s, %s, %s, %s, %s)"
+                            " ON CONFLICT (task_id, run_id, attempt) DO NOTHING"
                         ).format(c=claims),
-                        (task_id, run_id, attempt, spec_sha256),
+                        (task_id, run_id, attempt, spec_sha256, owner, loop),
                     )
                 cur = await conn.execute(
                     sql.SQL(

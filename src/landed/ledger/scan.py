@@ -26,8 +26,9 @@ __all__ = ["START", "ClaimRow", "EventRow", "LedgerScan", "RawRow", "open_scan",
 
 #: (sequence, body, body_sha256) exactly as stored.
 RawRow = tuple[int, str, str]
-#: (cursor, owner of the task's receipt or None, that receipt's body or None).
-ClaimRow = tuple[tuple[str, str, str, int], str | None, str | None]
+#: (cursor, the task's owner, its loop, the body of the attempt's receipt): owner and loop as the
+#: claim stored them (the receipt's owner first), None where neither names them.
+ClaimRow = tuple[tuple[str, str, str, int], str | None, str | None, str | None]
 #: The claims cursor before the first claim.
 START: tuple[str, str, str, int] = ("", "", "", 0)
 
@@ -42,7 +43,7 @@ class LedgerScan(Protocol):
     ) -> list[ClaimRow]:
         """Claims past the cursor ``after`` (opaque: each backend fills in its own place),
         in the order they were stored, up to the first made at or after ``before``; each with
-        the owner and body of the same attempt's receipt when it has settled."""
+        its owner and loop, and the body of the same attempt's receipt when it has settled."""
         ...
 
     async def events(self, after: int, limit: int) -> list[EventRow]:
@@ -59,6 +60,11 @@ EventRow = tuple[int, str, str, str | None, str]
 
 def _event_rows(found: list[tuple[Any, ...]]) -> list[EventRow]:
     return [(int(r[0]), str(r[1]), str(r[2]), r[3], str(r[4])) for r in found]
+
+
+def _no_claim_owner(exc: LedgerError) -> bool:
+    # A ledger of a schema before claims named their owner and loop (read, never migrated).
+    return "no such column: c.owner" in str(exc) or "column c.owner does not" in str(exc)
 
 
 def _no_events_table(exc: LedgerError) -> bool:
@@ -82,10 +88,12 @@ def open_scan(url: str) -> LedgerScan:
 # In rowid order (SQLite has one writer at a time, so rowid order is commit order); the
 # receipt that settled the same attempt (not a recheck's later row) is one lookup in its unique
 # index.
-_CLAIMS = """SELECT c.rowid, c.claimed_at, r.owner, r.body
+_CLAIMS = """SELECT c.rowid, c.claimed_at, coalesce(r.owner, c.owner), c.loop, r.body
     FROM landed_claims AS c LEFT JOIN landed_receipts AS r
       ON r.task_id = c.task_id AND r.attempt = c.attempt AND r.stage = 'settle'
     WHERE c.rowid > ? ORDER BY c.rowid LIMIT ?"""
+# The same before claims named their owner and loop (schema 9).
+_CLAIMS_V8 = _CLAIMS.replace("coalesce(r.owner, c.owner), c.loop", "r.owner, NULL")
 
 
 class _SqliteScan:
@@ -149,12 +157,17 @@ class _SqliteScan:
         # ISO text, so it compares as text. The read stops at the first claim not yet old
         # enough: the ones after it wait for the next read, in order.
         cutoff = before.astimezone(UTC).isoformat(timespec="microseconds")
-        found = await asyncio.to_thread(self._read, _CLAIMS, [after[3], limit])
+        try:
+            found = await asyncio.to_thread(self._read, _CLAIMS, [after[3], limit])
+        except LedgerError as exc:
+            if not _no_claim_owner(exc):
+                raise
+            found = await asyncio.to_thread(self._read, _CLAIMS_V8, [after[3], limit])
         out: list[ClaimRow] = []
-        for rowid, claimed_at, owner, body in found:
+        for rowid, claimed_at, owner, loop, body in found:
             if str(claimed_at) >= cutoff:
                 break
-            out.append((("", "", "", int(rowid)), owner, body))
+            out.append((("", "", "", int(rowid)), owner, loop, body))
         return out
 
     async def events(self, after: int, limit: int) -> list[EventRow]:
@@ -233,18 +246,27 @@ class _PgScan:
                 "landed_claims was rewritten (VACUUM FULL, CLUSTER or a restore) since the "
                 "exporter read it, so its place in it is lost; restart the exporter"
             )
-        query = sql.SQL(
-            "SELECT c.ctid::text, c.claimed_at, r.owner, r.body FROM {c} AS c"
+        text = (
+            "SELECT c.ctid::text, c.claimed_at, coalesce(r.owner, c.owner), c.loop, r.body"
+            " FROM {c} AS c"
             " LEFT JOIN LATERAL (SELECT owner, body FROM {t} WHERE task_id = c.task_id"
             " AND attempt = c.attempt AND stage = 'settle') AS r ON true"
             " WHERE c.ctid > %s::tid ORDER BY c.ctid LIMIT %s"
-        ).format(c=self._claims, t=self._table)
-        found = await self._read(query, [after[1] or "(0,0)", limit])
+        )
+        params = [after[1] or "(0,0)", limit]
+        try:
+            found = await self._read(sql.SQL(text).format(c=self._claims, t=self._table), params)
+        except LedgerError as exc:
+            if not _no_claim_owner(exc):
+                raise
+            # A ledger before claims named their owner and loop (schema 6).
+            old = text.replace("coalesce(r.owner, c.owner), c.loop", "r.owner, NULL")
+            found = await self._read(sql.SQL(old).format(c=self._claims, t=self._table), params)
         out: list[ClaimRow] = []
-        for ctid, claimed_at, owner, body in found:
+        for ctid, claimed_at, owner, loop, body in found:
             if claimed_at >= before:
                 break
-            out.append(((filenode, str(ctid), "", 0), owner, body))
+            out.append(((filenode, str(ctid), "", 0), owner, loop, body))
         return out
 
     async def events(self, after: int, limit: int) -> list[EventRow]:

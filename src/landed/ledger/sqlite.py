@@ -306,7 +306,14 @@ class SqliteLedger:
         return cast(list[ChainRow], rows.fetchall())
 
     def _claim_sync(
-        self, task_id: str, run_id: str, attempt: int, spec_sha256: str, at: str, record: bool
+        self,
+        task_id: str,
+        run_id: str,
+        attempt: int,
+        spec_sha256: str,
+        at: str,
+        record: bool,
+        who: tuple[str | None, str | None],
     ) -> tuple[tuple[int, str, str] | None, tuple[str, int, str, str] | None]:
         conn = self._db()
         # A lookup alone needs no write lock (WAL readers never wait for the writer).
@@ -316,9 +323,11 @@ class SqliteLedger:
             row = None
             if stored is None and record:
                 conn.execute(
-                    "INSERT INTO landed_claims (task_id, run_id, attempt, spec_sha256, claimed_at)"
-                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id, run_id, attempt) DO NOTHING",
-                    (task_id, run_id, attempt, spec_sha256, at),
+                    "INSERT INTO landed_claims"
+                    " (task_id, run_id, attempt, spec_sha256, claimed_at, owner, loop)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (task_id, run_id, attempt) DO NOTHING",
+                    (task_id, run_id, attempt, spec_sha256, at, *who),
                 )
             if stored is None:
                 row = conn.execute(
@@ -420,12 +429,20 @@ class SqliteLedger:
         return found[0] if found else None
 
     async def claim(
-        self, task_id: str, run_id: str, attempt: int, spec_sha256: str, *, record: bool = True
+        self,
+        task_id: str,
+        run_id: str,
+        attempt: int,
+        spec_sha256: str,
+        *,
+        record: bool = True,
+        owner: str | None = None,
+        loop: str | None = None,
     ) -> tuple[Receipt | None, Claim | None]:
         # One transaction on the ledger thread: the receipt check and the claim together.
         now = datetime.now(UTC).isoformat(timespec="microseconds")
         stored, found = await self._run(
-            self._claim_sync, task_id, run_id, attempt, spec_sha256, now, record
+            self._claim_sync, task_id, run_id, attempt, spec_sha256, now, record, (owner, loop)
         )
         if stored is not None:
             return parse_body(stored[1], stored[0], stored[2]), None

@@ -10,7 +10,7 @@ from landed.ledger.chain import MIGRATION_KEY_ID, ChainHead
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "chain_head", "migrate", "schema_version"]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 _BACKFILL_PAGE = 5000
 _CHAIN_STEP = 7
 
@@ -183,6 +183,12 @@ MIGRATIONS: dict[int, list[str]] = {
            BEGIN SELECT RAISE(ABORT,
                'landed events are append-only: a stored sequence cannot be written again');
            END""",
+    ],
+    # A claim names its task's owner and loop, so a task still acting is counted under them
+    # (the exporter's tasks started) without waiting for its receipt; older claims have NULL.
+    9: [
+        "ALTER TABLE landed_claims ADD COLUMN owner TEXT",
+        "ALTER TABLE landed_claims ADD COLUMN loop TEXT",
     ],
 }
 

@@ -190,6 +190,8 @@ class PlanInput(BaseModel):
         description="False for a run that will not act (cancelled before its plan): it claims "
         "nothing, and its own claim, if an earlier try made one, is not another run's.",
     )
+    owner: str | None = Field(default=None, description="The task's owner, for its claim.")
+    loop: str | None = Field(default=None, description="The task's loop, for its claim.")
     # --- fleet: the kill switch (GOV-4) ---
     gated: bool = Field(
         default=False,
@@ -305,6 +307,9 @@ class ClaimInput(BaseModel):
     run_id: str
     attempt: int = Field(ge=1)
     spec_sha256: str
+    #: The task's owner and loop, stored on the claim.
+    owner: str | None = None
+    loop: str | None = None
 
 
 class LookupInput(BaseModel):

@@ -100,10 +100,11 @@ class Board:
             return
         self._add_receipt(sequence, receipt)
 
-    def add_claim(self, owner: str | None, body: str | None) -> None:
-        """A claim (a task that reached its act), labelled by its receipt when it has one."""
+    def add_claim(self, owner: str | None, loop: str | None, body: str | None) -> None:
+        """A claim (a task that reached its act), labelled by its own owner and loop, else by
+        its receipt's (a claim stored before claims named them)."""
         self.claims_read += 1
-        self.count("landed_tasks_started_total", self._owner_loop(owner, _loop_in(body)))
+        self.count("landed_tasks_started_total", self._owner_loop(owner, loop or _loop_in(body)))
 
     def _owner_loop(self, owner: str | None, loop: str | None) -> Labels:
         return (self.owners.fold(owner), self.loops.fold(loop))

@@ -94,11 +94,12 @@ class Reader:
         return fresh
 
     async def _claims_page(self) -> int:
-        # A claim is read once it is claim_lag old, so that a task that settles soon after its
-        # act carries its owner and loop; one still running then is counted with neither.
+        # A claim is read once it is claim_lag old (PostgreSQL can commit a claim below one
+        # already read). It names its task's owner and loop itself; a claim stored before it
+        # did takes them from its receipt, if the task settled by then.
         before = datetime.now(UTC) - self._claim_lag
         claims = await self.scan.claims(self.claim_cursor, before, PAGE)
-        for cursor, owner, body in claims:
-            self.board.add_claim(owner, body)
+        for cursor, owner, loop, body in claims:
+            self.board.add_claim(owner, loop, body)
             self.claim_cursor = cursor
         return len(claims)

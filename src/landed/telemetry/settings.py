@@ -29,8 +29,8 @@ class ExporterSettings(BaseSettings):
     claim_lag_seconds: float = Field(
         default=60.0,
         ge=0,
-        description="How old a claim is before it is counted as started, so that a task "
-        "settled by then carries its owner and loop.",
+        description="How old a claim is before it is counted as started: PostgreSQL can commit "
+        "a claim below one already read, and has this long to.",
     )
     recent: int = Field(default=20, ge=1, le=500, description="Settled tasks shown on the page.")
     temporal_ui: str = Field(
