@@ -20,6 +20,7 @@ from psycopg import sql
 from landed.ledger.audit import ChainReport, audit
 from landed.ledger.chain import HeadSigner, link
 from landed.ledger.factory import open_ledger
+from landed.ledger.sqlite_schema import MIGRATIONS
 from landed.receipts.model import LandedExtension, Receipt
 from landed.signing import KeyPair
 
@@ -113,3 +114,15 @@ def pg_ledger(dsn: str) -> Iterator[Owner]:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
             conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+
+def sqlite_at_schema(path: Path, version: int) -> None:
+    """Write a SQLite ledger file as landed left it at schema ``version`` (steps 1..version)."""
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("CREATE TABLE landed_schema_version (version INTEGER PRIMARY KEY)")
+        for step in range(1, version + 1):
+            for statement in MIGRATIONS[step]:
+                db.execute(statement)
+            db.execute("INSERT INTO landed_schema_version VALUES (?)", (step,))
+    db.close()

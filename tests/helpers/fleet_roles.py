@@ -3,17 +3,41 @@ runner the test stops and starts again."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from temporalio.testing import WorkflowEnvironment
+
+from helpers.fleet_acts import fleet_log_table
 from helpers.roles import Roles
+from helpers.sor import make_rows_db
 from landed.temporal.plugin import connect
 from landed.temporal.settings import ActorSettings, RoleSettings, RunnerSettings
 from landed.temporal.workers import build_worker
 
-__all__ = ["extra_actor", "extra_runner", "role_worker"]
+__all__ = ["PoolPlace", "extra_actor", "extra_runner", "pool_place", "role_worker"]
+
+
+@dataclass
+class PoolPlace:
+    """Where a harness-pool test runs: the server, the rows database (with the fleet's act
+    log), a tag for its names and the second harness's actor queue."""
+
+    address: str
+    db: Path
+    tag: str
+    second: str
+
+
+def pool_place(env: WorkflowEnvironment, tmp_path: Path) -> PoolPlace:
+    db = make_rows_db(tmp_path / "rows.db")
+    fleet_log_table(db)
+    tag = uuid.uuid4().hex[:8]
+    return PoolPlace(env.client.service_client.config.target_host, db, tag, f"actor2-{tag}")
 
 
 @asynccontextmanager

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from helpers.chain import pg_ledger, receipt, seed, verify
+from helpers.chain import pg_ledger, receipt, seed, sqlite_at_schema, verify
 from psycopg import sql
 
 from landed.ledger.base import LedgerError, canonical_json
 from landed.ledger.factory import open_ledger
-from landed.ledger.sqlite_schema import MIGRATIONS
 from landed.signing import KeyPair
 
 
@@ -25,12 +24,8 @@ def _old_rows(n: int) -> list[tuple[str, str, str]]:
 
 async def test_a_schema_5_sqlite_ledger_is_chained_on_upgrade(tmp_path: Path) -> None:
     path, key = tmp_path / "v5.db", KeyPair.generate()
+    sqlite_at_schema(path, 5)
     with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE landed_schema_version (version INTEGER PRIMARY KEY)")
-        for step in range(1, 6):
-            for statement in MIGRATIONS[step]:
-                db.execute(statement)
-            db.execute("INSERT INTO landed_schema_version VALUES (?)", (step,))
         db.executemany(
             "INSERT INTO landed_receipts (task_id, attempt, body_sha256, body) VALUES (?, 1, ?, ?)",
             _old_rows(3),

@@ -9,12 +9,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
-from helpers.chain import pg_ledger
+from helpers.chain import pg_ledger, sqlite_at_schema
 from psycopg import sql
 
 from landed.ledger.factory import open_ledger
 from landed.ledger.scan import START, open_scan
-from landed.ledger.sqlite_schema import MIGRATIONS
 
 LATER = datetime.now(UTC) + timedelta(days=1)
 
@@ -31,12 +30,8 @@ async def test_a_claim_names_its_owner_and_loop_on_sqlite_and_after_an_upgrade(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "v8.db"
+    sqlite_at_schema(path, 8)
     with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE landed_schema_version (version INTEGER PRIMARY KEY)")
-        for step in range(1, 9):
-            for statement in MIGRATIONS[step]:
-                db.execute(statement)
-            db.execute("INSERT INTO landed_schema_version VALUES (?)", (step,))
         db.execute(
             "INSERT INTO landed_claims (task_id, run_id, attempt, spec_sha256, claimed_at)"
             " VALUES ('old', 'run-0', 1, 'd', '2026-12-01T00:00:00+00:00')"

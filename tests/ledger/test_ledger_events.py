@@ -12,12 +12,12 @@ from typing import Any
 
 import psycopg
 import pytest
-from helpers.chain import Owner, pg_ledger, seed, verify
+from helpers.chain import Owner, pg_ledger, seed, sqlite_at_schema, verify
 from psycopg import sql
 
 from landed.ledger.events import MAX_EVENTS, EventConflict, LedgerEvent
 from landed.ledger.factory import open_ledger
-from landed.ledger.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
+from landed.ledger.sqlite_schema import SCHEMA_VERSION
 from landed.signing import KeyPair
 
 AT = datetime(2026, 12, 2, 17, 0, tzinfo=UTC)
@@ -110,13 +110,7 @@ async def test_events_are_off_the_chain_and_verify_is_unchanged(owner: Owner) ->
 
 async def test_a_schema_7_sqlite_ledger_gains_events_on_upgrade(tmp_path: Path) -> None:
     path = tmp_path / "v7.db"
-    with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE landed_schema_version (version INTEGER PRIMARY KEY)")
-        for step in range(1, 8):
-            for statement in MIGRATIONS[step]:
-                db.execute(statement)
-            db.execute("INSERT INTO landed_schema_version VALUES (?)", (step,))
-    db.close()
+    sqlite_at_schema(path, 7)
     url = f"sqlite:///{path}"
     async with await open_ledger(url, create=False) as reader:
         assert await reader.events("feed") == []  # a reader never migrates: no events yet

@@ -6,14 +6,13 @@ without an attempt of its own, and ``landed status`` shows it cooling down until
 from __future__ import annotations
 
 import asyncio
-import uuid
 from pathlib import Path
 from typing import Any
 
-from helpers.fleet_acts import fleet_acts_started, fleet_log_table
-from helpers.fleet_roles import extra_actor
+from helpers.fleet_acts import fleet_acts_started
+from helpers.fleet_roles import extra_actor, pool_place
 from helpers.roles import Roles, run_roles
-from helpers.sor import make_rows_db, rows_task
+from helpers.sor import rows_task
 from landed.workflows.agent_task import AgentTask
 from landed.workflows.fleet import Fleet
 from temporalio.testing import WorkflowEnvironment
@@ -64,11 +63,8 @@ async def test_a_harness_failing_across_tasks_cools_down_for_the_whole_fleet(
     temporal_time_skipping: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     env = temporal_time_skipping
-    address = env.client.service_client.config.target_host
-    db = make_rows_db(tmp_path / "rows.db")
-    fleet_log_table(db)
-    tag = uuid.uuid4().hex[:8]
-    second = f"actor2-{tag}"
+    place = pool_place(env, tmp_path)
+    address, db, tag, second = place.address, place.db, place.tag, place.second
     async with run_roles(
         address,
         tmp_path,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.fleet_acts import fleet_acts_started, fleet_log_table
-from helpers.fleet_roles import extra_actor
+from helpers.fleet_roles import extra_actor, pool_place
 from helpers.roles import Roles, run_roles
 from helpers.sor import make_rows_db, rows_task
 from landed.workflows.agent_task import AgentTask
@@ -72,11 +72,8 @@ async def test_an_unavailable_harness_releases_the_task_to_the_next_in_its_pool(
     temporal_time_skipping: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     env = temporal_time_skipping
-    address = env.client.service_client.config.target_host
-    db = make_rows_db(tmp_path / "rows.db")
-    fleet_log_table(db)
-    tag = uuid.uuid4().hex[:8]
-    second = f"actor2-{tag}"
+    place = pool_place(env, tmp_path)
+    address, db, tag, second = place.address, place.db, place.tag, place.second
     async with _roles(address, tmp_path, db, actor_pool=[second]) as roles:
         down = roles.identities["actor"]
         async with extra_actor(address, second, f"actor2@{tag}", db):
@@ -101,11 +98,8 @@ async def test_a_release_whose_write_shows_is_read_back_and_never_acts_again(
     """A harness that wrote half the outcome and then said it was unavailable: the read-back
     after the release sees the write, so no other harness runs the act (a second copy)."""
     env = temporal_time_skipping
-    address = env.client.service_client.config.target_host
-    db = make_rows_db(tmp_path / "rows.db")
-    fleet_log_table(db)
-    tag = uuid.uuid4().hex[:8]
-    second = f"actor2-{tag}"
+    place = pool_place(env, tmp_path)
+    address, db, tag, second = place.address, place.db, place.tag, place.second
     async with _roles(address, tmp_path, db, actor_pool=[second]) as roles:
         down = roles.identities["actor"]
         async with extra_actor(address, second, f"actor2@{tag}", db):
@@ -125,11 +119,8 @@ async def test_a_pool_with_no_healthy_harness_parks_the_task_as_blocked(
     temporal_time_skipping: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     env = temporal_time_skipping
-    address = env.client.service_client.config.target_host
-    db = make_rows_db(tmp_path / "rows.db")
-    fleet_log_table(db)
-    tag = uuid.uuid4().hex[:8]
-    second = f"actor2-{tag}"
+    place = pool_place(env, tmp_path)
+    address, db, tag, second = place.address, place.db, place.tag, place.second
     async with _roles(address, tmp_path, db, actor_pool=[second]) as roles:
         down = [roles.identities["actor"], f"actor2@{tag}"]
         async with extra_actor(address, second, f"actor2@{tag}", db):
