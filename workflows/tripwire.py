@@ -17,7 +17,8 @@ from temporalio.common import (
     TypedSearchAttributes,
     WorkflowIDReusePolicy,
 )
-from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
+from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
     from landed.task.loops import LoopSpec, TripwireRules, repair_task
@@ -55,6 +56,13 @@ _OWNER = SearchAttributeKey.for_keyword("LandedOwner")
 _LOOP = SearchAttributeKey.for_keyword(LOOP_ATTRIBUTE)
 _STEP = timedelta(seconds=30)
 _RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
+# How a local activity that gave up surfaces: as its own error, not always as an ActivityError
+# (sdk-python 1.35), so all are caught where the workflow carries on without its answer.
+_GAVE_UP = (ActivityError, ApplicationError, TemporalTimeout)
+# The read before a silence trip is bounded: the trip waits for it a few seconds at most.
+_REREAD_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=4), maximum_attempts=3
+)
 
 
 @workflow.defn(name=TRIPWIRE_WORKFLOW)
@@ -150,14 +158,11 @@ class Tripwire:
                     and accept(state, note, rules.window)
                 ):
                     state.recent = [n for n in state.recent if n.key != note.key]
-                    phase = after_repair(state, note, spec.repair, now)
-                    held = phase == "held" and state.last_trip is not None
+                    phase, last = after_repair(state, note, spec.repair, now), state.last_trip
                     # The ledger shows it held (the exporter's landed_repairs_held), not a
                     # repair still open. A tripwire that held one before this replays as it ran.
-                    if held and state.last_trip and workflow.patched("repair-hold-recorded"):
-                        await self._record(
-                            TripRecord(loop=state.loop, trip=state.last_trip, held=True)
-                        )
+                    if phase == "held" and last and workflow.patched("repair-hold-recorded"):
+                        await self._record(TripRecord(loop=state.loop, trip=last, held=True))
                 continue
             if state.phase != "healthy" or not accept(state, note, rules.window):
                 continue
@@ -183,13 +188,18 @@ class Tripwire:
         if not workflow.patched("silence-rereads-ledger"):
             return False
         state = self._state
-        notes = await workflow.execute_local_activity(
-            CATCH_UP_ACTIVITY,
-            CatchUp(loop=state.loop, since=state.armed_at),
-            result_type=list[Note],
-            start_to_close_timeout=_STEP,
-            retry_policy=_RETRY,
-        )
+        try:
+            notes = await workflow.execute_local_activity(
+                CATCH_UP_ACTIVITY,
+                CatchUp(loop=state.loop, since=state.armed_at),
+                result_type=list[Note],
+                start_to_close_timeout=_STEP,
+                retry_policy=_REREAD_RETRY,
+            )
+        except _GAVE_UP as exc:
+            # A ledger that cannot be read cannot say the loop ran: silence trips (fail closed).
+            workflow.logger.warning("loop %s: ledger not read before silence: %s", state.loop, exc)
+            return False
         fresh = unseen(state, notes)
         self._pending.extend(fresh)
         return bool(fresh)
@@ -214,7 +224,7 @@ class Tripwire:
                 start_to_close_timeout=_STEP,
                 retry_policy=_RETRY,
             )
-        except ActivityError as exc:
+        except _GAVE_UP as exc:
             # Only a different event stored under this key ends here (the ledger keeps the
             # first); the trip stands on the query and its repair is already queued.
             workflow.logger.error("trip event %s not recorded: %s", record, exc)

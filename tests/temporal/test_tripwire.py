@@ -219,6 +219,27 @@ async def test_a_verified_run_whose_signal_was_lost_holds_off_the_silence_trip(
         assert state.last_trip.at >= ran + timedelta(minutes=30)
 
 
+async def test_silence_trips_when_the_ledger_cannot_be_read_before_it(
+    temporal_time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The read before a silence trip is bounded: a ledger that cannot be read cannot say the
+    loop ran, so silence trips (fail closed) instead of waiting on the ledger."""
+    env = temporal_time_skipping
+    db = make_rows_db(tmp_path / "rows.db")
+    name = f"blind-{uuid.uuid4().hex[:6]}"
+    spec = declare(name, db).model_copy(update={"repair": None})  # trips hold for a person
+    async with roles_for(env, tmp_path, db) as roles:
+        await create_loop(roles.temporal, roles.queues["runner"], spec, schedule=False)
+        await state_of(roles, name, "healthy")
+        path = roles.ledger_url.removeprefix("sqlite:///")
+        with sqlite3.connect(path) as conn:  # the receipts cannot be read any more
+            conn.execute("ALTER TABLE landed_receipts RENAME TO landed_receipts_gone")
+        conn.close()
+        await env.sleep(31 * 60)
+        state = await state_of(roles, name, "held")
+        assert state.last_trip is not None and state.last_trip.rule.startswith("no verified")
+
+
 async def _verified(roles: Roles, loop: str, n: int) -> bool:
     state = await loop_state(roles.temporal, loop)
     return state.phase == "healthy" and state.repairs_verified == n
