@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
-from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
     from landed.probes.contract import Observation
@@ -28,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.spec import TaskSpec
 
 from landed.workflows.claims import claim, claim_holds
-from landed.workflows.errors import beat_identity, cause, is_type, refused_for
+from landed.workflows.errors import LOCAL_GAVE_UP, beat_identity, cause, is_type, refused_for
 from landed.workflows.harness import Dispatch
 from landed.workflows.reads import Reader
 from landed.workflows.state import ActFacts, RunState
@@ -115,9 +114,8 @@ class Attempts:
             return cap_reached
         try:
             may_act = await self._may_act(spec, routing, attempt, left)
-        # A local activity that gave up surfaces as its own error, not as an ActivityError
-        # (sdk-python 1.35), so both are caught; a reused id still fails the task.
-        except (ActivityError, ApplicationError, TemporalTimeout) as err:
+        # A claim that gave up (any of its errors); a reused id still fails the task.
+        except LOCAL_GAVE_UP as err:
             if self._cancelled(err) or is_type(err, "TaskIdReused"):
                 raise
             # The ledger could not record the claim: no act without one. What an earlier

@@ -8,7 +8,12 @@ from typing import Any
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
-__all__ = ["beat_identity", "cause", "is_type", "no_verifier_answered", "refused_for"]
+__all__ = ["LOCAL_GAVE_UP", "beat_identity", "cause", "is_type", "no_verifier_answered"]
+__all__ += ["refused_for"]
+
+#: What a local activity that gave up raises in the workflow: its own error, not always an
+#: ActivityError (sdk-python 1.35). Catch all three where the workflow carries on without it.
+LOCAL_GAVE_UP = (ActivityError, ApplicationError, TemporalTimeout)
 
 
 def cause(err: BaseException) -> str:

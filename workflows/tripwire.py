@@ -17,8 +17,7 @@ from temporalio.common import (
     TypedSearchAttributes,
     WorkflowIDReusePolicy,
 )
-from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
-from temporalio.exceptions import TimeoutError as TemporalTimeout
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
     from landed.task.loops import LoopSpec, TripwireRules, repair_task
@@ -50,15 +49,14 @@ with workflow.unsafe.imports_passed_through():
         unseen,
     )
 
+from landed.workflows.errors import LOCAL_GAVE_UP
+
 __all__ = ["Tripwire"]
 
 _OWNER = SearchAttributeKey.for_keyword("LandedOwner")
 _LOOP = SearchAttributeKey.for_keyword(LOOP_ATTRIBUTE)
 _STEP = timedelta(seconds=30)
 _RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
-# How a local activity that gave up surfaces: as its own error, not always as an ActivityError
-# (sdk-python 1.35), so all are caught where the workflow carries on without its answer.
-_GAVE_UP = (ActivityError, ApplicationError, TemporalTimeout)
 # The read before a silence trip is bounded: the trip waits for it a few seconds at most.
 _REREAD_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=4), maximum_attempts=3
@@ -196,7 +194,7 @@ class Tripwire:
                 start_to_close_timeout=_STEP,
                 retry_policy=_REREAD_RETRY,
             )
-        except _GAVE_UP as exc:
+        except LOCAL_GAVE_UP as exc:
             # A ledger that cannot be read cannot say the loop ran: silence trips (fail closed).
             workflow.logger.warning("loop %s: ledger not read before silence: %s", state.loop, exc)
             return False
@@ -224,7 +222,7 @@ class Tripwire:
                 start_to_close_timeout=_STEP,
                 retry_policy=_RETRY,
             )
-        except _GAVE_UP as exc:
+        except LOCAL_GAVE_UP as exc:
             # Only a different event stored under this key ends here (the ledger keeps the
             # first); the trip stands on the query and its repair is already queued.
             workflow.logger.error("trip event %s not recorded: %s", record, exc)
