@@ -13,6 +13,7 @@ RUN apt-get update \
 RUN python -m venv /opt/landed
 WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
+# src/landed/workflows and src/landed/activities are links to these two folders.
 COPY src ./src
 COPY workflows ./workflows
 COPY activities ./activities

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from landed.task.acts import ActContext, ActFn, irreversible_kind
+from landed.task.checkable import UNKNOWN_ACT, act_problem
 from landed.task.harness import HARNESS_UNAVAILABLE, HarnessUnavailable
 from landed.task.messages import ActInput, ActReport
 from landed.task.names import ACT_ACTIVITY, APPROVAL_REQUIRED, CLAIM_OF_ANOTHER_RUN
@@ -52,7 +53,7 @@ class ActActivities:
         # An act's error text travels to the workflow, its receipt and the append-only ledger.
         self._redact = Redactor(self._credentials.values())
 
-    def _redacted(self, details: tuple[object, ...]) -> tuple[object, ...]:
+    def _redacted(self, details: Sequence[object]) -> tuple[object, ...]:
         """An act error's details with the actor's credentials taken out of every part (keys,
         bytes and objects included, through their JSON text); details that cannot be written
         as JSON (a cycle) are dropped rather than let fail the act's own error."""
@@ -103,13 +104,8 @@ class ActActivities:
             )
         fn = self._acts.get(inp.act.name)
         if fn is None:
-            known = ", ".join(sorted(self._acts)) or "none"
-            raise ApplicationError(
-                f"no act named {inp.act.name!r} on this actor (registered: {known}); register it "
-                f"with @landed.act({inp.act.name!r}) in a module listed in LANDED_ACTOR_ACTS",
-                type="UnknownAct",
-                non_retryable=True,
-            )
+            unknown = act_problem(inp.act.name, self._acts) or "unknown act"
+            raise ApplicationError(unknown, type=UNKNOWN_ACT, non_retryable=True)
         kind = irreversible_kind(fn)
         if kind is not None and not inp.approved_by:
             # GOV-5 at the last door: whatever the task declared, this act does not run unapproved.

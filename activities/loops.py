@@ -107,16 +107,31 @@ class LoopActivities:
 
     @activity.defn(name=CATCH_UP_ACTIVITY)
     async def catch_up(self, inp: CatchUp) -> list[Note]:
-        """The loop's settled receipts in the ledger (newest ``limit``, oldest first)."""
-        mine = [
-            r
-            for r in await self._ledger.board()
-            if loop_of(r) == inp.loop
-            and r.settled_at is not None
-            and (inp.since is None or r.settled_at > inp.since)
-        ]
+        """The loop's settled receipts in the ledger (newest ``limit``, oldest first).
+
+        One read through the ledger's loop index: its work is bounded by ``limit``, not by the
+        ledger, so it ends within its local activity's limit however large the ledger grows. A
+        row the chain no longer proves (or whose body was changed) is logged as untrusted and
+        left out: it never reaches the tripwire as a settlement."""
+        mine = []
+        for row in await self._ledger.loop_latest(inp.loop, inp.since, inp.limit):
+            receipt = row.receipt
+            if not row.trusted or receipt is None:
+                task_event(
+                    "tripwire-untrusted-row",
+                    role="runner",
+                    task_id=row.task_id,
+                    attempt=attempt_of(receipt) if receipt is not None else 0,
+                    loop=inp.loop,
+                    sequence=row.sequence,
+                )
+                continue
+            if receipt.settled_at is not None and (
+                inp.since is None or receipt.settled_at > inp.since
+            ):
+                mine.append(receipt)
         mine.sort(key=lambda r: (r.settled_at, r.task_id))
-        return [note_of(r) for r in mine[-inp.limit :]]
+        return [note_of(r) for r in mine]
 
     @activity.defn(name=RECORD_TRIP_ACTIVITY)
     async def record_trip(self, inp: TripRecord) -> bool:

@@ -3,11 +3,15 @@ act), ``settle``, and ``lookup`` (a settled receipt for a task Temporal has forg
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from landed.ledger.base import Claim, Ledger, LedgerConflict, canonical_json
+from landed.ledger.base import Claim, Ledger, LedgerConflict, UntrustedRow, canonical_json
 from landed.receipts.model import Receipt, attempt_of, run_id_of
+from landed.task.claim_contracts import ClaimContracts, judge_claim
 from landed.task.messages import (
     ClaimInput,
     ClaimOutput,
@@ -25,8 +29,19 @@ from landed.telemetry.spans import settle_span
 from landed.util.redact import Redactor
 
 from .loops import loop_of, tell_tripwire
+from .timing import time_task
 
 __all__ = ["RunnerActivities"]
+
+
+@contextlib.contextmanager
+def _trusted_rows() -> Iterator[None]:
+    """A ledger row past a break in the hash chain is never handed on: retrying cannot mend the
+    chain, so the step fails for good and names the break's fix."""
+    try:
+        yield
+    except UntrustedRow as exc:
+        raise ApplicationError(str(exc), type="UntrustedRow", non_retryable=True) from exc
 
 
 def _digest_of(receipt: Receipt) -> str | None:
@@ -38,9 +53,14 @@ def _digest_of(receipt: Receipt) -> str | None:
 class RunnerActivities:
     """Holds what only the runner may hold: the ledger and its routing configuration."""
 
-    def __init__(self, ledger: Ledger, routing: Routing) -> None:
+    def __init__(
+        self, ledger: Ledger, routing: Routing, contracts: ClaimContracts | None = None
+    ) -> None:
         self._ledger = ledger
         self._routing = routing
+        # The operator's claim contracts (LANDED_RUNNER_CLAIM_CONTRACTS), linted at load: the
+        # runner, never the claim line, decides how a claimed outcome is read back.
+        self._contracts = contracts
         # The receipt on the settle span goes through the evidence redactor: credential shapes,
         # and the ledger's own URL (its login may hold a password).
         self._redact = Redactor([ledger.url])
@@ -49,6 +69,14 @@ class RunnerActivities:
     async def plan(self, inp: PlanInput) -> Routing:
         """Where this runner sends act and verify, and the task's receipt if the ledger already
         holds one; recorded in history so replay never rereads."""
+        with _trusted_rows():
+            routing = await self._plan(inp)
+        if inp.claim_outcome is None:
+            return routing
+        judged = judge_claim(self._contracts, inp.claim_outcome)
+        return routing.model_copy(update={"claim_contract": judged})
+
+    async def _plan(self, inp: PlanInput) -> Routing:
         # Nothing runs between this plan and the first act: claim it now, in the same ledger
         # transaction as the receipt check (one local activity fewer per task). Otherwise
         # (a pre-read first, or a run that will not act) only look: a run cancelled before its
@@ -100,9 +128,15 @@ class RunnerActivities:
     async def claim(self, inp: ClaimInput) -> ClaimOutput:
         """Record in the ledger that this run is about to run act attempt ``inp.attempt``, and
         learn whether another run got that far with this task id and never settled."""
-        settled, other = await self._ledger.claim(
-            inp.task_id, inp.run_id, inp.attempt, inp.spec_sha256, owner=inp.owner, loop=inp.loop
-        )
+        with _trusted_rows():
+            settled, other = await self._ledger.claim(
+                inp.task_id,
+                inp.run_id,
+                inp.attempt,
+                inp.spec_sha256,
+                owner=inp.owner,
+                loop=inp.loop,
+            )
         if settled is not None:
             stored = _digest_of(settled)
             if stored != inp.spec_sha256:
@@ -136,11 +170,13 @@ class RunnerActivities:
     @activity.defn(name=SETTLE_ACTIVITY)
     async def settle(self, inp: SettleInput) -> SettleOutput:
         """Append the receipt; a retry of the same (task_id, attempt) appends nothing."""
-        with settle_span(inp.receipt, self._redact) as span:
+        with settle_span(inp.receipt, self._redact) as span, _trusted_rows():
             out = await self._settle(inp)
             record = out.stored or inp.receipt
             if span is not None:
                 span.set_attribute("landed.appended", out.appended)
+            if out.appended:
+                time_task(record, inp.run_started_at)
             task_event(
                 "settled",
                 role="runner",
@@ -181,7 +217,8 @@ class RunnerActivities:
     @activity.defn(name=LOOKUP_ACTIVITY)
     async def lookup(self, inp: LookupInput) -> LookupOutput:
         """The task's latest settled receipt, as the board shows it; None when there is none."""
-        return LookupOutput(receipt=await self._ledger.latest(inp.task_id))
+        with _trusted_rows():
+            return LookupOutput(receipt=await self._ledger.latest(inp.task_id))
 
     async def _later_attempt(self, receipt: Receipt) -> Receipt | None:
         """The task's settled receipt of a later attempt than ``receipt``'s, if it is of the

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from landed.probes.contract import Contract, Observation, Outcome, probe_problem
+from landed.probes.contract import Contract, Observation, Outcome
 from landed.probes.expect import label_for
 from landed.probes.observe import observe
-from landed.probes.policy import refusal
+from landed.probes.policy import verifier_refusal
 from landed.probes.sources import SourceRegistry
 from landed.receipts.model import ProofItem
 from landed.signing import KeyPair, sign_proof
@@ -19,7 +19,7 @@ from landed.task.claims_in import claim_of
 from landed.task.durability import recheck_of
 from landed.task.messages import VerifyInput, VerifyOutput, VerifyReading
 from landed.task.names import VERIFY_ACTIVITY
-from landed.telemetry.logs import task_event
+from landed.telemetry.logs import current_trace_id, task_event
 from landed.telemetry.spans import note_reading, reading_span
 
 from ._heartbeat import heartbeating
@@ -80,7 +80,7 @@ class VerifyActivities:
         self, inp: VerifyInput, item: ProofItem, observation: Observation, index: int
     ) -> ProofItem:
         assert self._key is not None
-        return sign_proof(
+        signed = sign_proof(
             self._key,
             task_id=inp.task_id,
             attempt=inp.attempt,
@@ -92,6 +92,12 @@ class VerifyActivities:
             step=index if inp.steps is not None else None,
             steps=inp.steps,
         )
+        trace = current_trace_id()
+        if trace is None:
+            return signed
+        # Outside what is signed: a link from the exporter's probe histogram (an exemplar) to
+        # this reading's trace, never a part of the proof.
+        return signed.model_copy(update={"landed": {**(signed.landed or {}), "trace_id": trace}})
 
     @activity.defn(name=VERIFY_ACTIVITY)
     async def verify(self, inp: VerifyInput) -> VerifyOutput:
@@ -99,7 +105,8 @@ class VerifyActivities:
         asker = activity.info().workflow_id
         # The task's recheck (landed.task.durability) reads the same plan for the same task.
         # So does a VerifyClaim of the task (a claim from an agent acting outside Temporal).
-        if (
+        # (An activity started outside any workflow has no asker: refused like a foreign one.)
+        if asker is None or (
             asker != inp.task_id
             and not recheck_of(asker, inp.task_id)
             and not claim_of(asker, inp.task_id)
@@ -122,18 +129,7 @@ class VerifyActivities:
             prior = before if inp.phase == "after" else None
             # The task supplied this probe; the verifier runs only what its own configuration
             # allows (a task's command could otherwise read the signing key from this process).
-            try:
-                invalid = probe_problem(contract.probe)
-                why = (
-                    f"refused: the probe cannot be read as given: {invalid}"
-                    if invalid is not None
-                    else refusal(contract.probe, self._registry)
-                )
-            except Exception as exc:  # a probe the policy cannot even read is not run
-                why = (
-                    f"refused: the verifier could not check this probe against its "
-                    f"configuration ({type(exc).__name__}: {exc}); fix the probe or the source"
-                )
+            why = verifier_refusal(contract.probe, self._registry)
             with reading_span(inp.task_id, inp.attempt, inp.phase, index) as span:
                 if why is not None:
                     observation = self._refused(contract, why)

@@ -12,7 +12,11 @@ BENCHMARKS: dict[str, str] = {
     "check_live": "bench.check_live",
     "ledger_append": "bench.ledger_append",
     "ledger_verify": "bench.ledger_verify",
+    # Reads that do not grow with the ledger: 10,000 and 1,000,000 receipts (issue 33).
+    "ledger_reads": "bench.ledger_reads",
     "temporal_throughput": "bench.temporal_throughput",
+    # One task's time from start to its settled receipt, beside its floors.
+    "latency": "bench.latency",
     "probe_http": "bench.probe_http",
     "probe_command": "bench.probe_command",
     "probe_record": "bench.probe_record",
@@ -21,6 +25,8 @@ BENCHMARKS: dict[str, str] = {
     "tracing_spans": "bench.tracing_spans",
     "confirm": "bench.confirm",
     "exporter_scrape": "bench.exporter_scrape",
+    # Bounded labels: 1,000,000 receipts from 10,000 owners and 1,000 loops.
+    "exporter_cardinality": "bench.exporter_cardinality",
     # Scale-out: N processes per role against one Temporal server (issue 27).
     "scale_out": "bench.scale_out",
     # governance gates: the consent read and the approval decision

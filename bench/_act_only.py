@@ -11,26 +11,24 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     # The read is retried exactly as AgentTask retries it.
-    from landed.workflows.agent_task import VERIFY_RETRY
-
     from landed.task.messages import ActInput, ActReport, VerifyInput, VerifyOutput
-    from landed.task.names import ACT_ACTIVITY, VERIFY_ACTIVITY
     from landed.task.spec import TaskSpec
+    from landed.task.steps import Act, Verify
+    from landed.workflows.agent_task import VERIFY_RETRY
 
 __all__ = ["ActOnly", "ActThenRead", "ActThenReadWithLocalSteps", "local_step"]
 
 
 async def _act(spec: TaskSpec) -> ActReport:
     queue = workflow.memo_value("actor_task_queue", type_hint=str)
-    report: ActReport = await workflow.execute_activity(
-        ACT_ACTIVITY,
+    report: ActReport = await workflow.execute_activity_method(
+        Act.act,
         ActInput(
             task_id=spec.task_id,
             attempt=1,
             idempotency_key=spec.idempotency_key or spec.task_id,
             act=spec.act,
         ),
-        result_type=ActReport,
         task_queue=queue,
         schedule_to_close_timeout=spec.time_cap,
         heartbeat_timeout=spec.timeouts.act_heartbeat,
@@ -70,8 +68,8 @@ async def _read(spec: TaskSpec) -> bool:
     """One read of every plan step on the verifier; True when each read back as a pass."""
     queue = workflow.memo_value("verifier_task_queue", type_hint=str)
     every = list(range(len(spec.proof_plan)))
-    out: VerifyOutput = await workflow.execute_activity(
-        VERIFY_ACTIVITY,
+    out: VerifyOutput = await workflow.execute_activity_method(
+        Verify.verify,
         VerifyInput(
             task_id=spec.task_id,
             attempt=1,
@@ -83,7 +81,6 @@ async def _read(spec: TaskSpec) -> bool:
             request=str(workflow.uuid4()),
             steps=len(spec.proof_plan),
         ),
-        result_type=VerifyOutput,
         task_queue=queue,
         schedule_to_close_timeout=spec.time_cap,
         start_to_close_timeout=spec.timeouts.verify,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._chaos_faults import Fault, inject, schedule
-from bench.temporal_throughput import mark_spec, mark_stack
+from bench.temporal_throughput import bench_db, mark_spec, mark_stack
 
 N = int(os.environ.get("LANDED_BENCH_CHAOS_TASKS", "1000"))
 CONCURRENCY = int(os.environ.get("LANDED_BENCH_CHAOS_CONCURRENCY", "100"))
@@ -101,7 +101,7 @@ async def _run_tasks(stack: Any, ids: list[str], rng: random.Random) -> dict[str
 async def _tally(stack: Any, ids: list[str], wall_s: float) -> Tally:
     from landed.ledger.factory import open_ledger
 
-    with sqlite3.connect(stack.home.parent / "bench.db") as conn:
+    with sqlite3.connect(bench_db(stack.home.parent)) as conn:
         marks = dict(conn.execute("select task, count(*) from marks group by task").fetchall())
     settled = twice = unproven = 0
     async with await open_ledger(stack.roles["runner"].ready["ledger"], create=False) as ledger:

@@ -44,7 +44,7 @@ def _rows(n: int, tag: str) -> list[tuple[object, ...]]:
     body = canonical_json(template).decode()
     marker = '"task_id":"template-0000000"'
     assert marker in body
-    out = []
+    out: list[tuple[object, ...]] = []
     owners = [f"owner-{i}" for i in range(150)]  # past the label cap: 'other' is exercised
     for i in range(n):
         text = body.replace(marker, f'"task_id":"{tag}-{i:08d}"')

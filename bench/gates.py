@@ -18,7 +18,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.temporal_throughput import mark_spec, mark_stack
+from bench.temporal_throughput import bench_db, mark_spec, mark_stack
+from landed.cli.demo.approval import APPROVER, make_approver
 
 SERIAL = int(os.environ.get("LANDED_BENCH_GATES_SERIAL", "15"))
 
@@ -32,7 +33,7 @@ def _spec(task_id: str, flow: str) -> dict[str, Any]:
     return spec
 
 
-async def _one(client: Any, task_id: str, flow: str) -> tuple[float, float]:
+async def _one(client: Any, task_id: str, flow: str, key: Path) -> tuple[float, float]:
     """(seconds to settle, seconds of the approve Update; 0 without a gate)."""
     if flow != "approval":
         started = time.perf_counter()
@@ -45,7 +46,7 @@ async def _one(client: Any, task_id: str, flow: str) -> tuple[float, float]:
             break
         await asyncio.sleep(0.05)
     started = time.perf_counter()
-    await handle.approve("bench-approver")
+    await handle.approve(APPROVER, key=key)  # signed: the Update's validator checks it
     decided = time.perf_counter() - started
     receipt = await handle.result()
     assert receipt.verdict == "verified", receipt.landed
@@ -54,8 +55,9 @@ async def _one(client: Any, task_id: str, flow: str) -> tuple[float, float]:
 
 async def _run() -> None:
     home = Path(tempfile.mkdtemp(prefix="landed-bench-gates-"))
+    key = make_approver(home / ".landed")  # the stack's runner trusts its public half
     stack = mark_stack(home, {})
-    with sqlite3.connect(home / "bench.db") as conn:
+    with sqlite3.connect(bench_db(home)) as conn:
         conn.execute("create table do_not_contact (recipient text, channel text)")
         conn.execute("create table contact_consent (recipient text, channel text)")
         conn.execute("insert into contact_consent values ('ann', '*')")
@@ -64,11 +66,11 @@ async def _run() -> None:
         client = await stack.client()
         tag = uuid.uuid4().hex[:6]
         for i in range(5):  # warm the workers' imports and connections
-            await _one(client, f"warm-{tag}-{i}", "consent")
+            await _one(client, f"warm-{tag}-{i}", "consent", key)
         figures: dict[str, list[tuple[float, float]]] = {"plain": [], "consent": [], "approval": []}
         for i in range(SERIAL):  # interleaved, so drift hits every flow alike
             for flow, got in figures.items():
-                got.append(await _one(client, f"{flow}-{tag}-{i}", flow))
+                got.append(await _one(client, f"{flow}-{tag}-{i}", flow, key))
     finally:
         await asyncio.to_thread(stack.stop)
         shutil.rmtree(home, ignore_errors=True)
@@ -86,7 +88,9 @@ async def _run() -> None:
             f"{med / base:.2f}x plain"
         )
     update = statistics.median(d for _, d in figures["approval"])
-    print(f"  approve Update round trip (validator, record, reply): {update * 1000:.1f} ms")
+    print(
+        f"  approve Update round trip (signature, validator, record, reply): {update * 1000:.1f} ms"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -154,7 +154,7 @@ async def postgres_baseline(schema: str) -> float:
 
 async def postgres_baseline_once(schema: str, tag: str) -> float:
     data = [
-        (r.task_id, r.attempt, r.verdict, r.owner, r.settled_at, r.sha256, r.body.decode())
+        (r.task_id, r.attempt, r.verdict, r.owner, r.settled_at, r.sha256, r.body.decode(), r.stage)
         for r in rows(N_BATCH, tag)
     ]
     table = sql.Identifier(schema, "landed_receipts")

@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.temporal_throughput import mark_spec, mark_stack
+from bench.temporal_throughput import bench_db, mark_spec, mark_stack
 
 WAITING = 10
 
@@ -44,7 +44,7 @@ async def _run(home: Path) -> dict[str, Any]:
 
     stack = mark_stack(home, {})
     await stack.start()
-    db = home / "bench.db"
+    db = bench_db(home)
     try:
         client = await stack.client()
         tag = uuid.uuid4().hex[:6]

@@ -55,7 +55,7 @@ async def _run() -> bool:
     stack = tt.mark_stack(home, {"LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ": "true"})
     await stack.start()
     assert stack.server is not None
-    db = sqlite3.connect(home / "bench.db", isolation_level=None, check_same_thread=False)
+    db = sqlite3.connect(tt.bench_db(home), isolation_level=None, check_same_thread=False)
     try:
         client = await stack.client()
         temporal = client.temporal

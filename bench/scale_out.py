@@ -36,7 +36,7 @@ from typing import Any
 
 from bench._scale_fleet import ROLES, Fleet, dev_server
 from bench._scale_report import Step, render, summary, verdicts
-from bench.temporal_throughput import mark_spec, mark_stack
+from bench.temporal_throughput import bench_db, mark_spec, mark_stack
 
 PROCS = os.environ.get("LANDED_BENCH_SCALE_PROCS", "1,2,4")
 TASKS = int(os.environ.get("LANDED_BENCH_SCALE_TASKS", "200"))
@@ -144,7 +144,7 @@ async def _step(
     seconds = time.perf_counter() - clock
     busy1, total1 = machine_cpu()
     cpu = {key: sum(cpu_seconds(p) for p in ps) - sum(before[key]) for key, ps in pids.items()}
-    settled = await verdicts(fleet.ledger_url(), fleet.stack.home.parent / "bench.db", ids)
+    settled = await verdicts(fleet.ledger_url(), bench_db(fleet.stack.home.parent), ids)
     machine = (busy1 - busy0, total1 - total0)
     return Step.of(name, counts, outcome, settled, seconds, cpu, machine, started, pids)
 

@@ -15,6 +15,7 @@ vacuous); it is measured and printed too, beside the act + verify + settle flow 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -25,7 +26,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,10 @@ STAGGER = 1.0
 # and each phase's after-effects on the server (timers firing later) fall on all flows alike.
 ROUNDS = int(os.environ.get("LANDED_BENCH_TEMPORAL_ROUNDS", "5"))
 WARMUP = 40
+# Each AgentTask start first asks the roles whether they can run and check it (a short
+# LandedPreflight workflow; a positive answer is kept for a few seconds per act and probe
+# shape). On by default, as every user's client has it; "off" measures the start without it.
+ROLE_CHECK = os.environ.get("LANDED_BENCH_ROLE_CHECK", "on") != "off"
 CONCURRENCY = int(os.environ.get("LANDED_BENCH_TEMPORAL_CONCURRENCY", "200"))
 BASELINE_QUEUE = "bench-act-only"
 REPO = Path(__file__).resolve().parent.parent
@@ -68,12 +73,19 @@ def mark_spec(task_id: str, pre_read: bool) -> dict[str, Any]:
     }
 
 
+def bench_db(home: Path) -> Path:
+    """The marks database, in a directory of its own (made here): the actor may write there,
+    never beside the dev home's keys and ledger (landed.util.confine_policy)."""
+    (home / "sor").mkdir(parents=True, exist_ok=True)
+    return home / "sor" / "bench.db"
+
+
 def mark_stack(home: Path, runner_env: dict[str, str]) -> Any:
     """``landed dev`` under ``home`` with the marks table: the actor writes it (bench.mark,
     bench.chaos_mark), the verifier reads it back as source bench-db."""
     from landed.dev.stack import DevStack
 
-    db = home / "bench.db"
+    db = bench_db(home)
     with sqlite3.connect(db) as conn:
         conn.execute("pragma journal_mode=wal")
         conn.execute("create table if not exists marks (task text)")
@@ -201,13 +213,12 @@ def _serve_baseline() -> int:
     return 0
 
 
-async def _run() -> bool:
-    from landed.receipts.model import Receipt
-    from landed.task.spec import TaskSpec
-    from landed.temporal.settings import DEFAULT_ACTOR_QUEUE, DEFAULT_VERIFIER_QUEUE
-
+@contextlib.asynccontextmanager
+async def bench_stack() -> AsyncIterator[tuple[Any, Any, subprocess.Popen[str]]]:
+    """``landed dev`` with the marks table (the lean flow allowed: only the runner's operator
+    can let a task skip its pre-read) and, beside it, the floors' own workflow worker; yields
+    the stack, a landed client and the floors' worker process; stops both after."""
     home = Path(tempfile.mkdtemp(prefix="landed-bench-"))
-    # The lean flow skips the pre-read; only the runner's operator can allow that.
     stack = mark_stack(home, {"LANDED_RUNNER_TASK_MAY_SKIP_PRE_READ": "true"})
     await stack.start()
     assert stack.server is not None
@@ -224,8 +235,26 @@ async def _run() -> bool:
         line = await asyncio.to_thread(baseline.stdout.readline)
         if "ready" not in line:
             raise RuntimeError(f"the baseline worker did not start: {line!r}")
-        client = await stack.client()
+        yield stack, await stack.client(), baseline
+    finally:
+        baseline.terminate()
+        baseline.wait(timeout=10)
+        await asyncio.to_thread(stack.stop)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+async def _run() -> bool:
+    from landed.receipts.model import Receipt
+    from landed.task.spec import TaskSpec
+    from landed.temporal.settings import DEFAULT_ACTOR_QUEUE, DEFAULT_VERIFIER_QUEUE
+
+    async with bench_stack() as (stack, client, baseline):
         temporal = client.temporal
+        if not ROLE_CHECK:
+            from landed.temporal.client import Client
+
+            client = Client(temporal, task_queue=client.task_queue, check_roles=False)
+        print(f"  role check before each start: {'on' if ROLE_CHECK else 'off'}", flush=True)
         tag = uuid.uuid4().hex[:6]
 
         def plain(workflow: str) -> Callable[[str], Callable[[int], Awaitable[bool]]]:
@@ -310,11 +339,6 @@ async def _run() -> bool:
                     for name in ("floor", "floor_la", "lean", "default")
                 )
             )
-    finally:
-        baseline.terminate()
-        baseline.wait(timeout=10)
-        await asyncio.to_thread(stack.stop)
-        shutil.rmtree(home, ignore_errors=True)
 
     rate = {name: done[name] / seconds[name] for name in seconds}
     ms = {

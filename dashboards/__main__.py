@@ -12,11 +12,13 @@ from grafana_foundation_sdk.models import dashboard
 
 from dashboards.fleet import fleet
 from dashboards.owner import owner
+from dashboards.slo import slo
 
 HERE = Path(__file__).resolve().parent
 BOARDS: dict[str, Callable[[], dashboard.Dashboard]] = {
     "landed-fleet.json": fleet,
     "landed-owner.json": owner,
+    "landed-slo.json": slo,
 }
 
 

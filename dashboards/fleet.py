@@ -5,9 +5,23 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.models import dashboard
 
-from dashboards.panels import datasource_variable, stat_panel, table_panel, ts_panel
+from dashboards.panels import (
+    base_board,
+    stat_panel,
+    table_panel,
+    ts_panel,
+)
 
-__all__ = ["fleet"]
+__all__ = ["COST_NO_VALUE", "QUEUE_NO_VALUE", "fleet"]
+
+#: What an empty panel says on a default setup, naming what fills it.
+COST_NO_VALUE = (
+    "No task proven in the last hour, or no cost recorded: cost comes from the act's cost.usd "
+    "and LANDED_RUNNER_VERIFY_USD_PER_SECOND (0 unless set)"
+)
+QUEUE_NO_VALUE = (
+    "No verifier metrics: set LANDED_VERIFIER_METRICS_PORT (landed dev opens 9466) and scrape it"
+)
 
 _RATE = "[$__rate_interval]"
 _RANGE = "[$__range]"
@@ -39,6 +53,7 @@ def _scorecard(board: dash.Dashboard) -> dash.Dashboard:
             "All cost (act and verify) / done proven, last hour.",
             ("landed:cost_per_verified_task:usd_rate1h", ""),
             "currencyUSD",
+            no_value=COST_NO_VALUE,
         )
     )
     board = board.with_panel(
@@ -101,6 +116,7 @@ def _probes_and_loops(board: dash.Dashboard) -> dash.Dashboard:
                 )
             ],
             "s",
+            exemplars=True,
         )
     )
     board = board.with_panel(
@@ -139,18 +155,16 @@ def _probes_and_loops(board: dash.Dashboard) -> dash.Dashboard:
                 ("max by (role) (landed_worker_up)", "up {{role}}"),
             ],
             "s",
+            no_value=QUEUE_NO_VALUE,
         )
     )
 
 
 def fleet() -> dashboard.Dashboard:
-    board = (
-        dash.Dashboard("landed / fleet scorecard")
-        .uid("landed-fleet")
-        .tags(["landed"])
-        .description("Proof rate, hold rate, cost and revenue of every agent task landed settled.")
-        .time("now-6h", "now")
-        .refresh("1m")
-        .with_variable(datasource_variable())
+    board = base_board(
+        "landed / fleet scorecard",
+        "landed-fleet",
+        "Proof rate, hold rate, cost and revenue of every agent task landed settled.",
+        "now-6h",
     )
     return _probes_and_loops(_owners(_scorecard(board))).build()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.models import dashboard
 
+from dashboards.fleet import COST_NO_VALUE
 from dashboards.panels import DATASOURCE, datasource_variable, stat_panel, table_panel, ts_panel
 
 __all__ = ["owner"]
@@ -39,6 +40,7 @@ def _scorecard(board: dash.Dashboard) -> dash.Dashboard:
                 f"{title} of $owner, last hour.",
                 (f"landed:owner:{record}{{{_OWNER}}}", ""),
                 unit,
+                no_value=COST_NO_VALUE if record.startswith("cost") else None,
             )
         )
     return board.with_panel(

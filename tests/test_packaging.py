@@ -8,7 +8,9 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -26,8 +28,12 @@ def test_editable_install_imports_all_three() -> None:
         [sys.executable, "-c", IMPORTS], capture_output=True, text=True, check=True, timeout=120
     ).stdout.split()
     assert Path(out[0]).is_relative_to(ROOT / "src" / "landed")
-    assert Path(out[1]).is_relative_to(ROOT / "workflows")
-    assert Path(out[2]).is_relative_to(ROOT / "activities")
+    # workflows/ and activities/ are the package's src/landed/workflows and src/landed/activities
+    # (symlinks), so mypy, import-linter and editors read one package.
+    assert out[1] == str(ROOT / "src" / "landed" / "workflows" / "__init__.py")
+    assert out[2] == str(ROOT / "src" / "landed" / "activities" / "__init__.py")
+    assert Path(out[1]).resolve().is_relative_to(ROOT / "workflows")
+    assert Path(out[2]).resolve().is_relative_to(ROOT / "activities")
     assert int(out[3]) > 0
 
 
@@ -39,7 +45,11 @@ def _tracked_tree(into: Path) -> Path:
     ).stdout.decode()
     for name in filter(None, listed.split("\0")):
         source = ROOT / name
-        if source.is_file():
+        if source.is_symlink():  # src/landed/workflows and src/landed/activities
+            target = into / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(os.readlink(source))
+        elif source.is_file():
             target = into / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
@@ -69,6 +79,11 @@ def test_a_wheel_installs_into_a_fresh_venv(tmp_path: Path) -> None:
         capture_output=True,
     )
     (wheel,) = wheels.glob("landed-*.whl")
+    # Every module of workflows/ and activities/ ships, under landed/ (read through the links).
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    for folder in ("workflows", "activities"):
+        for module in (ROOT / folder).glob("*.py"):
+            assert f"landed/{folder}/{module.name}" in shipped, module
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
@@ -122,3 +137,18 @@ def test_a_wheel_installs_into_a_fresh_venv(tmp_path: Path) -> None:
         check=False,
     )
     assert cli.returncode == 0, cli.stdout + cli.stderr
+
+
+def test_the_tools_read_one_package() -> None:
+    """workflows/ and activities/ are landed's own folders (symlinks under src/landed), so
+    mypy and import-linter read them with the rest: no per-folder mapping, no import ignored."""
+    for folder in ("workflows", "activities"):
+        link = ROOT / "src" / "landed" / folder
+        assert link.is_symlink() and link.resolve() == ROOT / folder, link
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert config["tool"]["setuptools"]["package-dir"] == {"": "src"}
+    assert set(config["tool"]["mypy"]["files"]) == {"src/landed", "dashboards", "bench"}
+    assert config["tool"]["mypy"]["strict"] is True
+    for folder in ("src", "workflows", "activities", "dashboards", "bench"):
+        for path in (ROOT / folder).rglob("*.py"):
+            assert "import-not-found" not in path.read_text(), path

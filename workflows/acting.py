@@ -14,6 +14,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from landed.probes.contract import Observation
     from landed.task.assemble import unknown_write_report
+    from landed.task.checkable import UNKNOWN_ACT
     from landed.task.decisions import judge_claim, reconcile, remaining
     from landed.task.messages import (
         ActInput,
@@ -31,6 +32,7 @@ from landed.workflows.errors import LOCAL_GAVE_UP, beat_identity, cause, is_type
 from landed.workflows.harness import Dispatch
 from landed.workflows.reads import Reader
 from landed.workflows.state import ActFacts, RunState
+from landed.workflows.versions import RELEASE_READS_BACK, UNKNOWN_ACT_PATCH
 
 __all__ = ["Attempts"]
 
@@ -148,7 +150,7 @@ class Attempts:
                 return None  # nothing to read: the harness's own word is all there is
             # A run that released before this read was added replays as it ran (unversioned
             # workers; a pinned deployment keeps it on its own build anyway).
-            if not workflow.patched("release-reads-back"):
+            if not workflow.patched(RELEASE_READS_BACK):
                 return None
             report, held = await self._reconcile(routing, before, attempt, error)
             self._run.step = Step.ACT
@@ -184,11 +186,18 @@ class Attempts:
             self._run.attempt = attempt - 1
             self.judge_claim(ClaimOutput(other_run=refused_for(err) or self._act.claimed_for))
             return unknown_write_report()
+        inner = err.cause
+        if is_type(err, UNKNOWN_ACT) and attempt == 1 and workflow.patched(UNKNOWN_ACT_PATCH):
+            # The actor refused before running anything: no attempt started, nothing to read
+            # back, and nothing can run this act (landed.task.checkable): blocked.
+            self._run.attempt = 0
+            said = inner.message if isinstance(inner, ApplicationError) else cause(err)
+            self._act.unknown_act = said
+            return ActReport(claimed_status="blocked", report=said)
         error = cause(err)
         actor = err.identity or beat_identity(err.cause)
         if actor and actor not in self._act.actors:
             self._act.actors.append(actor)
-        inner = err.cause
         if (
             isinstance(inner, ApplicationError)
             and inner.non_retryable

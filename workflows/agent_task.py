@@ -16,6 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from landed.receipts.model import Receipt
     from landed.signing import TrustStore
     from landed.task.assemble import assemble_receipt, trust_from_pems, unknown_write_report
+    from landed.task.checkable import blocked_report, with_fix_first
 
     # Governance gates (GOV-4, GOV-5, GOV-6).
     from landed.task.decisions import RunFacts, cancelled_before_act_report, graded_receipt
@@ -30,7 +31,6 @@ with workflow.unsafe.imports_passed_through():
         ReceiptQuery,
         Routing,
         SettleInput,
-        SettleOutput,
         Step,
         VerifyReading,
         pre_read_on,
@@ -41,22 +41,22 @@ with workflow.unsafe.imports_passed_through():
         AGENT_TASK_WORKFLOW,
         APPROVE_UPDATE,
         GATE_QUERY,
-        PLAN_ACTIVITY,
         REJECT_UPDATE,
-        SETTLE_ACTIVITY,
     )
     from landed.task.readings import ReadScope, independent, of_step
     from landed.task.spec import TaskSpec
+    from landed.task.steps import RunnerSteps
     from landed.task.time_cap import effective_time_cap, past_time_cap, time_capped
 
 from landed.workflows.acting import Attempts
 from landed.workflows.claims import SETTLE_RETRY, claim_holds, ledger_policy
-from landed.workflows.durable import DURABLE_PATCH, Durable
-from landed.workflows.fleet import FLEET_GATE_PATCH
+from landed.workflows.durable import Durable
 from landed.workflows.frames import FrameReader
 from landed.workflows.gates import Gates
 from landed.workflows.reads import VERIFY_RETRY, Reader, chain_run_id
 from landed.workflows.state import ActFacts, RunState
+from landed.workflows.unchecked import unchecked
+from landed.workflows.versions import DURABLE_PATCH, FLEET_GATE_PATCH
 
 __all__ = ["LANDED_OWNER", "LANDED_RUNG", "LANDED_VERDICT", "VERIFY_RETRY", "AgentTask"]
 
@@ -156,7 +156,7 @@ class AgentTask:
 
     @approve.validator
     def _approve_allowed(self, decision: Approve) -> None:
-        self._gates.refuse(decision.by)
+        self._gates.refuse(decision)
 
     @workflow.update(name=REJECT_UPDATE)
     def reject(self, decision: Reject) -> GateView:
@@ -164,7 +164,7 @@ class AgentTask:
 
     @reject.validator
     def _reject_allowed(self, decision: Reject) -> None:
-        self._gates.refuse(decision.by)
+        self._gates.refuse(decision)
 
     def _graded_so_far(self) -> Receipt | None:
         """The final receipt, else the grade of what the act reported (None before it has)."""
@@ -198,8 +198,8 @@ class AgentTask:
 
     async def _plan(self, spec: TaskSpec, *, to_act: bool = True) -> Routing:
         retry, one_try = ledger_policy(spec.time_cap)
-        routing = await workflow.execute_local_activity(
-            PLAN_ACTIVITY,
+        routing: Routing = await workflow.execute_local_activity_method(
+            RunnerSteps.plan,
             PlanInput(
                 task_id=spec.task_id,
                 spec_sha256=self._digest(spec),
@@ -214,7 +214,6 @@ class AgentTask:
                 owner=spec.owner,
                 loop=spec.loop,
             ),
-            result_type=Routing,
             # The plan reads the ledger; one that stays down (answering with errors, or not at
             # all) fails the task by its time cap (closed unsettled, nothing acted) instead of
             # holding it at "planned" forever.
@@ -243,7 +242,11 @@ class AgentTask:
         self._run.deadline = deadline
         self._run.pre_read = pre_read_on(routing, spec.pre_read)
         before = await self._pre_read(spec, routing)
+        if unread := unchecked(self._run, self._act):
+            return await self._settle_blocked(spec, routing, unread, owner_set)
         report, after = await self._attempts.until_known(spec, routing, before, deadline)
+        if unknown := unchecked(self._run, self._act):
+            return await self._settle_blocked(spec, routing, unknown, owner_set)
         if self._act.settled_elsewhere is not None:
             # Another run of this id settled it while this one ran up to its act (a reset
             # racing the old run's settle): the ledger's receipt is the answer.
@@ -264,6 +267,15 @@ class AgentTask:
         """Settle a task its gate stopped before any act (held, blocked): nothing was done."""
         self._run.report, self._run.proofs = report, []
         self._run.final = self._grade(spec, routing, report)
+        return await self._settle(spec, owner_set)
+
+    async def _settle_blocked(
+        self, spec: TaskSpec, routing: Routing, problems: list[str], owner_set: bool
+    ) -> Receipt:
+        """Settle a task nothing can check, before any act: blocked, the fix first."""
+        self._run.report, self._run.proofs = blocked_report(problems), []
+        graded = self._grade(spec, routing, self._run.report)
+        self._run.final = with_fix_first(graded, problems)
         return await self._settle(spec, owner_set)
 
     async def _pre_read(self, spec: TaskSpec, routing: Routing) -> list[Observation | None]:
@@ -327,12 +339,15 @@ class AgentTask:
         final = self._run.final
         assert final is not None
         self._run.step = Step.SETTLE
-        settled = await workflow.execute_local_activity(
-            SETTLE_ACTIVITY,
+        settled = await workflow.execute_local_activity_method(
+            RunnerSteps.settle,
             # The ledger read this asks for happens only after an act error: not on the way of
             # every task.
-            SettleInput(receipt=final, after_unknown_write=self._act.error is not None),
-            result_type=SettleOutput,
+            SettleInput(
+                receipt=final,
+                after_unknown_write=self._act.error is not None,
+                run_started_at=workflow.info().start_time,
+            ),
             start_to_close_timeout=spec.timeouts.settle,
             retry_policy=SETTLE_RETRY,
         )

@@ -11,15 +11,13 @@ from temporalio.common import RetryPolicy
 with workflow.unsafe.imports_passed_through():
     from landed.task.decisions import ledger_tries
     from landed.task.messages import ClaimInput, ClaimOutput
-    from landed.task.names import CLAIM_ACTIVITY
     from landed.task.spec import TaskSpec
+    from landed.task.steps import RunnerSteps
+
+from landed.workflows.versions import CLAIM_AGAIN_AFTER_RESET, claim_again_patch
 
 __all__ = ["CLAIM_AGAIN_AFTER_RESET", "claim", "claim_holds", "ledger_policy"]
 
-# A run reset from another claims again when it schedules the act holding the other's claim.
-# The marker records a decision taken at run time (this workflow task decided to claim again),
-# which a replay of the reset run cannot take again from the run id (see claim_holds).
-CLAIM_AGAIN_AFTER_RESET = "landed-claim-again-after-reset"
 _LOCAL = timedelta(seconds=30)
 # Reading the routing and the ledger: a task id reused for other work cannot succeed later.
 # The ledger append is idempotent on (task_id, attempt, stage): the task's settle and a
@@ -56,8 +54,8 @@ def ledger_policy(budget: timedelta) -> tuple[RetryPolicy, timedelta]:
 async def claim(spec: TaskSpec, digest: str, attempt: int, left: timedelta) -> ClaimOutput:
     """Record in the ledger that this run is about to run act attempt ``attempt``."""
     retry, one_try = ledger_policy(left)
-    out: ClaimOutput = await workflow.execute_local_activity(
-        CLAIM_ACTIVITY,
+    out: ClaimOutput = await workflow.execute_local_activity_method(
+        RunnerSteps.claim,
         ClaimInput(
             task_id=spec.task_id,
             run_id=workflow.info().run_id,
@@ -66,7 +64,6 @@ async def claim(spec: TaskSpec, digest: str, attempt: int, left: timedelta) -> C
             owner=spec.owner,
             loop=spec.loop,
         ),
-        result_type=ClaimOutput,
         # A ledger that stays down ends the attempts by the time cap (read back and settled
         # like any other end); either way no act starts unclaimed.
         start_to_close_timeout=one_try,
@@ -103,10 +100,8 @@ def claim_holds(out: ClaimOutput, attempt: int) -> bool:
     """
     if out.claimed_for is None:
         return True
-    # Attempt 1 keeps the id runs recorded before attempts had their own.
-    patch = CLAIM_AGAIN_AFTER_RESET if attempt == 1 else f"{CLAIM_AGAIN_AFTER_RESET}-{attempt}"
     if workflow.unsafe.is_replaying_history_events():
-        return not workflow.patched(patch)
+        return not workflow.patched(claim_again_patch(attempt))
     if out.claimed_for == workflow.info().run_id:
         return True
-    return not workflow.patched(patch)
+    return not workflow.patched(claim_again_patch(attempt))

@@ -32,11 +32,10 @@ with workflow.unsafe.imports_passed_through():
 
 from landed.workflows.reads import Reader
 from landed.workflows.state import RunState
+from landed.workflows.versions import DURABLE_PATCH
 
 __all__ = ["DURABLE_PATCH", "Durable", "Held"]
 
-#: Runs recorded before the durability reads replay without them (their histories hold none).
-DURABLE_PATCH = "landed-durable-reads"
 
 # The first wait before reading a late step again, when the task's verify_backoff is shorter:
 # a zero backoff would read as fast as the verifier answers for the whole window.
@@ -153,6 +152,8 @@ class Durable:
                 attempt=max(self._run.attempt, 1),
                 settled=final,
                 actors=actors,
+                # What the recheck compares each frame with (an input only: replays as before).
+                frames_before=list(self._run.frames_before),
             ),
             id=recheck_workflow_id(self._spec.task_id),
             parent_close_policy=ParentClosePolicy.ABANDON,

@@ -32,18 +32,17 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.messages import ActReport
     from landed.task.names import (
         FLEET_FLIP_SIGNAL,
-        FLEET_GATE_ACTIVITY,
         FLEET_HARNESS_SIGNAL,
         FLEET_SWITCH_QUERY,
         FLEET_WORKFLOW,
     )
+    from landed.task.steps import FleetGateStep
 
 from landed.workflows.errors import cause
+from landed.workflows.versions import FLEET_GATE_PATCH
 
 __all__ = ["FLEET_GATE_PATCH", "Fleet", "FleetGate"]
 
-#: Runs started before the gate existed replay without it.
-FLEET_GATE_PATCH = "landed-fleet-gate"
 # Flips one run of the control workflow takes before it continues as new.
 _FLIPS_PER_RUN = 500
 # The gate step waits for a resume itself; a lost runner is noticed by its heartbeat.
@@ -138,10 +137,9 @@ class FleetGate:
         left = (deadline - workflow.now()) if deadline is not None else timedelta(hours=1)
         wait_s = max(min(_GATE_WAIT_S, left.total_seconds() - 2), 0.0)
         try:
-            answer: FleetGateAnswer = await workflow.execute_activity(
-                FLEET_GATE_ACTIVITY,
+            answer: FleetGateAnswer = await workflow.execute_activity_method(
+                FleetGateStep.gate,
                 FleetGateInput(task_id=self._task_id, wait_s=wait_s, failures=failures),
-                result_type=FleetGateAnswer,
                 # The runner's own queue: the gate is the runner's step.
                 task_queue=workflow.info().task_queue,
                 start_to_close_timeout=timedelta(seconds=wait_s + 15),

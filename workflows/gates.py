@@ -15,6 +15,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from landed.receipts.model import Receipt
+    from landed.task.approvers import signed_refusal
     from landed.task.consent import (
         ConsentInput,
         ConsentOutput,
@@ -34,11 +35,12 @@ with workflow.unsafe.imports_passed_through():
         rejected_report,
         with_gate,
     )
-    from landed.task.messages import ActReport, Routing, Step
-    from landed.task.names import CONSENT_ACTIVITY
+    from landed.task.messages import ActReport, Routing, Step, spec_digest
     from landed.task.spec import TaskSpec
+    from landed.task.steps import Consent
 
 from landed.workflows.errors import cause
+from landed.workflows.reads import chain_run_id
 from landed.workflows.state import ActFacts, RunState
 
 __all__ = ["GATE_MEMO", "Gates"]
@@ -67,11 +69,30 @@ class Gates:
 
     # --- the approval gate ---------------------------------------------------------------------
 
-    def refuse(self, by: str) -> None:
-        """The Update validators: raise when a decision by ``by`` is not accepted."""
-        actors = [a for a in (*self._act.actors, self._run.report and self._run.report.actor) if a]
+    def refuse(self, decision: Approve | Reject) -> None:
+        """The Update validators: raise when ``decision`` is not accepted. Who decides is the
+        holder of a trusted approver key that signed this very decision (task, run, spec)."""
+        routing = self._run.routing
+        trust = routing.approval if routing is not None else None
+        seen = [a for a in (*self._act.actors, self._run.report and self._run.report.actor) if a]
+        # The actor role's configured identity too: before the first act nothing was seen.
+        actors = [*seen, *(trust.actor_identities if trust is not None else [])]
+        kind = "approve" if isinstance(decision, Approve) else "reject"
         why = refusal(
-            self._spec, by, waiting=self.view.waiting, decided=self.view.decision, actors=actors
+            self._spec,
+            decision.by,
+            waiting=self.view.waiting,
+            decided=self.view.decision,
+            actors=actors,
+            groups=trust.groups if trust is not None else None,
+        ) or signed_refusal(
+            decision.signed,
+            by=decision.by,
+            decision=kind,
+            trust=trust,
+            task_id=self._spec.task_id,
+            run_id=chain_run_id(),
+            spec_sha256=spec_digest(self._spec),
         )
         if why is not None:
             raise ApplicationError(why, type="ApprovalRefused", non_retryable=True)
@@ -84,6 +105,7 @@ class Gates:
             by=decision.by.strip(),
             note=decision.note if isinstance(decision, Approve) else decision.reason,
             at=workflow.now(),
+            signed=decision.signed,
         )
         return self.view
 
@@ -126,10 +148,9 @@ class Gates:
         self._run.step = Step.CONSENT
         one_try = timedelta(seconds=contacts.timeout_s + 5)
         try:
-            out = await workflow.execute_activity(
-                CONSENT_ACTIVITY,
+            out = await workflow.execute_activity_method(
+                Consent.consent,
                 ConsentInput(task_id=self._spec.task_id, contacts=contacts),
-                result_type=ConsentOutput,
                 task_queue=routing.verifier_task_queue,
                 start_to_close_timeout=one_try,
                 schedule_to_close_timeout=one_try * 2 + timedelta(seconds=1),

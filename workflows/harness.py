@@ -29,8 +29,8 @@ with workflow.unsafe.imports_passed_through():
         release_backoff,
     )
     from landed.task.messages import ActInput, ActReport, Routing
-    from landed.task.names import ACT_ACTIVITY
     from landed.task.spec import TaskSpec
+    from landed.task.steps import Act
 
 from landed.workflows.errors import beat_identity, cause, is_type
 from landed.workflows.fleet import FleetGate
@@ -127,10 +127,9 @@ class Dispatch:
         )
 
     async def _execute(self, inp: ActInput, queue: str, left: timedelta) -> ActReport:
-        report: ActReport = await workflow.execute_activity(
-            ACT_ACTIVITY,
+        report: ActReport = await workflow.execute_activity_method(
+            Act.act,
             inp,
-            result_type=ActReport,
             task_queue=queue,
             schedule_to_close_timeout=left,
             heartbeat_timeout=self._spec.timeouts.act_heartbeat,

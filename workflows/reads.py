@@ -11,6 +11,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from landed.probes.contract import Observation
+    from landed.task.checkable import refused_step
     from landed.task.decisions import past_cap, read_budget, verify_failed
     from landed.task.messages import (
         ReadPhase,
@@ -19,9 +20,9 @@ with workflow.unsafe.imports_passed_through():
         VerifyOutput,
         VerifyReading,
     )
-    from landed.task.names import VERIFY_ACTIVITY
     from landed.task.readings import ReadScope, answers_request, still_to_read, unobserved
     from landed.task.spec import TaskSpec
+    from landed.task.steps import Verify
 
 from landed.workflows.errors import cause, no_verifier_answered
 from landed.workflows.state import RunState
@@ -116,8 +117,8 @@ class Reader:
         # grades it runs again (after a stalled runner) and settles the same.
         self._run.asked_at = workflow.now()
         try:
-            out = await workflow.execute_activity(
-                VERIFY_ACTIVITY,
+            out = await workflow.execute_activity_method(
+                Verify.verify,
                 VerifyInput(
                     task_id=spec.task_id,
                     attempt=attempt,
@@ -131,7 +132,6 @@ class Reader:
                     steps=len(spec.proof_plan),
                     meaning=spec.meaning,
                 ),
-                result_type=VerifyOutput,
                 task_queue=routing.verifier_task_queue,
                 # A verifier nobody runs must not hold the task forever: the read waits for one
                 # until the time cap (GOV-4), plus one read's time so an act that ran into the
@@ -152,7 +152,15 @@ class Reader:
                 queue=routing.verifier_task_queue,
             )
         self._run.verify_spend.add(out)  # the verify phase's cost (GOV-8)
-        return self._answers(routing, out, todo, request)
+        answers = self._answers(routing, out, todo, request)
+        if phase in ("before", "frame-before"):
+            # A pre-read the verifier's configuration refuses: nothing can check this task.
+            self._run.refused += [
+                refused_step(phase, i, r.observation.message)
+                for i, r in sorted(answers.items())
+                if r.refused
+            ]
+        return answers
 
     def _answers(
         self, routing: Routing, out: VerifyOutput, todo: list[int], request: str

@@ -9,7 +9,8 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from landed.task.messages import LookupInput, LookupOutput
-    from landed.task.names import LOOKUP_ACTIVITY, LOOKUP_WORKFLOW
+    from landed.task.names import LOOKUP_WORKFLOW
+    from landed.task.steps import RunnerSteps
 
 __all__ = ["ReceiptLookup"]
 
@@ -32,10 +33,9 @@ class ReceiptLookup:
 
     @workflow.run
     async def run(self, inp: LookupInput) -> LookupOutput:
-        out: LookupOutput = await workflow.execute_local_activity(
-            LOOKUP_ACTIVITY,
+        out: LookupOutput = await workflow.execute_local_activity_method(
+            RunnerSteps.lookup,
             inp,
-            result_type=LookupOutput,
             start_to_close_timeout=timedelta(seconds=10),
             retry_policy=_READ_RETRY,
         )

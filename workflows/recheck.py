@@ -13,20 +13,25 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from landed.task.assemble import trust_from_pems
     from landed.task.durability import RecheckInput, lifecycle_receipt, recheck_holds
-    from landed.task.messages import Routing, SettleInput, SettleOutput
-    from landed.task.names import RECHECK_WORKFLOW, SETTLE_ACTIVITY
+    from landed.task.frames import recheck_frames
+    from landed.task.messages import Routing, SettleInput
+    from landed.task.names import RECHECK_WORKFLOW
     from landed.task.readings import ReadScope, independent
+    from landed.task.steps import RunnerSteps
 
 from landed.workflows.claims import SETTLE_RETRY
+from landed.workflows.frames import FrameReader
 from landed.workflows.reads import Reader, chain_run_id
 from landed.workflows.state import RunState
+from landed.workflows.versions import RECHECK_FRAMES_PATCH
 
-__all__ = ["Recheck"]
+__all__ = ["RECHECK_FRAMES_PATCH", "Recheck"]
 
 
 @workflow.defn(name=RECHECK_WORKFLOW)
 class Recheck:
-    """Sleeps until the horizon, reads every plan step back, appends confirmed or reversed."""
+    """Sleeps until the horizon, reads every plan step and every frame back, appends confirmed
+    or reversed."""
 
     @workflow.run
     async def run(self, inp: RecheckInput) -> str:
@@ -52,15 +57,26 @@ class Recheck:
             i: independent(scope(inp.routing), read[i], run.before[i], inp.actors, inp.attempt)
             for i in every
         }
-        stage = recheck_holds(held, len(every))
+        frames = []
+        if spec.frames and workflow.patched(RECHECK_FRAMES_PATCH):
+            # What the act had to leave alone must still be as it was: the plan's steps read
+            # pass while another batch is gone would be a false confirmation.
+            framer = FrameReader(spec, run, scope, lambda err: False)
+            again = await framer.read(
+                inp.routing, "frame-after", attempt=inp.attempt, actors=inp.actors
+            )
+            horizon = (spec.durability.recheck_after or timedelta(0)).total_seconds()
+            when = f"at the recheck {horizon:g} s after the task settled"
+            frames = recheck_frames(spec, inp.frames_before, again, when=when)
+        stage = recheck_holds(held, len(every), frames)
         if stage == "unobserved":
             # Nothing could be read: neither confirmed nor reversed, the settled row stands.
             return stage
-        row = lifecycle_receipt(inp, [held[i].proof for i in every], stage, at=workflow.now())
-        await workflow.execute_local_activity(
-            SETTLE_ACTIVITY,
+        proofs = [held[i].proof for i in every]
+        row = lifecycle_receipt(inp, proofs, stage, at=workflow.now(), frames=frames)
+        await workflow.execute_local_activity_method(
+            RunnerSteps.settle,
             SettleInput(receipt=row),
-            result_type=SettleOutput,
             start_to_close_timeout=spec.timeouts.settle,
             retry_policy=SETTLE_RETRY,
         )

@@ -42,6 +42,8 @@ class RunState:
     cap: timedelta | None = None
     # --- fleet: the verifier's spend on this task (GOV-8) ---
     verify_spend: VerifySpend = dataclasses.field(default_factory=VerifySpend)
+    # Pre-reads the verifier refused by its configuration (landed.task.checkable).
+    refused: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -58,3 +60,5 @@ class ActFacts:
     settled_elsewhere: Receipt | None = None
     # The run whose ledger claim the act attempt about to start runs under.
     claimed_for: str | None = None
+    # The actor refused the first attempt's act as unknown: nothing ran (landed.task.checkable).
+    unknown_act: str | None = None

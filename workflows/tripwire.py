@@ -23,20 +23,17 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.loops import LoopSpec, TripwireRules, repair_task
     from landed.task.names import (
         AGENT_TASK_WORKFLOW,
-        CATCH_UP_ACTIVITY,
-        LAST_TRIP_ACTIVITY,
         LOOP_ATTRIBUTE,
-        RECORD_TRIP_ACTIVITY,
         REPAIR_DONE_SIGNAL,
         SETTLED_SIGNAL,
         STATE_QUERY,
         STOP_SIGNAL,
         TRIPWIRE_WORKFLOW,
     )
+    from landed.task.steps import LoopSteps
     from landed.task.tripwire import (
         CatchUp,
         Note,
-        Trip,
         TripRecord,
         TripwireInput,
         TripwireState,
@@ -50,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 from landed.workflows.errors import LOCAL_GAVE_UP
+from landed.workflows.versions import REPAIR_HOLD_RECORDED, SILENCE_REREADS_LEDGER
 
 __all__ = ["Tripwire"]
 
@@ -98,10 +96,9 @@ class Tripwire:
             # then the signals that arrived with the start; repeats are dropped by key.
             # Trips number on from the ledger's last one: a trip's event key and its repair's
             # task id are never those of a trip recorded before this tripwire started.
-            last = await workflow.execute_local_activity(
-                LAST_TRIP_ACTIVITY,
+            last = await workflow.execute_local_activity_method(
+                LoopSteps.last_trip,
                 inp.loop,
-                result_type=Trip | None,  # type: ignore[arg-type]
                 start_to_close_timeout=_STEP,
                 retry_policy=_RETRY,
             )
@@ -109,10 +106,9 @@ class Tripwire:
                 state.trips = [last]
             # What settled up to the last trip was judged by the tripwire that recorded it:
             # read again, the same not-done runs would trip a second time.
-            caught = await workflow.execute_local_activity(
-                CATCH_UP_ACTIVITY,
+            caught = await workflow.execute_local_activity_method(
+                LoopSteps.catch_up,
                 CatchUp(loop=inp.loop, since=last.at if last is not None else None),
-                result_type=list[Note],
                 start_to_close_timeout=_STEP,
                 retry_policy=_RETRY,
             )
@@ -159,7 +155,7 @@ class Tripwire:
                     phase, last = after_repair(state, note, spec.repair, now), state.last_trip
                     # The ledger shows it held (the exporter's landed_repairs_held), not a
                     # repair still open. A tripwire that held one before this replays as it ran.
-                    if phase == "held" and last and workflow.patched("repair-hold-recorded"):
+                    if phase == "held" and last and workflow.patched(REPAIR_HOLD_RECORDED):
                         await self._record(TripRecord(loop=state.loop, trip=last, held=True))
                 continue
             if state.phase != "healthy" or not accept(state, note, rules.window):
@@ -183,14 +179,13 @@ class Tripwire:
         runner that died with its signals still gathered, a signal still on its way). True when
         there are some, to judge first: silence trips only once the ledger agrees."""
         # Histories that tripped on silence before this read was added replay without it.
-        if not workflow.patched("silence-rereads-ledger"):
+        if not workflow.patched(SILENCE_REREADS_LEDGER):
             return False
         state = self._state
         try:
-            notes = await workflow.execute_local_activity(
-                CATCH_UP_ACTIVITY,
+            notes = await workflow.execute_local_activity_method(
+                LoopSteps.catch_up,
                 CatchUp(loop=state.loop, since=state.armed_at),
-                result_type=list[Note],
                 start_to_close_timeout=_STEP,
                 retry_policy=_REREAD_RETRY,
             )
@@ -215,10 +210,9 @@ class Tripwire:
         try:
             # Keyed by loop and trip number: a retry, a replay or a new runner after a crash
             # between the trip and this write stores the event once.
-            await workflow.execute_local_activity(
-                RECORD_TRIP_ACTIVITY,
+            await workflow.execute_local_activity_method(
+                LoopSteps.record_trip,
                 record,
-                result_type=bool,
                 start_to_close_timeout=_STEP,
                 retry_policy=_RETRY,
             )

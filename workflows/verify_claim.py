@@ -1,9 +1,10 @@
 """VerifyClaim: a claim from an agent that acted outside Temporal, read back and settled.
 
-No act: plan (the runner's routing, and the ledger's receipt if this task attempt is settled
-already), read the claim's plan back through the verifier with AgentTask's own reader and
-durability reads, grade, settle through the same settle step. What follows from each answer is
-decided in ``landed.task.claim_grade`` and the grading core.
+No act: plan (the runner's routing, the ledger's receipt if this task attempt is settled
+already, and the operator's contract for the claim's outcome class), read that contract's plan
+back through the verifier with AgentTask's own reader and durability reads, grade, settle
+through the same settle step. A plan the claim brought itself is never read as proof. What
+follows from each answer is decided in ``landed.task.claim_grade`` and the grading core.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ with workflow.unsafe.imports_passed_through():
     from landed.receipts.model import Receipt, attempt_of
     from landed.signing import TrustStore
     from landed.task.assemble import trust_from_pems
+    from landed.task.claim_contracts import ResolvedClaim
     from landed.task.claim_grade import (
+        claim_outcome,
         claim_report,
         claim_spec,
         evidence_receipt,
@@ -25,17 +28,20 @@ with workflow.unsafe.imports_passed_through():
     )
     from landed.task.claims_in import VerifyClaimInput
     from landed.task.decisions import RunFacts, graded_receipt
-    from landed.task.messages import PlanInput, Routing, SettleInput, SettleOutput, VerifyReading
-    from landed.task.names import PLAN_ACTIVITY, SETTLE_ACTIVITY, VERIFY_CLAIM_WORKFLOW
+    from landed.task.messages import PlanInput, Routing, SettleInput, VerifyReading
+    from landed.task.names import VERIFY_CLAIM_WORKFLOW
     from landed.task.readings import ReadScope, independent
+    from landed.task.spec import TaskSpec
+    from landed.task.steps import RunnerSteps
 
 from landed.workflows.agent_task import LANDED_OWNER, LANDED_RUNG, LANDED_VERDICT
 from landed.workflows.claims import SETTLE_RETRY, ledger_policy
 from landed.workflows.durable import Durable
 from landed.workflows.reads import Reader, chain_run_id
 from landed.workflows.state import RunState
+from landed.workflows.versions import SELF_PLAN_PATCH
 
-__all__ = ["VerifyClaim"]
+__all__ = ["SELF_PLAN_PATCH", "VerifyClaim"]
 
 
 @workflow.defn(name=VERIFY_CLAIM_WORKFLOW)
@@ -47,10 +53,15 @@ class VerifyClaim:
         self._inp = inp
         self._spec = claim_spec(inp)
         self._report = claim_report(inp)
-        self._run = RunState(before=[None] * len(self._spec.proof_plan), pre_read=False)
-        self._reader = Reader(self._spec, self._run, self._scope, _cancelled)
-        self._durable = Durable(self._spec, self._run, self._reader, self._hold)
         self._trust: TrustStore | None = None  # a pure function of the recorded routing
+        self._bind(self._spec)
+
+    def _bind(self, spec: TaskSpec) -> None:
+        """Read by ``spec``'s plan: the operator's, once the runner resolved it."""
+        self._spec = spec
+        self._run = RunState(before=[None] * len(spec.proof_plan), pre_read=False)
+        self._reader = Reader(spec, self._run, self._scope, _cancelled)
+        self._durable = Durable(spec, self._run, self._reader, self._hold)
 
     @workflow.run
     async def run(self, inp: VerifyClaimInput) -> Receipt:
@@ -62,8 +73,8 @@ class VerifyClaim:
             # The ledger already holds this attempt (a stream replayed after Temporal forgot
             # the first run): the ledger is the record, and nothing is read twice.
             return self._finish(settled)
+        why = self._judged_by(routing)
         self._run.routing = routing
-        why = no_read_back_reason(inp)
         if why is not None:
             final = evidence_receipt(
                 inp,
@@ -75,10 +86,9 @@ class VerifyClaim:
             )
         else:
             final = await self._read_back(routing)
-        out = await workflow.execute_local_activity(
-            SETTLE_ACTIVITY,
+        out = await workflow.execute_local_activity_method(
+            RunnerSteps.settle,
             SettleInput(receipt=final),
-            result_type=SettleOutput,
             start_to_close_timeout=spec.timeouts.settle,
             retry_policy=SETTLE_RETRY,
         )
@@ -86,8 +96,8 @@ class VerifyClaim:
 
     async def _plan(self) -> Routing:
         retry, one_try = ledger_policy(timedelta(minutes=5))
-        routing: Routing = await workflow.execute_local_activity(
-            PLAN_ACTIVITY,
+        routing: Routing = await workflow.execute_local_activity_method(
+            RunnerSteps.plan,
             # will_act False: a claim never acts, so the plan records no claim in the ledger.
             PlanInput(
                 task_id=self._spec.task_id,
@@ -96,13 +106,30 @@ class VerifyClaim:
                 will_act=False,
                 pre_read=False,
                 steps=0,
+                claim_outcome=claim_outcome(self._inp),
             ),
-            result_type=Routing,
             start_to_close_timeout=one_try,
             schedule_to_close_timeout=timedelta(minutes=5),
             retry_policy=retry,
         )
         return routing
+
+    def _judged_by(self, routing: Routing) -> str | None:
+        """Bind the plan the claim is read back by; why there is none, if so."""
+        inp = self._inp
+        resolved = routing.claim_contract
+        if inp.can_read_back and resolved is not None:
+            if resolved.refused is not None:
+                return resolved.refused
+            self._bind(claim_spec(inp, resolved))
+            return None
+        why = no_read_back_reason(inp)
+        legacy = inp.outcome_class is None and inp.kind != "unknown" and bool(inp.proof_plan)
+        if legacy and not workflow.patched(SELF_PLAN_PATCH):
+            # A history from before: its claim's own plan was read back, and replays so.
+            self._bind(claim_spec(inp, ResolvedClaim(proof_plan=inp.proof_plan)))
+            return None
+        return why or "the runner resolved no contract for it"
 
     async def _read_back(self, routing: Routing) -> Receipt:
         spec, attempt = self._spec, self._inp.attempt
@@ -125,7 +152,22 @@ class VerifyClaim:
             spec, self._report, proofs, facts, settled_at=workflow.now(), trusted=trusted
         )
         assert graded.landed is not None
-        ext = graded.landed.model_copy(update={"claim_kind": self._inp.kind})
+        judged = routing.claim_contract
+        ext = graded.landed.model_copy(
+            update={
+                "claim_kind": self._inp.kind,
+                # What the claim was judged by: the operator's class, its values, the file.
+                **(
+                    {
+                        "outcome_class": self._inp.outcome_class,
+                        "params": dict(self._inp.params),
+                        "claim_contracts_sha256": judged.contracts_sha256,
+                    }
+                    if judged is not None
+                    else {}
+                ),
+            }
+        )
         return graded.model_copy(update={"landed": ext})
 
     def _finish(self, final: Receipt) -> Receipt:

@@ -90,12 +90,16 @@ if TYPE_CHECKING:
     from landed.temporal.client import (
         Client,
         NamespaceNotReady,
+        NotDone,
         RunnerNotAnswering,
         TaskHandle,
         TaskIdReused,
         TaskNotSettled,
         TaskStatus,
+        TemporalUnreachable,
     )
+    from landed.temporal.role_check import TaskRefused
+    from landed.util.leave import run_main
 
 # Public name -> the private module defining it. ``import landed`` stays cheap: no Temporal
 # client, HTTP stack or pydantic model is built until a name is used, which keeps every CLI
@@ -105,10 +109,13 @@ _EXPORTS: dict[str, str] = {
     "ActContext": "landed.task.acts",
     "act": "landed.task.acts",
     "Client": "landed.temporal.client",
+    "NotDone": "landed.temporal.client",
     "RunnerNotAnswering": "landed.temporal.client",
+    "TemporalUnreachable": "landed.temporal.client",
     "TaskHandle": "landed.temporal.client",
     "TaskIdReused": "landed.temporal.client",
     "TaskNotSettled": "landed.temporal.client",
+    "TaskRefused": "landed.temporal.role_check",
     "TaskStatus": "landed.temporal.client",
     "NamespaceNotReady": "landed.temporal.client",
     "AtLeast": "landed.probes.contract",
@@ -189,6 +196,8 @@ _EXPORTS: dict[str, str] = {
     "Verdict": "landed.probes.verdict",
     # --- fleet (GOV-10) ---
     "HarnessUnavailable": "landed.task.harness",
+    # --- scripts ---
+    "run_main": "landed.util.leave",
 }
 
 
@@ -238,6 +247,7 @@ __all__ = [
     "Mismatch",
     "NamespaceNotReady",
     "NonEmpty",
+    "NotDone",
     "NotLanded",
     "Observation",
     "Outcome",
@@ -262,9 +272,11 @@ __all__ = [
     "TaskHandle",
     "TaskIdReused",
     "TaskNotSettled",
+    "TaskRefused",
     "TaskSpec",
     "TaskSpecError",
     "TaskStatus",
+    "TemporalUnreachable",
     "TrustStore",
     "Vacuous",
     "Verdict",
@@ -276,6 +288,7 @@ __all__ = [
     "open_ledger",
     "read_receipts",
     "required_level",
+    "run_main",
     "sign_proof",
     "verify",
     "verify_proof",

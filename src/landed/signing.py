@@ -93,11 +93,12 @@ class KeyPair:
     def sign(self, data: bytes) -> bytes:
         return self.private_key.sign(data)
 
-    def save(self, directory: Path | str) -> tuple[Path, Path]:
-        """Write ``landed-<key_id>.key`` (mode 0600) and ``.pub``; never overwrites a file."""
+    def save(self, directory: Path | str, stem: str | None = None) -> tuple[Path, Path]:
+        """Write ``<stem>.key`` (mode 0600) and ``.pub``, ``landed-<key_id>`` by default;
+        never overwrites a file."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        private = directory / f"landed-{self.key_id}.key"
+        private = directory / f"{stem or f'landed-{self.key_id}'}.key"
         public = private.with_suffix(".pub")
         for path in (private, public):
             if path.exists():
@@ -125,11 +126,23 @@ class KeyPair:
         return cls(key)
 
 
+# A PEM Ed25519 key is about 120 bytes; 64 KiB leaves room for comments and refuses a device
+# or a wrong file (``--trust /dev/zero``) before it is buffered.
+KEY_FILE_MAX_BYTES = 64 * 1024
+
+
 def _read(path: Path | str, what: str) -> bytes:
     try:
-        return Path(path).read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read(KEY_FILE_MAX_BYTES + 1)
     except OSError as exc:
         raise SigningError(f"cannot read the {what} {path}: {exc.strerror or exc}") from exc
+    if len(data) > KEY_FILE_MAX_BYTES:
+        raise SigningError(
+            f"{path} is larger than {KEY_FILE_MAX_BYTES // 1024} KiB, too large for a {what}; "
+            "pass the .pem/.pub file `landed keys new` wrote"
+        )
+    return data
 
 
 def load_public_key(path: Path | str) -> Ed25519PublicKey:

@@ -394,4 +394,6 @@ async def test_the_board_and_check_count_a_reversal(tmp_path: Path) -> None:
     export = landed("receipts", "export", "--ledger", url, cwd=tmp_path)
     (tmp_path / "r.jsonl").write_text(export.stdout)
     checked = landed("check", tmp_path / "r.jsonl", "--json", cwd=tmp_path)
-    assert json.loads(checked.stdout.splitlines()[-1])["scorecard"]["reversed"] == 1, checked
+    card = json.loads(checked.stdout.splitlines()[-1])["scorecard"]
+    # Two tasks, as the board shows: t1's settle row and its reversal are one task, not done.
+    assert (card["reversed"], card["settled"], card["done_claimed"]) == (1, 2, 2), checked

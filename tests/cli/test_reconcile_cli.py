@@ -1,5 +1,6 @@
 """``landed reconcile`` on the real dev server: a followed stream restarted at its committed
-offset verifies no claim twice; the command's JSON, bad-line reports and exit codes."""
+offset verifies no claim twice; the command's JSON, bad-line reports and exit codes; claims by
+outcome class judged by the operator's contracts (``--contracts``, the runner's own file)."""
 
 from __future__ import annotations
 
@@ -25,21 +26,47 @@ def site() -> Any:
     s.stop()
 
 
+CONTRACTS = {
+    "contracts": {
+        "posts.published": {
+            "params": {"slug": "string"},
+            "outcome": "one post {slug} is on the site",
+            "proof_plan": [
+                {
+                    "action": "publish the post",
+                    "probe": {
+                        "kind": "http",
+                        "source": "site",
+                        "url": {"template": "/posts/count?slug={slug}"},
+                    },
+                    "expect": {"type": "count", "value": 1},
+                }
+            ],
+        }
+    }
+}
+
+
 def _claim(task_id: str, slug: str, status: str = "done") -> str:
     return json.dumps(
         {
             "task_id": task_id,
             "claimed_status": status,
             "owner": "outside-agent",
-            "outcome": f"one post {slug} is on the site",
-            "proof_plan": [
-                {
-                    "action": f"publish {slug}",
-                    "probe": {"kind": "http", "source": "site", "url": f"/posts/count?slug={slug}"},
-                    "expect": {"type": "count", "value": 1},
-                }
-            ],
+            "outcome": "posts.published",
+            "params": {"slug": slug},
         }
+    )
+
+
+def _roles(temporal_dev: str, tmp_path: Path, site: Site) -> Any:
+    contracts = tmp_path / "claim-contracts.json"
+    contracts.write_text(json.dumps(CONTRACTS))
+    return run_roles(
+        temporal_dev,
+        tmp_path,
+        sources={"site": {"url": site.url}},
+        runner={"claim_contracts": contracts},
     )
 
 
@@ -64,7 +91,7 @@ async def test_a_restarted_follow_resumes_at_its_offset_and_verifies_nothing_twi
         site.posts.append({"slug": slug})
     stream, state = tmp_path / "claims.jsonl", tmp_path / "claims.state"
     stream.write_text(_claim("f-1", "f1") + "\n" + _claim("f-2", "f2") + "\n")
-    async with run_roles(temporal_dev, tmp_path, sources={"site": {"url": site.url}}) as roles:
+    async with _roles(temporal_dev, tmp_path, site) as roles:
         _, first = await _follow(roles, stream, state)
         after_two = load_offset(state)
         with open(stream, "a") as f:
@@ -97,7 +124,7 @@ async def test_a_stream_truncated_and_rotated_while_followed_loses_and_repeats_n
     stream, state = tmp_path / "claims.jsonl", tmp_path / "claims.state"
     stream.write_text(_claim("t-1", "t1") + "\n" + _claim("t-2", "t2") + "\n")
     events: list[dict[str, Any]] = []
-    async with run_roles(temporal_dev, tmp_path, sources={"site": {"url": site.url}}) as roles:
+    async with _roles(temporal_dev, tmp_path, site) as roles:
         # Idle counts only once every claim in flight has settled.
         tail = Tail(stream, max_line=4096, follow=True, poll=0.05, idle=3.0)
         run = asyncio.create_task(
@@ -157,7 +184,7 @@ async def test_the_command_prints_each_settled_receipt_and_names_bad_lines(
     site.posts.append({"slug": "c1"})
     stream = tmp_path / "claims.jsonl"
     stream.write_text(_claim("cli-1", "c1") + "\n{broken\n" + _claim("cli-lie", "nope") + "\n")
-    async with run_roles(temporal_dev, tmp_path, sources={"site": {"url": site.url}}) as roles:
+    async with _roles(temporal_dev, tmp_path, site) as roles:
         where = ["--address", temporal_dev, "--task-queue", roles.queues["runner"]]
         code, out, err = await _landed(None, str(stream), "--json", *where)
         piped = await _landed(stream.read_bytes(), "-", *where)
@@ -167,6 +194,15 @@ async def test_the_command_prints_each_settled_receipt_and_names_bad_lines(
         only_bad = tmp_path / "bad.jsonl"
         only_bad.write_text('{"claimed_status": "done"}\n')
         bad = await _landed(None, str(only_bad), *where)
+        junk = tmp_path / "junk.jsonl"
+        junk.write_text("not json\n" * 500)
+        flood = await _landed(None, str(junk), "--json", *where)
+        # --contracts: the runner's own file; a class it cannot judge is a bad line, named.
+        judged = tmp_path / "judged.jsonl"
+        unknown = json.dumps({"task_id": "cli-x", "outcome": "posts.gone", "params": {"s": "a"}})
+        judged.write_text(_claim("cli-2", "c1") + "\n" + unknown + "\n")
+        own = str(tmp_path / "claim-contracts.json")
+        checked = await _landed(None, str(judged), "--json", "--contracts", own, *where)
     events = [json.loads(line) for line in out.splitlines()]
     settled = {e["task_id"]: e for e in events if e["event"] == "settled"}
     assert settled["cli-1"]["receipt"]["verdict"] == "verified"
@@ -181,3 +217,18 @@ async def test_the_command_prints_each_settled_receipt_and_names_bad_lines(
     assert piped[0] == 1 and "(already reconciled)" in piped[1]
     assert only_good[0] == 0, only_good
     assert bad[0] == 3 and "line 1" in bad[2] and "task_id" in bad[2]
+    # 500 bad lines: the first 20 are named, the rest only counted.
+    flood_events = [json.loads(line) for line in flood[1].splitlines()]
+    assert len([e for e in flood_events if e["event"] == "invalid"]) == 20
+    assert flood_events[-1]["invalid"] == 500 and flood[2].count("not valid JSON") == 20
+    assert "counted in the summary" in flood[2]
+    checked_events = [json.loads(line) for line in checked[1].splitlines()]
+    (ok,) = [e for e in checked_events if e["event"] == "settled"]
+    assert ok["verdict"] == "verified"
+    assert ok["receipt"]["landed"]["claim_contracts_sha256"] is not None
+    (named,) = [e for e in checked_events if e["event"] == "invalid"]
+    assert (
+        named["line"] == 2
+        and "'posts.gone' is not in the operator's claim contracts" in (named["message"])
+    )
+    assert checked[0] == 3  # every claim started settled verified; one line was bad

@@ -67,3 +67,44 @@ def test_every_panel_query_is_valid_promql(tmp_path: Path) -> None:
             prom.query(substitute(expr, {"owner": "agent-a"}))  # raises on a PromQL error
         with pytest.raises(ValueError, match="parse error"):
             prom.query("sum by (owner (landed_done_claimed_total)")
+
+
+def _panels(name: str) -> dict[str, dict[str, object]]:
+    board = json.loads((ROOT / "dashboards" / name).read_text())
+    return {p["title"]: p for p in board["panels"] if p["type"] != "row"}
+
+
+def test_panels_empty_on_a_default_setup_say_why_naming_the_setting() -> None:
+    fleet = _panels("landed-fleet.json")
+    cost = fleet["Cost per verified task"]["fieldConfig"]["defaults"]["noValue"]  # type: ignore[index]
+    queue = fleet["Verifier queue"]["fieldConfig"]["defaults"]["noValue"]  # type: ignore[index]
+    assert "LANDED_RUNNER_VERIFY_USD_PER_SECOND" in cost
+    assert "LANDED_VERIFIER_METRICS_PORT" in queue
+    owner = _panels("landed-owner.json")["Cost per verified task"]
+    assert owner["fieldConfig"]["defaults"]["noValue"] == cost  # type: ignore[index]
+
+
+def test_the_slo_dashboard_shows_objective_budget_and_burn_per_owner() -> None:
+    slo = _panels("landed-slo.json")
+    exprs = {t["expr"] for p in slo.values() for t in p["targets"]}  # type: ignore[attr-defined]
+    for record in ("slo_objective", "slo_budget_remaining", "slo_burn_rate:rate1h"):
+        assert any(record in e and 'slo="proof-rate"' in e for e in exprs), record
+    burn = slo["Burn rate per owner (1h and 6h)"]["targets"]
+    assert all("{{owner}}" in t["legendFormat"] for t in burn)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("name", "title"),
+    [
+        ("landed-slo.json", "Task duration (p95) with exemplars"),
+        ("landed-fleet.json", "Probe latency (p95)"),
+    ],
+)
+def test_exemplars_link_to_the_trace_and_the_tasks_web_ui_page(name: str, title: str) -> None:
+    panel = _panels(name)[title]
+    assert all(t["exemplar"] for t in panel["targets"])  # type: ignore[attr-defined]
+    urls = [link["url"] for link in panel["fieldConfig"]["defaults"]["links"]]  # type: ignore[index]
+    assert urls == [
+        "${trace_url}${__data.fields.trace_id}",
+        "${temporal_ui}/workflows/${__data.fields.task_id}",
+    ]

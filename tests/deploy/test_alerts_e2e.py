@@ -31,7 +31,10 @@ pytestmark = [
 ]
 
 RULES = ROOT / "deploy" / "prometheus" / "landed-rules.yml"
-ALERT = "LandedProofRateLow"
+# The 6x burn of the proof-rate SLO: with every window at 20 s, its 30% error ratio is what a
+# few failing tasks among a few landing ones reach (14.4x would need 72% in a window).
+ALERT = "LandedProofRateBurn6h"
+MIN_EVENTS = 3  # of the shipped 10: this test settles a handful of tasks per window
 # Bounds on a loaded 2-core machine: scrape and evaluation every 1 s, for: 2 s, windows 20 s.
 FIRE_WITHIN_S = 90.0
 RESOLVE_WITHIN_S = 150.0
@@ -71,6 +74,7 @@ async def fleet(temporal_dev: str, tmp_path: Path) -> AsyncIterator[Fleet]:
         return rows_task(name, db, expect=3, batch=f"s{tag}{n}", write=1)
 
     rules = fast_rules(RULES, tmp_path / "fast-rules.yml")
+    rules.write_text(rules.read_text().replace(">= 10", f">= {MIN_EVENTS}"))
     async with AsyncExitStack() as stack:
         # The runner as `landed dev` runs it (shared sandbox, cached workflows): this test is
         # about what Prometheus sees, and on a loaded machine a replay of every workflow task
@@ -153,11 +157,11 @@ async def test_the_proof_rate_alert_fires_and_resolves_through_alertmanager(
                 timeout=RESOLVE_WITHIN_S,
                 every=0.2,
             )
-            # Resolved because proofs came back over the floor, not because the window emptied
-            # (an empty window records nothing: None here).
+            # Resolved because proofs came back under the burn (an error ratio of 30% at most),
+            # not because the window emptied (an empty window records nothing: None here).
             resolved_after = time.monotonic() - recovering
             back = await f.value(f.alerting, proof_rate)
-            assert back is not None and back >= 0.9
+            assert back is not None and back >= 0.7
         finally:
             recovered.set()
             await recovery

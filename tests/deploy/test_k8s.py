@@ -22,6 +22,7 @@ from helpers.k8s import (
     docs,
     render,
     separation_problems,
+    temporal_credential_problems,
     tool,
     workloads,
 )
@@ -63,6 +64,46 @@ def test_each_role_reads_only_its_own_secrets(overlay: str) -> None:
     assert {role for role, _ in workloads(objs)} == {"actor", "verifier", "runner", "exporter"}
     assert separation_problems(objs) == []
     assert actor_egress_problems(objs) == []
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_each_role_connects_to_temporal_with_a_credential_of_its_own(overlay: str) -> None:
+    # On Temporal the credential is the identity: a role holding another's certificate or API
+    # key can poll that role's queue and complete its activities.
+    assert temporal_credential_problems(docs(rendered(overlay))) == []
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_temporal_credential_check_sees_a_shared_or_borrowed_secret(overlay: str) -> None:
+    objs = docs(rendered(overlay))
+    for borrowed in ("verifier", "runner"):
+        leaky = copy.deepcopy(objs)
+        actor = _find(leaky, "Deployment", "landed-actor")["spec"]["template"]["spec"]
+        theirs = _find(leaky, "Deployment", f"landed-{borrowed}")["spec"]["template"]["spec"]
+        # The actor's pod takes the other role's Temporal wiring whole (env and volumes).
+        actor["volumes"] = theirs.get("volumes", [])
+        actor["containers"][0]["env"] = theirs["containers"][0]["env"]
+        actor["containers"][0]["volumeMounts"] = theirs["containers"][0]["volumeMounts"]
+        found = temporal_credential_problems(leaky)
+        name = f"landed-{borrowed}-temporal"
+        assert f"actor connects to Temporal with Secret {name} of the {borrowed}" in found, found
+        assert f"actor, {borrowed} share the Temporal credential {name}" in found, found
+    # One key for all, in the ConfigMap every role reads.
+    leaky = copy.deepcopy(objs)
+    _find(leaky, "ConfigMap", "landed-temporal")["data"]["TEMPORAL_API_KEY"] = "k"
+    found = temporal_credential_problems(leaky)
+    assert "runner reads TEMPORAL_API_KEY from ConfigMap landed-temporal" in found, found
+    # The actor without its own: no labelled Secret, no key, no certificate volume.
+    leaky = copy.deepcopy(objs)
+    _find(leaky, "Secret", "landed-actor-temporal")["metadata"]["labels"].clear()
+    pod = _find(leaky, "Deployment", "landed-actor")["spec"]["template"]["spec"]
+    mine = "landed-actor-temporal"
+    pod["volumes"] = [v for v in pod["volumes"] if v.get("secret", {}).get("secretName") != mine]
+    pod["containers"][0]["env"] = [
+        e for e in pod["containers"][0]["env"] if e["name"] != "TEMPORAL_API_KEY"
+    ]
+    found = temporal_credential_problems(leaky)
+    assert found == ["actor connects to Temporal with no credential Secret of its own"], found
 
 
 def _find(objs: list[Doc], kind: str, name: str) -> Doc:

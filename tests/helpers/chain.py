@@ -18,8 +18,10 @@ import psycopg
 from psycopg import sql
 
 from landed.ledger.audit import ChainReport, audit
-from landed.ledger.chain import HeadSigner, link
+from landed.ledger.base import canonical_json
+from landed.ledger.chain import HeadSigner
 from landed.ledger.factory import open_ledger
+from landed.ledger.links import PG_TIME_SQL, link_v2
 from landed.ledger.sqlite_schema import MIGRATIONS
 from landed.receipts.model import LandedExtension, Receipt
 from landed.signing import KeyPair
@@ -76,13 +78,80 @@ class Owner:
     def sequences(self) -> list[int]:
         return [int(r[0]) for r in self.run("SELECT sequence FROM {t} ORDER BY sequence")]
 
+    def fields(self, sequence: int) -> tuple[Any, ...]:
+        """The columns a receipt's v2 link covers, as the backend stores them."""
+        settled = "settled_at" if self.path is not None else PG_TIME_SQL.format("settled_at")
+        return self.run(
+            "SELECT sequence, task_id, attempt, stage, verdict, owner, "
+            + settled
+            + ", body_sha256 FROM {t} WHERE sequence = %s",
+            sequence,
+        )[0]
+
+    def link(self, pos: int, sequence: int, prev: str) -> str:
+        """The link a forger who knows the chain computes for row ``sequence`` at ``pos``."""
+        return link_v2("receipts", pos, self.fields(sequence), prev)
+
     def relink_from(self, sequence: int) -> None:
         """What an owner without the runner's key can do: recompute every link from a row on."""
         prev = self.row(sequence - 1)[1] if sequence > 1 else "0" * 64
         for seq in [s for s in self.sequences() if s >= sequence]:
-            pos, _, sha, _ = self.row(seq)
-            prev = link(int(pos), seq, str(sha), prev)
+            pos = int(self.row(seq)[0])
+            prev = self.link(pos, seq, prev)
             self.run("UPDATE {t} SET chain_link = %s WHERE sequence = %s", prev, seq)
+
+
+#: Statements that take a PostgreSQL ledger back from schema 8 (the loop index) to schema 7.
+PG_UNDO_LOOP_INDEX = (
+    "DROP INDEX {s}.landed_receipts_loop",
+    "DROP FUNCTION {s}.landed_loop_of(text)",
+    "DELETE FROM {s}.landed_schema_version WHERE version = 8",
+)
+
+#: Statements that take a PostgreSQL ledger back from schema 8 to schema 6 (before links v2).
+PG_UNDO_V2 = (
+    *PG_UNDO_LOOP_INDEX,
+    "ALTER TABLE {s}.landed_claims DROP COLUMN chain_pos, DROP COLUMN chain_link",
+    "ALTER TABLE {s}.landed_events DROP COLUMN chain_pos, DROP COLUMN chain_link",
+    "ALTER TABLE {s}.landed_chain_heads DROP COLUMN detail",
+    "ALTER TABLE {s}.landed_chain_heads DROP CONSTRAINT landed_chain_heads_pkey",
+    "ALTER TABLE {s}.landed_chain_heads ADD PRIMARY KEY (key_id, chain_pos)",
+    "DELETE FROM {s}.landed_schema_version WHERE version = 7",
+)
+
+
+def forge(owner: Owner, task_id: str) -> int:
+    """A forger who knows the chain: one plain INSERT (no trigger dropped, nothing updated) of a
+    receipt whose v2 link is computed correctly onto the last row. Returns its sequence."""
+    pos, _, last = owner.run(
+        "SELECT chain_pos, sequence, chain_link FROM {t} ORDER BY sequence DESC LIMIT 1"
+    )[0]
+    if owner.path is not None:
+        seq = int(owner.run("SELECT max(sequence) FROM {t}")[0][0]) + 1
+    else:
+        seq = int(
+            owner.run("SELECT nextval(pg_get_serial_sequence(%s, 'sequence'))", _t(owner))[0][0]
+        )
+    text, sha = body_of(canonical_json(receipt(task_id)).decode())
+    fields = (seq, task_id, 1, "settle", "verified", "mallory", None, sha)
+    forged = link_v2("receipts", int(pos) + 1, fields, str(last))
+    overriding = " OVERRIDING SYSTEM VALUE" if owner.dsn else ""
+    owner.run(
+        "INSERT INTO {t} (sequence, task_id, attempt, stage, verdict, owner, body_sha256, body,"
+        " chain_pos, chain_link)" + overriding + " VALUES (%s, %s, 1, 'settle', 'verified',"
+        " 'mallory', %s, %s, %s, %s)",
+        seq,
+        task_id,
+        sha,
+        text,
+        int(pos) + 1,
+        forged,
+    )
+    return seq
+
+
+def _t(owner: Owner) -> str:
+    return f"{owner.schema}.landed_receipts"
 
 
 def body_of(text: str) -> tuple[str, str]:
@@ -96,10 +165,15 @@ async def seed(url: str, key: KeyPair, n: int = 6, every: int = 3) -> None:
             await ledger.append(receipt(f"chain-{i}"))
 
 
-async def verify(url: str, key: KeyPair | None, max_unsigned: int | None = None) -> ChainReport:
+async def verify(
+    url: str,
+    key: KeyPair | None,
+    max_unsigned: int | None = None,
+    foreign_after: float | None = None,
+) -> ChainReport:
     async with await open_ledger(url, create=False) as ledger:
         trust = {key.key_id: key.public_key} if key is not None else None
-        return await audit(ledger, trust, max_unsigned)
+        return await audit(ledger, trust, max_unsigned, foreign_after)
 
 
 @contextmanager

@@ -35,3 +35,46 @@ async def write_then_hang(spec: dict[str, Any], ctx: landed.ActContext) -> lande
     _log(ctx, "wrote")
     await asyncio.sleep(3600)
     return landed.ActReport(claimed_status="done", report="unreachable")
+
+
+@landed.act("test.approve_other")
+async def approve_other(spec: dict[str, Any], ctx: landed.ActContext) -> landed.ActReport:
+    """The adversary: act code in the actor process that uses a Temporal connection of its own
+    to approve a held task as "dana" (unsigned, or with a signature it forged), and reports
+    what Temporal answered."""
+    from datetime import UTC, datetime
+
+    from temporalio.client import WorkflowUpdateFailedError
+
+    from landed.signing import KeyPair
+    from landed.task.approval_sig import sign_decision
+    from landed.task.gates import Approve, GateView
+    from landed.temporal.plugin import connect
+
+    client = await connect(identity=spec["identity"], address=spec["address"])
+    handle = client.get_workflow_handle(spec["target"])
+    signed = None
+    if spec["mode"] == "forged":
+        # Its own key, signing exactly what a real approver would, and claiming dana's key id.
+        mine = KeyPair.generate()
+        desc = await handle.describe()
+        honest = sign_decision(
+            mine,
+            task_id=spec["target"],
+            run_id=desc.run_id,
+            spec_sha256=spec["digest"],
+            decision="approve",
+            by="dana",
+            at=datetime.now(UTC),
+            note=None,
+        )
+        signed = honest.model_copy(update={"key_id": spec["dana_key_id"]})
+    try:
+        await handle.execute_update(
+            "approve", Approve(by="dana", signed=signed), result_type=GateView
+        )
+    except WorkflowUpdateFailedError as err:
+        answer = f"refused: {getattr(err.cause, 'message', err.cause)}"
+    else:
+        answer = "accepted"
+    return landed.ActReport(claimed_status="done", report=answer)

@@ -15,8 +15,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
 OVERLAYS = ("dev", "self-hosted", "temporal-cloud")
-# Secrets every worker role may mount: its connection to Temporal, no source, key or ledger.
-SHARED_SECRETS = frozenset({"landed-temporal-mtls", "landed-temporal-cloud"})
+# Temporal's environment configuration: the settings that carry a client's credential, and those
+# that point at one in a file. On Temporal the credential is the identity.
+_TEMPORAL_CREDENTIAL_ENV = frozenset(
+    {"TEMPORAL_API_KEY", "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_DATA"}
+)
+_TEMPORAL_CREDENTIAL_PATHS = ("TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH")
+# The label a Temporal credential Secret carries (beside landed.dev/role, its one owner).
+CREDENTIAL_LABEL = ("landed.dev/credential", "temporal")
 
 Doc = dict[str, Any]
 
@@ -112,7 +118,7 @@ def separation_problems(objs: list[Doc]) -> list[str]:
     }
     problems: list[str] = []
     for role, pod in workloads(objs):
-        for name in sorted(secret_refs(pod) - SHARED_SECRETS):
+        for name in sorted(secret_refs(pod)):
             if name not in owners:
                 problems.append(f"{role} reads Secret {name}, which no manifest defines")
             elif owners[name] != role:
@@ -154,4 +160,111 @@ def actor_egress_problems(objs: list[Doc]) -> list[str]:
                 labels = peer.get("podSelector", {}).get("matchLabels", {})
                 if "ipBlock" in peer or any(k in labels for k in forbidden):
                     problems.append(f"{pol['metadata']['name']}: actor egress to {peer}")
+    return problems
+
+
+def _stores(objs: list[Doc]) -> dict[tuple[str, str], Doc]:
+    return {
+        (o["kind"], o["metadata"]["name"]): o for o in objs if o["kind"] in ("Secret", "ConfigMap")
+    }
+
+
+def _env_values(c: Doc, objs: list[Doc]) -> dict[str, str]:
+    """A container's environment as far as the manifests say it: envFrom expanded, then env."""
+    stores = _stores(objs)
+    values: dict[str, str] = {}
+    for src in c.get("envFrom", []):
+        kind, ref = (
+            ("Secret", src["secretRef"])
+            if "secretRef" in src
+            else ("ConfigMap", src["configMapRef"])
+        )
+        found = stores.get((kind, ref["name"]), {})
+        values.update({**found.get("data", {}), **found.get("stringData", {})})
+    values.update({e["name"]: e.get("value", "") for e in c.get("env", [])})
+    return values
+
+
+def temporal_credentials(pod: Doc, objs: list[Doc]) -> set[str]:
+    """The Secrets a pod's containers connect to Temporal with, found by what they feed, not by
+    their names: TEMPORAL_API_KEY or a client certificate's data from a Secret, a Secret whose
+    keys are such settings, a Secret volume mounted where TEMPORAL_TLS_CLIENT_*_PATH points, and
+    any Secret labelled as a Temporal credential."""
+    stores = _stores(objs)
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+
+    def labelled(name: str) -> bool:
+        labels = stores.get(("Secret", name), {}).get("metadata", {}).get("labels", {})
+        return labels.get(CREDENTIAL_LABEL[0]) == CREDENTIAL_LABEL[1]
+
+    def in_volume(vol: Doc) -> set[str]:
+        names = {vol["secret"]["secretName"]} if "secret" in vol else set()
+        sources = vol.get("projected", {}).get("sources", [])
+        return names | {s["secret"]["name"] for s in sources if "secret" in s}
+
+    found = {name for name in secret_refs(pod) if labelled(name)}
+    for c in containers(pod):
+        for env in c.get("env", []):
+            ref = env.get("valueFrom", {}).get("secretKeyRef")
+            if ref and env["name"] in _TEMPORAL_CREDENTIAL_ENV:
+                found.add(ref["name"])
+        for src in c.get("envFrom", []):
+            name = src.get("secretRef", {}).get("name")
+            data = stores.get(("Secret", name or ""), {})
+            keys = set(data.get("data", {})) | set(data.get("stringData", {}))
+            if keys & _TEMPORAL_CREDENTIAL_ENV:
+                found.add(str(name))
+        values = _env_values(c, objs)
+        paths = [values[p] for p in _TEMPORAL_CREDENTIAL_PATHS if values.get(p)]
+        for mount in c.get("volumeMounts", []):
+            under = mount["mountPath"].rstrip("/") + "/"
+            if any(p.startswith(under) for p in paths):
+                found |= in_volume(volumes.get(mount["name"], {}))
+    return found
+
+
+def _credentials_in_the_open(pod: Doc, objs: list[Doc]) -> list[str]:
+    """A Temporal credential written in a ConfigMap every role reads, or in the manifest."""
+    stores = _stores(objs)
+    found: list[str] = []
+    for c in containers(pod):
+        for src in c.get("envFrom", []):
+            name = src.get("configMapRef", {}).get("name")
+            keys = set(stores.get(("ConfigMap", name or ""), {}).get("data", {}))
+            found += [
+                f"reads {k} from ConfigMap {name}" for k in sorted(keys & _TEMPORAL_CREDENTIAL_ENV)
+            ]
+        found += [
+            f"has {e['name']} written in its manifest"
+            for e in c.get("env", [])
+            if e["name"] in _TEMPORAL_CREDENTIAL_ENV and "value" in e
+        ]
+    return found
+
+
+def temporal_credential_problems(objs: list[Doc]) -> list[str]:
+    """Where a role that connects to Temporal has no credential Secret of its own, connects with
+    another role's, or shares one with another role. Empty when each has its own."""
+    owners = {
+        o["metadata"]["name"]: o["metadata"].get("labels", {}).get("landed.dev/role")
+        for o in objs
+        if o["kind"] == "Secret"
+    }
+    users: dict[str, list[str]] = {}
+    problems: list[str] = []
+    for role, pod in workloads(objs):
+        creds = temporal_credentials(pod, objs)
+        connects = any("TEMPORAL_ADDRESS" in _env_values(c, objs) for c in containers(pod))
+        problems.extend(f"{role} {where}" for where in _credentials_in_the_open(pod, objs))
+        if connects and not creds:
+            problems.append(f"{role} connects to Temporal with no credential Secret of its own")
+        for name in sorted(creds):
+            users.setdefault(name, []).append(role)
+            owner = owners.get(name)
+            if owner != role:
+                whose = f"of the {owner}" if owner else "that no manifest gives a role"
+                problems.append(f"{role} connects to Temporal with Secret {name} {whose}")
+    for name, roles in sorted(users.items()):
+        if len(roles) > 1:
+            problems.append(f"{', '.join(sorted(roles))} share the Temporal credential {name}")
     return problems

@@ -27,10 +27,11 @@ _MAX_BODY = 8 * 1024 * 1024
 
 @contextmanager
 def in_memory_tracing() -> Iterator[InMemorySpanExporter]:
-    """landed's tracing on for the block, every span ended kept in memory."""
+    """landed's tracing on for the block, every span ended kept in memory as it would be
+    exported (through the redaction landed's own exporter sits behind)."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider.add_span_processor(tracing.redacting(SimpleSpanProcessor(exporter)))
     tracing.install(provider)
     try:
         yield exporter

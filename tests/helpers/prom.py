@@ -100,9 +100,11 @@ def prometheus(
     rule_files: Sequence[Path] = (),
     alertmanager_url: str | None = None,
     interval: str = "1s",
+    exemplars: bool = False,
 ) -> Iterator[Prometheus]:
     """Prometheus scraping ``scrape`` (host:port targets, job ``landed``) every ``interval``,
-    evaluating ``rule_files`` as often, sending alerts to ``alertmanager_url``."""
+    evaluating ``rule_files`` as often, sending alerts to ``alertmanager_url``; ``exemplars``
+    turns on its exemplar storage (scrapes then read OpenMetrics exemplars)."""
     home = tmp_path / f"prometheus-{free_port()}"
     home.mkdir()
     config: dict[str, Any] = {
@@ -121,6 +123,7 @@ def prometheus(
             f"--config.file={home / 'prometheus.yml'}",
             f"--storage.tsdb.path={home / 'data'}",
             f"--web.listen-address=127.0.0.1:{port}",
+            *(["--enable-feature=exemplar-storage"] if exemplars else []),
         ],
         port,
         home / "prometheus.log",

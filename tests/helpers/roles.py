@@ -72,6 +72,7 @@ async def run_roles(
     metrics: bool = False,
     versioning: Mapping[str, str] | None = None,
     tag: str | None = None,
+    check_roles: bool = True,
 ) -> AsyncIterator[Roles]:
     """``identities`` overrides role identities (e.g. an actor sharing the verifier's);
     ``runner`` adds runner settings (the operator's, e.g. task_may_skip_pre_read);
@@ -81,7 +82,8 @@ async def run_roles(
     unversioned: every test has fresh task queues on the session's one server and runs one
     build, so pinning has nothing to keep apart (the versioning tests ask for it).
     ``tag``: the same tag gives the same queues, identities, keys and ledger (a second build
-    of the same stack)."""
+    of the same stack). ``check_roles=False``: the client starts tasks without asking the
+    roles first (a test of a role that is meant to be missing)."""
     tag = tag or uuid.uuid4().hex[:10]
     queues = {r: f"{r}-{tag}" for r in ("actor", "verifier", "runner")}
     identities = {r: f"{r}@test-{tag}" for r in queues} | {
@@ -154,7 +156,7 @@ async def run_roles(
                 page.polling()
         temporal = await connect(identity=f"client@test-{tag}", address=address)
         yield Roles(
-            client=landed.Client(temporal, task_queue=queues["runner"]),
+            client=landed.Client(temporal, task_queue=queues["runner"], check_roles=check_roles),
             temporal=temporal,
             ledger_url=ledger_url,
             public_key=public,
@@ -186,4 +188,6 @@ def rows_roles(
         sources={"rows-db": {"url": f"sqlite:///{db}"}} if verifier else None,
         runner=runner or None,
         metrics=metrics,
+        # No verifier: the client's role check would refuse every task before it starts.
+        check_roles=verifier,
     )

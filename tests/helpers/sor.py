@@ -16,7 +16,10 @@ __all__ = ["Site", "act_runs", "make_rows_db", "publish_task", "row_count", "row
 
 
 def make_rows_db(path: Path, preexisting: int = 0, batch: str = "b") -> Path:
-    """A SQLite file with a ``rows`` table (no unique key: a duplicate write stays visible)."""
+    """A SQLite file with a ``rows`` table (no unique key: a duplicate write stays visible);
+    its directory is made if missing (under `landed dev`, a database the actor writes lives in
+    a directory of its own, apart from the dev home's keys and ledger)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(path) as conn:
         conn.execute("pragma journal_mode=wal")
         conn.execute("create table if not exists rows (batch text not null, seq integer, key text)")

@@ -19,6 +19,7 @@ from landed.ledger.chain import (
     link,
     stop_signing,
 )
+from landed.ledger.links import link_v2
 from landed.signing import KeyPair
 
 
@@ -34,12 +35,14 @@ def test_the_link_binds_position_sequence_body_hash_and_previous_link() -> None:
 
 
 def rows(n: int) -> list[ChainRow]:
-    out, head = [], ChainHead()
-    for seq in range(1, n + 1):
-        body = f'{{"task_id":"t{seq}"}}'.encode()
-        head = head.next(seq * 2, hashlib.sha256(body).hexdigest())  # sequences may have gaps
+    """Receipt rows as the walk reads them, linked with v2 links; sequences may have gaps."""
+    out, prev = [], GENESIS
+    for pos in range(1, n + 1):
+        body = f'{{"task_id":"t{pos}"}}'.encode()
         sha = hashlib.sha256(body).hexdigest()
-        out.append(ChainRow(head.sequence, head.pos, head.link, sha, sha))
+        fields = (pos * 2, f"t{pos}", 1, "settle", "verified", None, None, sha)
+        prev = link_v2("receipts", pos, fields, prev)
+        out.append((pos * 2, pos, prev, sha, sha, None, *fields))
     return out
 
 
@@ -47,8 +50,8 @@ def test_two_rows_moved_whole_are_two_findings_not_a_cascade() -> None:
     chain = rows(6)
     a, b = chain[1], chain[2]
     # The rows' contents (chain columns too) trade places; their sequences stay.
-    chain[1] = b._replace(sequence=a.sequence)
-    chain[2] = a._replace(sequence=b.sequence)
+    chain[1] = (a[0], *b[1:])
+    chain[2] = (b[0], *a[1:])
     walk = ChainWalk([], None)
     walk.feed(chain)
     report = walk.finish()

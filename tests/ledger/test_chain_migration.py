@@ -9,9 +9,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from helpers.chain import pg_ledger, receipt, seed, sqlite_at_schema, verify
+from helpers.chain import PG_UNDO_LOOP_INDEX, pg_ledger, receipt, seed, sqlite_at_schema, verify
 from psycopg import sql
 
+from landed.cli.ledger_trust import rechained_note
 from landed.ledger.base import LedgerError, canonical_json
 from landed.ledger.factory import open_ledger
 from landed.signing import KeyPair
@@ -38,6 +39,7 @@ async def test_a_schema_5_sqlite_ledger_is_chained_on_upgrade(tmp_path: Path) ->
     report = await verify(url, key)
     assert not report.tampered, report.findings
     assert (report.rows, report.migrated_upto, report.last_signed_pos) == (6, 3, 6)
+    assert report.rechained == {"receipts": 3, "claims": 0, "events": 0}
     db = sqlite3.connect(path)
     with pytest.raises(sqlite3.IntegrityError, match="append-only: UPDATE"):
         db.execute("UPDATE landed_receipts SET verdict = 'failed'")
@@ -55,6 +57,9 @@ async def test_a_schema_3_postgres_ledger_is_chained_on_upgrade(postgres_dsn: st
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             # The ledger as schema 3 left it: no chain columns, no heads, rows appended.
             for statement in (
+                *PG_UNDO_LOOP_INDEX,
+                "ALTER TABLE {s}.landed_claims DROP COLUMN chain_pos, DROP COLUMN chain_link",
+                "DELETE FROM {s}.landed_schema_version WHERE version = 7",  # links v2
                 "ALTER TABLE {s}.landed_claims DROP COLUMN owner, DROP COLUMN loop",  # schema 6
                 "DELETE FROM {s}.landed_schema_version WHERE version = 6",
                 "DROP TABLE {s}.landed_events",  # schema 5 (events), made again on upgrade
@@ -77,6 +82,7 @@ async def test_a_schema_3_postgres_ledger_is_chained_on_upgrade(postgres_dsn: st
         report = await verify(owner.url, key)
         assert not report.tampered, report.findings
         assert (report.rows, report.migrated_upto, report.last_signed_pos) == (6, 3, 6)
+        assert report.rechained == {"receipts": 3, "claims": 0, "events": 0}
         with (
             psycopg.connect(postgres_dsn, autocommit=True) as conn,
             pytest.raises(psycopg.errors.RaiseException, match="append-only: UPDATE"),
@@ -84,3 +90,42 @@ async def test_a_schema_3_postgres_ledger_is_chained_on_upgrade(postgres_dsn: st
             conn.execute(
                 sql.SQL("UPDATE {s}.landed_receipts SET verdict = 'failed'").format(**names)
             )
+
+
+async def test_a_schema_9_sqlite_ledger_is_re_chained_with_v2_links_and_says_so(
+    tmp_path: Path,
+) -> None:
+    path, key = tmp_path / "v9.db", KeyPair.generate()
+    sqlite_at_schema(path, 9)
+    with sqlite3.connect(path) as db:
+        db.executemany(
+            "INSERT INTO landed_receipts (task_id, attempt, body_sha256, body) VALUES (?, 1, ?, ?)",
+            _old_rows(3),
+        )
+        db.execute(
+            "INSERT INTO landed_claims (task_id, run_id, attempt, spec_sha256, claimed_at)"
+            " VALUES ('old-0', 'run-0', 1, 'd', '2026-12-01T00:00:00+00:00')"
+        )
+        db.execute(
+            "INSERT INTO landed_events (event_key, kind, at, body)"
+            " VALUES ('k', 'trip', '2026-12-01T00:00:00+00:00', '{}')"
+        )
+    db.close()
+    url = f"sqlite:///{path}"
+    with pytest.raises(LedgerError, match=r"before the hash chain.*landed ledger init"):
+        await verify(url, key)
+    async with await open_ledger(url) as ledger:  # what `landed ledger init` does
+        note = await rechained_note(ledger)
+    assert note.startswith("migration-v2: receipts 1-3, claims 1-1, events 1-1 re-chained")
+    await seed(url, key, n=2)
+    report = await verify(url, key, max_unsigned=0, foreign_after=0)
+    assert not report.tampered, report.all_findings()
+    assert report.rechained == {"receipts": 3, "claims": 1, "events": 1}
+    # The re-chained rows are covered from the upgrade on: an edit of one is reported.
+    db = sqlite3.connect(path)
+    db.execute("DROP TRIGGER landed_claims_no_update")
+    db.execute("UPDATE landed_claims SET attempt = 2")
+    db.commit()
+    db.close()
+    found = [(f.kind, f.chain) for f in (await verify(url, key)).all_findings()]
+    assert found == [("link_broken", "claims")]

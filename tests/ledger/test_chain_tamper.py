@@ -4,28 +4,17 @@ inserted, edited, swapped or relinked row is reported by its sequence."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.chain import Owner, body_of, pg_ledger, receipt, seed, verify
+from helpers.chain import Owner, body_of, receipt, seed, verify
 
-from landed.ledger.chain import HeadSigner, link
+from landed.ledger.chain import HeadSigner
 from landed.ledger.factory import open_ledger
 from landed.signing import KeyPair
 
 
 # PostgreSQL setups (a schema, a role, a pool) take longer than the suite's fast budget.
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
-def owner(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Owner]:
-    if request.param == "sqlite":
-        path = tmp_path / "ledger.db"
-        yield Owner(f"sqlite:///{path}", path=path)
-        return
-    with pg_ledger(request.getfixturevalue("postgres_dsn")) as pg:
-        yield pg
-
-
 @pytest.fixture
 def key() -> KeyPair:
     return KeyPair.generate()
@@ -76,7 +65,9 @@ async def test_an_inserted_row_is_reported_by_its_sequence(owner: Owner, key: Ke
         + overriding
         + " VALUES (%s, %s, 1, %s, %s, %s, %s)"
     )
-    owner.run(insert, 7, "forged", sha, text, 3, link(3, 7, sha, link2))
+    owner.run(insert, 7, "forged", sha, text, 3, "0" * 64)
+    owner.drop_triggers()  # the link covers the row's columns: it is computed once it is stored
+    owner.run("UPDATE {t} SET chain_link = %s WHERE sequence = 7", owner.link(3, 7, link2))
     # Someone who knows nothing of the chain: a plain row without a link.
     owner.run(insert, 8, "plain", sha, text, None, None)
     report = await verify(owner.url, key)

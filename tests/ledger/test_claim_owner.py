@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
-from helpers.chain import pg_ledger, sqlite_at_schema
+from helpers.chain import PG_UNDO_V2, pg_ledger, sqlite_at_schema
 from psycopg import sql
 
 from landed.ledger.factory import open_ledger
@@ -55,6 +55,7 @@ async def test_a_claim_names_its_owner_and_loop_on_postgres_and_after_an_upgrade
         names = {"s": sql.Identifier(owner.schema)}
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             for statement in (
+                *PG_UNDO_V2,
                 "ALTER TABLE {s}.landed_claims DROP COLUMN owner",
                 "ALTER TABLE {s}.landed_claims DROP COLUMN loop",
                 "DELETE FROM {s}.landed_schema_version WHERE version = 6",

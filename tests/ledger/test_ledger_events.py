@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from helpers.chain import Owner, pg_ledger, seed, sqlite_at_schema, verify
+from helpers.chain import PG_UNDO_V2, Owner, pg_ledger, seed, sqlite_at_schema, verify
 from psycopg import sql
 
 from landed.ledger.events import MAX_EVENTS, EventConflict, LedgerEvent
@@ -131,6 +131,7 @@ async def test_a_schema_4_postgres_ledger_gains_events_on_upgrade(postgres_dsn: 
         names = {"s": sql.Identifier(owner.schema)}
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             for statement in (
+                *PG_UNDO_V2,
                 "ALTER TABLE {s}.landed_claims DROP COLUMN owner, DROP COLUMN loop",  # schema 6
                 "DELETE FROM {s}.landed_schema_version WHERE version = 6",
                 "DROP TABLE {s}.landed_events",

@@ -222,7 +222,8 @@ async def test_a_runner_on_a_ledger_older_than_its_code_is_told_to_upgrade_it(
                 sql.Identifier(seeded.login), sql.Identifier(seeded.role)
             )
         )
-    with pytest.raises(LedgerError, match="schema version 1 and this landed needs 6") as err:
+    needs = f"schema version 1 and this landed needs {SCHEMA_VERSION}"
+    with pytest.raises(LedgerError, match=needs) as err:
         await open_ledger(seeded.writer_url)
     assert "landed ledger init --ledger URL" in str(err.value)
     # Reading needs no upgrade: the board and export of an older ledger still work.

@@ -462,10 +462,10 @@ async def test_settle_again_after_a_stalled_runner_matches_a_workflow_graded_rec
     """The receipt as the workflow grades it carries nulls (no act error, say) that the stored
     copy, in its canonical form, does not: a workflow task that ran again after the runner
     stalled past the append must still find its receipt, not fail the task on a conflict."""
-    from landed.activities.runner import RunnerActivities
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.exceptions import ApplicationError
 
+    from landed.activities.runner import RunnerActivities
     from landed.task.assemble import assemble_receipt
     from landed.task.messages import ActReport, Routing, SettleInput
     from landed.task.spec import TaskSpec
@@ -554,9 +554,9 @@ async def test_settle_after_a_runner_stopped_past_its_append_keeps_the_stored_re
     # A runner appended, then stopped before Temporal recorded settle; the workflow task ran
     # again later, so the same receipt was graded at another time. The ledger keeps the first
     # and settle hands back its time; different content is still a conflict, never retried.
-    from landed.activities.runner import RunnerActivities
     from temporalio.exceptions import ApplicationError
 
+    from landed.activities.runner import RunnerActivities
     from landed.task.messages import Routing, SettleInput
 
     routing = Routing(actor_task_queue="a", verifier_task_queue="v", runner="runner")

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from landed.activities.verify import VerifyActivities
 from pydantic import ValidationError
 
+from landed.activities.verify import VerifyActivities
 from landed.probes.contract import Contract, Outcome
 from landed.probes.policy import refusal
 from landed.probes.settings import LandedSettings, SourceConfig
@@ -202,7 +202,7 @@ async def test_a_probe_the_policy_cannot_check_is_refused_not_a_crash(
     def broken(probe: object, registry: object) -> str | None:
         raise ValueError("embedded null byte")
 
-    monkeypatch.setattr("landed.activities.verify.refusal", broken)
+    monkeypatch.setattr("landed.probes.policy.refusal", broken)
     out = await _read(verifier[0], _cmd(["echo", "x"], source="tools"))
     (reading,) = out.readings
     assert reading.refused and reading.observation.outcome is Outcome.PROBE_ERROR

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.source import parse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -554,7 +555,7 @@ def test_grading_is_deterministic_and_grade_is_frozen() -> None:
 def _top_level_imports(path: str | None) -> set[str]:
     """The top-level package of every name a module imports (and every ``from X``)."""
     assert path is not None
-    tree = ast.parse(Path(path).read_text())
+    tree = parse(Path(path).read_text())
     return {
         alias.name.split(".")[0]
         for node in ast.walk(tree)
@@ -574,7 +575,7 @@ _GRADING_MODULES = ("grading", "claims", "findings", "views", "words")
 def _imported_modules(path: str | None) -> set[str]:
     """Every module a file imports (``import X`` and ``from X import ...``), fully named."""
     assert path is not None
-    tree = ast.parse(Path(path).read_text())
+    tree = parse(Path(path).read_text())
     return {
         alias.name
         for node in ast.walk(tree)

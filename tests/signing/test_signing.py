@@ -21,6 +21,7 @@ from landed.probes.contract import Evidence, Observation, Outcome
 from landed.receipts.ladder import ProofLevel
 from landed.receipts.model import LandedExtension, ProofItem, Receipt
 from landed.signing import (
+    KEY_FILE_MAX_BYTES,
     KeyPair,
     SigningError,
     TrustStore,
@@ -322,6 +323,16 @@ def test_a_non_ed25519_public_key_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(SigningError, match="Ed25519 only"):
         load_public_key(path)
+
+
+def test_a_key_path_that_never_ends_is_refused_after_a_bounded_read(tmp_path: Path) -> None:
+    # /dev/zero would otherwise be buffered until memory runs out.
+    with pytest.raises(SigningError, match="too large for a public key"):
+        load_public_key("/dev/zero")
+    big = tmp_path / "big.key"
+    big.write_bytes(b"#" * (KEY_FILE_MAX_BYTES + 1))
+    with pytest.raises(SigningError, match="too large for a private key"):
+        KeyPair.load(big)
 
 
 # --- unsigned fields under --trust (P4 and revenue) ---------------------------------------------

@@ -62,7 +62,10 @@ def test_each_kind_is_told_apart() -> None:
     assert log.task_id == "42" and log.claim.claimed_status == "done"
     # A contract says its outcome now holds: "done" unless it says otherwise.
     assert contract.claim.claimed_status == "done" and len(contract.proof_plan) == 1
-    assert contract.can_read_back and not log.can_read_back
+    # Its own plan is the claimant's check: only an operator's outcome class is read back.
+    assert not contract.can_read_back and not log.can_read_back
+    by_class = _ok({"task_id": "t", "outcome": "posts.published", "params": {"slug": "a"}})
+    assert by_class.kind == "contract" and by_class.can_read_back
 
 
 def test_an_unknown_kind_is_a_claim_that_cannot_be_read_back() -> None:

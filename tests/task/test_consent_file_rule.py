@@ -59,7 +59,6 @@ async def test_an_oversized_or_missing_file_refuses_unread(tmp_path: Path) -> No
     """The verifier's bounded read: a file over the cap is refused after at most cap + 1 bytes
     (never buffered whole), a missing one names how to fix the source."""
     from landed.activities.consent import ConsentActivities
-
     from landed.probes.sources import SourceRegistry
 
     big = tmp_path / "big.json"

@@ -12,8 +12,15 @@ from landed.receipts.ladder import Status
 from landed.receipts.verdict import FrameCheck, TaskVerdict, hold_to_frames
 from landed.signing import TrustStore
 from landed.task.decisions import RunFacts, graded_receipt
-from landed.task.frames import frame_checks, frame_problem, frame_view, pre_read_count
-from landed.task.messages import ActReport
+from landed.task.durability import RecheckInput, lifecycle_receipt, recheck_holds
+from landed.task.frames import (
+    frame_checks,
+    frame_problem,
+    frame_view,
+    pre_read_count,
+    recheck_frames,
+)
+from landed.task.messages import ActReport, Routing
 from landed.task.readings import of_step
 from landed.task.spec import TaskSpec
 from landed.task.validate import check_spec
@@ -130,3 +137,58 @@ def test_a_frame_reading_counts_only_signed_for_its_frame_phase() -> None:
         held = of_step(frame_scope, reading(view, obs(), signed=phase), None, 1, signed_as=wanted)
         assert held.observation.outcome == Outcome.PROBE_ERROR
         assert "is not a trusted verifier's" in held.observation.message
+
+
+LATER = "at the recheck 60 s after the task settled"
+
+
+def test_a_recheck_compares_each_frame_with_its_before_state_or_cannot_tell() -> None:
+    task = framed(2)
+    gone = obs(Outcome.EMPTY, value=0, message="the probe returned 0")
+    held, changed = recheck_frames(task, [obs(), obs()], [obs(), gone], when=LATER)
+    assert held == FrameCheck("batch k stays", None)
+    assert changed is not None and str(changed.problem).startswith(f"it changed: {LATER}")
+    error = obs(Outcome.PROBE_ERROR, value=None, message="refused")
+    # Not observed now, or no before-state (a recheck started before rechecks read frames).
+    assert recheck_frames(task, [obs(), obs()], [error, None], when=LATER) == [None, None]
+    assert recheck_frames(task, [], [obs(), obs()], when=LATER) == [None, None]
+
+
+def test_a_changed_frame_reverses_the_recheck_and_an_unread_one_confirms_nothing() -> None:
+    task = framed()
+    plan = {0: reading(task, observed(task))}
+    changed = FrameCheck("batch k stays", "it changed")
+    assert recheck_holds(plan, 1, [FrameCheck("batch k stays", None)]) == "confirmed"
+    assert recheck_holds(plan, 1, [changed]) == "reversed"
+    assert recheck_holds(plan, 1, [None]) == "unobserved"
+    # Seen changed reverses even when a step could not be read; a step gone reverses too.
+    unseen = {0: reading(task, observed(task, Outcome.PROBE_ERROR, None))}
+    assert recheck_holds(unseen, 1, [changed]) == "reversed"
+    assert recheck_holds({0: reading(task, observed(task, Outcome.EMPTY, 0))}, 1, [None]) == (
+        "reversed"
+    )
+
+
+def test_a_recheck_reversed_by_a_frame_names_it_in_a_frame_finding() -> None:
+    task = framed(2)
+    settled = graded((obs(), obs()))
+    inp = RecheckInput(
+        spec=task,
+        routing=Routing(actor_task_queue="a", verifier_task_queue="v", runner="runner-2"),
+        before=[None],
+        attempt=1,
+        settled=settled,
+        frames_before=[obs(), obs()],
+    )
+    gone = obs(Outcome.EMPTY, value=0, message="the probe returned 0")
+    frames = recheck_frames(task, inp.frames_before, [None, gone], when=LATER)
+    row = lifecycle_receipt(inp, list(settled.proof[-1:]), "reversed", at=AT, frames=frames)
+    assert row.verdict == "reversed" and row.landed is not None
+    ext = row.landed.model_dump()
+    (found,) = [f for f in ext["findings"] if f.startswith("FRAME:")]
+    assert found.startswith("FRAME: frame #2 ('batch k stays') must be left as it was, but ")
+    assert LATER in found
+    assert ext["frames"] == [
+        {"action": "batch k stays", "held": False},
+        {"action": "batch k stays", "held": False},
+    ]

@@ -31,9 +31,8 @@ NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
 def spec(**extra: Any) -> TaskSpec:
-    return TaskSpec.model_validate(
-        {"task_id": "t1", "owner": "agent-a", "outcome": "sent", "act": {"name": "x"}, **extra}
-    )
+    fields = {"task_id": "t1", "owner": "agent-a", "outcome": "sent", "act": {"name": "x"}}
+    return TaskSpec.model_validate({**fields, **extra})
 
 
 def _graded(task: TaskSpec, report: ActReport) -> landed.Receipt:
@@ -57,6 +56,11 @@ def test_what_opens_the_gate() -> None:
         ("agent-a", {}, "owns task 't1'"),
         (" AGENT-A ", {}, "owns task 't1'"),
         ("actor@box", {"actors": ["actor@box"]}, "identity that acts"),
+        # Before the first act nothing was seen acting: the actor@ form and the actor role's
+        # configured identity are refused all the same.
+        ("actor@runner-host:4242", {}, "identity that acts"),
+        ("Robo-Actor", {"actors": ["robo-actor"]}, "identity that acts"),
+        ("dana", {"named": "payments", "groups": {"payments": ["erin"]}}, "names 'payments'"),
         ("dana", {"waiting": False}, "not waiting for approval"),
         ("  ", {}, "approver's name is empty"),
         ("dana", {"named": "erin"}, "names 'erin' as its approver, not 'dana'"),
@@ -74,6 +78,7 @@ def test_a_decision_is_refused(by: str, kwargs: dict[str, Any], why: str) -> Non
         waiting=kwargs.get("waiting", True),
         decided=decision,
         actors=kwargs.get("actors", []),
+        groups=kwargs.get("groups"),
     )
     assert got is not None and why in got, got
 
@@ -81,14 +86,19 @@ def test_a_decision_is_refused(by: str, kwargs: dict[str, Any], why: str) -> Non
 def test_a_person_other_than_owner_and_actor_may_decide() -> None:
     task = spec(irreversible="send")
     assert refusal(task, "dana", waiting=True, decided=None, actors=["actor@box"]) is None
+    grouped = spec(irreversible="send", approval={"approver": "Payments"})
+    groups = {"payments": ["erin", "dana"]}
+    assert refusal(grouped, "DANA", waiting=True, decided=None, actors=[], groups=groups) is None
 
 
 def test_held_and_rejected_settle_held_counted_in_the_hold_rate_with_zero_deliveries() -> None:
     task = spec(irreversible="send", approval={"approved_by": "agent-a"})
+    other = spec(task_id="t2", irreversible="send", approval={"approved_by": "agent-a"})
     timed_out = ApprovalDecision(decision="timed-out", at=NOW)
     held = with_gate(_graded(task, held_report("send", timedelta(hours=24))), "send", timed_out)
     rejected = ApprovalDecision(decision="rejected", by="gail", note="no", at=NOW)
-    refused = with_gate(_graded(task, rejected_report("gail", "no")), "send", rejected)
+    # Two tasks: the tally counts each task once, by its latest receipt.
+    refused = with_gate(_graded(other, rejected_report("gail", "no")), "send", rejected)
     tally = ScoreTally()
     for receipt in (held, refused):
         assert receipt.verdict == "held"

@@ -239,7 +239,7 @@ async def test_promtool_finds_nothing_to_say(place: Place, ledger: Ledger) -> No
     finally:
         await exporter.stop()
     promtool = shutil.which("promtool")
-    assert promtool, "promtool comes from Debian's prometheus package"
+    assert promtool, "promtool is not installed: run `make system-deps`"
     done = subprocess.run(
         [promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30
     )

@@ -58,7 +58,7 @@ class _Tables(HTMLParser):
 
 async def _chromium(*args: str) -> str:
     browser = shutil.which("chromium")
-    assert browser, "chromium comes from Debian's chromium package"
+    assert browser, "chromium is not installed: run `make system-deps`"
     proc = await asyncio.create_subprocess_exec(
         browser,
         "--headless",

@@ -12,12 +12,16 @@ import sys
 import uuid
 from pathlib import Path
 
+import httpx
 import pytest
 from helpers.otel import http_receiver
 from helpers.sor import Site, make_rows_db, publish_task
+from helpers.wait import until
 
 from landed.cli.dev import otlp_env
+from landed.dev.server import free_port
 from landed.dev.stack import DevStack
+from landed.ledger.factory import open_ledger
 
 TESTS = Path(__file__).parents[1]
 
@@ -41,6 +45,7 @@ def _stack(tmp_path: Path, db: Path, site_url: str, endpoint: str) -> DevStack:
     )
     env = otlp_env(endpoint, "http/protobuf")
     env["actor"]["PYTHONPATH"] = str(TESTS)
+    env["runner"]["LANDED_RUNNER_METRICS_PORT"] = str(free_port())
     return DevStack(home=tmp_path / ".landed", headless=True, base_env=base, env=env)
 
 
@@ -57,10 +62,19 @@ async def _submit(path: Path, address: str, endpoint: str) -> None:
     assert json.loads(out)["receipt"]["verdict"] == "verified"
 
 
+async def _timed(stack: DevStack) -> str:
+    """The runner's metrics page in OpenMetrics once it has timed a task, else ""."""
+    url = (stack.roles["runner"].ready or {}).get("metrics")
+    accept = {"Accept": "application/openmetrics-text;version=1.0.0"}
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(url, headers=accept)).text if url else ""
+    return text if "landed_task_duration_seconds_count 1.0" in text else ""
+
+
 async def test_one_trace_across_the_role_processes(tmp_path: Path) -> None:
     canary = f"canary{uuid.uuid4().hex}"
     site = Site().start()
-    db = make_rows_db(tmp_path / "rows.db")
+    db = make_rows_db(tmp_path / "sor" / "rows.db")
     task_id = f"procs-{uuid.uuid4().hex[:8]}"
     path = tmp_path / "task.json"
     # The act publishes to the site through a URL holding the canary, and echoes that URL.
@@ -75,6 +89,9 @@ async def test_one_trace_across_the_role_processes(tmp_path: Path) -> None:
             try:
                 assert stack.server is not None
                 await _submit(path, stack.server.address, endpoint)
+                page = await until("the task timed", lambda: _timed(stack), timeout=30)
+                async with await open_ledger(stack.ledger_url, create=False) as ledger:
+                    (receipt,) = await ledger.get(task_id)
             finally:
                 await asyncio.to_thread(stack.stop)  # each role flushes its spans as it stops
             spans = received.spans()
@@ -97,6 +114,10 @@ async def test_one_trace_across_the_role_processes(tmp_path: Path) -> None:
     assert {"RunActivity:landed.act", "invoke_agent agent-b"} <= services["landed-actor"]
     assert {"RunActivity:landed.verify", "landed.read http"} <= services["landed-verifier"]
     assert all(canary.encode() not in raw for raw in received.raw)
+    # Exemplars: the verifier's readings and the runner's task duration carry this trace.
+    trace = run.trace_id.hex()
+    assert {(p.landed or {}).get("trace_id") for p in receipt.proof if p.checked_by} >= {trace}
+    assert f'task_id="{task_id}",trace_id="{trace}"' in page
     # Each role logged its task events as JSON, with the trace id of the spans above.
     events = []
     for role in ("actor", "verifier", "runner"):

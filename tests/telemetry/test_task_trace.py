@@ -14,7 +14,6 @@ import pytest
 from helpers.otel import in_memory_tracing, tree
 from helpers.roles import rows_roles, run_roles
 from helpers.sor import Site, make_rows_db, publish_task, rows_task
-from landed.workflows.agent_task import AgentTask
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.client import WorkflowHistory
@@ -26,6 +25,7 @@ from landed.receipts.model import Receipt
 from landed.telemetry import logs
 from landed.telemetry.spans import RECEIPT_EVENT
 from landed.temporal.plugin import landed_plugin, strict_workflow_runner
+from landed.workflows.agent_task import AgentTask
 
 pytestmark = pytest.mark.slow
 

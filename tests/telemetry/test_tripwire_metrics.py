@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from helpers.exporter import Place, exporter_on, get, samples, total
 from helpers.scorecard import AT, settled
-from landed.activities.loops import trip_event
 
+from landed.activities.loops import trip_event
 from landed.ledger.base import Ledger
 from landed.task.tripwire import Trip, TripRecord
 

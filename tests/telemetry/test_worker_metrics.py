@@ -25,6 +25,9 @@ async def test_a_role_serves_sdk_metrics_and_its_health(
 ) -> None:
     port = _free_port()
     monkeypatch.setenv("LANDED_ACTOR_METRICS_PORT", str(port))
+    # The actor runs in this test's own process: confined, it would confine pytest with it
+    # (Landlock binds the calling thread for good). Its confinement has tests of its own.
+    monkeypatch.setenv("LANDED_ACTOR_CONFINE", "off")
     monkeypatch.setenv("LANDED_ACTOR_TASK_QUEUE", f"actor-metrics-{uuid.uuid4().hex[:8]}")
     stop = asyncio.Event()
     ready: list[dict[str, Any]] = []

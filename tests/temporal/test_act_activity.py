@@ -6,11 +6,11 @@ import dataclasses
 from typing import Any
 
 import pytest
-from landed.activities.act import ActActivities
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 import landed
+from landed.activities.act import ActActivities
 from landed.task.messages import ActInput
 from landed.task.names import CLAIM_OF_ANOTHER_RUN
 from landed.task.spec import ActSpec

@@ -19,8 +19,6 @@ import pytest
 from helpers.roles import Roles, run_roles
 from helpers.sor import Site, act_runs, make_rows_db, publish_task, row_count, rows_task
 from helpers.wait import until
-from landed.activities.verify import VerifyActivities
-from landed.workflows.agent_task import AgentTask
 from temporalio import activity, workflow
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
@@ -44,6 +42,7 @@ from temporalio.worker import (
 from temporalio.workflow import ActivityHandle
 
 import landed
+from landed.activities.verify import VerifyActivities
 from landed.ledger.base import canonical_json
 from landed.ledger.factory import open_ledger
 from landed.probes.contract import Contract, NonEmpty, Observation, Outcome, RecordProbe
@@ -69,6 +68,7 @@ from landed.task.names import (
     VERIFY_ACTIVITY,
 )
 from landed.temporal.plugin import connect, landed_plugin, strict_workflow_runner
+from landed.workflows.agent_task import AgentTask
 
 HISTORIES = Path(__file__).parent / "histories"
 # Histories made with the test's timer after the claiming step: they replay with it only.
@@ -456,7 +456,9 @@ async def test_status_and_receipt_of_a_task_no_runner_answers_for_say_so(
 ) -> None:
     async with _roles(temporal_dev, tmp_path, db, site) as roles:
         # Started on a queue no runner polls: it runs (in Temporal's eyes) and nobody answers.
-        orphan = landed.Client(roles.temporal, task_queue=f"nobody-{uuid.uuid4().hex[:8]}")
+        orphan = landed.Client(
+            roles.temporal, task_queue=f"nobody-{uuid.uuid4().hex[:8]}", check_roles=False
+        )
         await orphan.start(rows_task("orphan", db, expect=1, batch="or", write=1))
         status = await orphan.status("orphan")
         assert status.execution == "RUNNING" and status.step.startswith("unknown (no runner")
@@ -837,6 +839,7 @@ def _without_a_verifier(temporal_dev: str, tmp_path: Path, db: Path) -> Any:
         tmp_path,
         credentials={"rows-db": f"sqlite:///{db}"},
         runner={"verifier_task_queue": f"nobody-{uuid.uuid4().hex[:8]}"},
+        check_roles=False,
     )
 
 
@@ -1030,17 +1033,22 @@ async def test_invalid_spec_rejected_and_no_probe_never_verified(
         blind = rows_task("no-probe-fail", db, expect=1, batch="npf", fail="after", fail_attempts=9)
         blind["proof_plan"] = []
         blind_receipt = await roles.client.run(blind)
-        unknown = await roles.client.run(
-            {**rows_task("unknown-act", db, expect=1, batch="u"), "act": {"name": "nope"}}
+        # An act the actor does not know: refused before it starts; started anyway, blocked.
+        nope = {**rows_task("unknown-act", db, expect=1, batch="u"), "act": {"name": "nope"}}
+        with pytest.raises(landed.TaskRefused, match="no act named 'nope'"):
+            await roles.client.start(nope)
+        unchecked = landed.Client(
+            roles.temporal, task_queue=roles.queues["runner"], check_roles=False
         )
+        unknown = await unchecked.run(nope)
     assert receipt.verdict != "verified" and row_count(db, "np") == 1
     # Nothing to read back: no verify step is asked for (none would wait on a verifier).
     # (the runner's fleet gate, GOV-4, is read before the act)
     assert scheduled == ["landed.fleet_gate", "landed.act"], scheduled
     assert blind_receipt.verdict == "failed"
     assert act_runs(db, "no-probe-fail") == [(1, "no-probe-fail")]
-    assert unknown.verdict == "failed"
-    assert "UnknownAct" in (unknown.report or "") or "no act named" in (unknown.report or "")
+    assert unknown.verdict == "blocked"
+    assert "no act named 'nope'" in (unknown.report or "")
 
 
 def _record_history(name: str, history: WorkflowHistory, folder: Path = HISTORIES) -> None:
@@ -1560,6 +1568,7 @@ async def _relayed(
         credentials={"rows-db": f"sqlite:///{db}"},
         sources=sources,
         runner={"verifier_task_queue": relay_queue},
+        check_roles=False,  # the relay answers reads only
     ) as roles:
         identity = roles.identities["verifier"]
         key = KeyPair.load(roles.public_key.with_suffix(".key"))
@@ -1798,24 +1807,30 @@ async def test_task_probes_the_verifier_config_does_not_allow_are_refused_once(
                 "expect": {"type": "non_empty"},
             },
         ]
-        receipt = await roles.client.run(task)
+        # Asked before the start, the verifier refuses all three; nothing starts.
+        with pytest.raises(landed.TaskRefused) as refused:
+            await roles.client.start(task)
+        unchecked = landed.Client(
+            roles.temporal, task_queue=roles.queues["runner"], check_roles=False
+        )
+        receipt = await unchecked.run(task)
         history = await roles.temporal.get_workflow_handle("refused").fetch_history()
     assert not ran.exists(), "the verifier ran a command the task supplied"
-    reads = [p for p in receipt.proof if (p.landed or {}).get("action")]  # the plan's steps
-    assert [p.result for p in reads] == ["probe-error"] * 3
-    for proof in reads:
-        message = str(((proof.landed or {}).get("observation") or {}).get("message"))
-        assert message.startswith("refused: "), message
-    assert receipt.verdict not in ("verified", "reconciled")
+    assert str(refused.value).count(": refused: ") == 3, refused.value
+    # Started anyway: the pre-read is refused, so the task settles blocked and never acts.
+    assert receipt.verdict == "blocked" and act_runs(db, "refused") == []
+    first = receipt.landed.findings[0] if receipt.landed else ""
+    for step in (1, 2, 3):
+        assert f"plan step {step}: refused: " in first, first
     pem = "".join(line for line in private.read_text().splitlines() if "-----" not in line)
-    assert pem not in receipt.model_dump_json()
+    assert pem not in receipt.model_dump_json() and pem not in str(refused.value)
     verify_calls = [
         e
         for e in history.events
         if e.HasField("activity_task_scheduled_event_attributes")
         and e.activity_task_scheduled_event_attributes.activity_type.name == VERIFY_ACTIVITY
     ]
-    assert len(verify_calls) == 2  # one pre-read, one read-back: a refusal is never re-read
+    assert len(verify_calls) == 1  # the pre-read, never re-read, and no read-back after it
 
 
 async def test_a_malformed_report_after_the_write_is_an_unknown_write(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.approvers import PEOPLE, approver_keys
 from helpers.fleet_roles import role_worker
 from helpers.roles import Roles, run_roles
 from helpers.sor import act_runs, make_rows_db, row_count, rows_task
@@ -35,14 +36,21 @@ def db(tmp_path: Path) -> Path:
     return make_rows_db(tmp_path / "rows.db")
 
 
+@pytest.fixture
+def keys(tmp_path: Path) -> dict[str, Path]:
+    """Each approver's .key file; the runner of _roles trusts their .pub files."""
+    return approver_keys(tmp_path, (*PEOPLE, "agent-a"))[1]
+
+
 def _roles(address: str, tmp_path: Path, db: Path, **runner: Any) -> Any:
+    runner.setdefault("approvers", [str(tmp_path / "approvers-trusted")])
     return run_roles(
         address,
         tmp_path,
         credentials={"rows-db": f"sqlite:///{db}"},
         sources={"rows-db": {"url": f"sqlite:///{db}"}},
         acts=("helpers.acts", "helpers.gate_acts"),
-        runner=runner or None,
+        runner=runner,
     )
 
 
@@ -72,7 +80,7 @@ async def _replay(roles: Roles, task_id: str) -> None:
 
 
 async def test_an_approved_task_acts_is_read_back_and_names_its_approver(
-    temporal_dev: str, tmp_path: Path, db: Path
+    temporal_dev: str, tmp_path: Path, db: Path, keys: dict[str, Path]
 ) -> None:
     """Held before the act (nothing written, rung held), approved by a person: the act runs once,
     the read-back verifies, and the receipt names the approver and the note."""
@@ -81,7 +89,7 @@ async def test_an_approved_task_acts_is_read_back_and_names_its_approver(
         await held_now(handle)
         assert act_runs(db, "appr-1") == []  # waiting: no act, and no pre-read claim
         assert (await handle.progress()).step == "approval"
-        view = await handle.approve("dana", note="checked the copy")
+        view = await handle.approve("dana", note="checked the copy", key=keys["dana"])
         assert view.decision is not None and view.decision.by == "dana"
         receipt = await handle.result()
         await _replay(roles, "appr-1")
@@ -94,7 +102,7 @@ async def test_an_approved_task_acts_is_read_back_and_names_its_approver(
 
 
 async def test_wrong_decisions_are_refused_and_change_nothing(
-    temporal_dev: str, tmp_path: Path, db: Path
+    temporal_dev: str, tmp_path: Path, db: Path, keys: dict[str, Path]
 ) -> None:
     """The owner cannot approve its own task; a second decision, a decision on a task that is
     not waiting, an unknown task and a settled one each get a clear refusal."""
@@ -103,18 +111,19 @@ async def test_wrong_decisions_are_refused_and_change_nothing(
         handle = await roles.client.start(gated("appr-2", db, "a2"))
         await held_now(handle)
         with pytest.raises(ApprovalRefused, match="owns task 'appr-2'"):
-            await handle.approve("Agent-A ")  # the owner, however spelt
+            # The owner, however spelt, even with a key the runner trusts for its name.
+            await handle.approve("Agent-A ", key=keys["agent-a"])
         assert (await handle.progress()).rung == "held"  # the refusal recorded nothing
-        await handle.approve("erin")
+        await handle.approve("erin", key=keys["erin"])
         with pytest.raises(ApprovalRefused, match="already approved by erin"):
-            await handle.approve("frank")
+            await handle.approve("frank", key=keys["frank"])
         with pytest.raises(ApprovalRefused, match="already approved by erin"):
-            await handle.reject("frank", "too late")
+            await handle.reject("frank", "too late", key=keys["frank"])
         assert (await handle.result()).verdict == "verified"
         with pytest.raises(ApprovalRefused, match="no longer running"):
-            await handle.approve("frank")
+            await handle.approve("frank", key=keys["frank"])
         with pytest.raises(ApprovalRefused, match="no task 'no-such-task'"):
-            await roles.client.task("no-such-task").approve("frank")
+            await roles.client.task("no-such-task").approve("frank", key=keys["frank"])
         # A task with no gate never waits: approving it is refused.
         receipt = await plain.result()
         assert receipt.verdict == "verified" and receipt.approval is not None
@@ -124,12 +133,12 @@ async def test_wrong_decisions_are_refused_and_change_nothing(
 
 
 async def test_a_rejected_task_settles_held_with_nothing_done(
-    temporal_dev: str, tmp_path: Path, db: Path
+    temporal_dev: str, tmp_path: Path, db: Path, keys: dict[str, Path]
 ) -> None:
     async with _roles(temporal_dev, tmp_path, db) as roles:
         handle = await roles.client.start(gated("appr-rej", db, "r1"))
         await held_now(handle)
-        await handle.reject("gail", "wrong audience")
+        await handle.reject("gail", "wrong audience", key=keys["gail"])
         receipt = await handle.result()
         async with await roles.ledger() as ledger:
             stored = await ledger.get("appr-rej")
@@ -142,7 +151,7 @@ async def test_a_rejected_task_settles_held_with_nothing_done(
 
 
 async def test_a_submitted_approval_does_not_open_the_gate(
-    temporal_dev: str, tmp_path: Path, db: Path
+    temporal_dev: str, tmp_path: Path, db: Path, keys: dict[str, Path]
 ) -> None:
     """Nothing the agent sends removes a hold: an approved_by written into the task itself is
     not a decision at the gate; the task still waits."""
@@ -151,14 +160,14 @@ async def test_a_submitted_approval_does_not_open_the_gate(
         handle = await roles.client.start(task)
         await held_now(handle)
         assert act_runs(db, "appr-self") == []
-        await handle.reject("hal", "self-approved")
+        await handle.reject("hal", "self-approved", key=keys["hal"])
         receipt = await handle.result()
     assert receipt.verdict == "held"
     assert receipt.approval is not None and receipt.approval.approved_by is None
 
 
 async def test_an_act_registered_irreversible_never_runs_unapproved(
-    temporal_dev: str, tmp_path: Path, db: Path
+    temporal_dev: str, tmp_path: Path, db: Path, keys: dict[str, Path]
 ) -> None:
     """A task that forgot to declare irreversible: the actor refuses the act registered with
     irreversible="send" (nothing sent) and the task settles held, saying what to declare."""
@@ -171,7 +180,7 @@ async def test_an_act_registered_irreversible_never_runs_unapproved(
         receipt = await roles.client.run(send("appr-undeclared"))
         declared = await roles.client.start({**send("appr-declared"), "irreversible": "send"})
         await held_now(declared)
-        await declared.approve("ivy")
+        await declared.approve("ivy", key=keys["ivy"])
         approved = await declared.result()
     assert receipt.verdict == "held", receipt
     assert "declare irreversible: send" in (receipt.report or "")
@@ -180,7 +189,7 @@ async def test_an_act_registered_irreversible_never_runs_unapproved(
 
 
 async def test_landed_held_lists_what_waits_with_age_and_approvers(
-    temporal_dev: str, tmp_path: Path, db: Path
+    temporal_dev: str, tmp_path: Path, db: Path, keys: dict[str, Path]
 ) -> None:
     task = gated("appr-list", db, "l1", approval={"approver": "jo"})
     async with _roles(temporal_dev, tmp_path, db) as roles:
@@ -193,13 +202,13 @@ async def test_landed_held_lists_what_waits_with_age_and_approvers(
 
         (row,) = await until("landed held lists appr-list", listed, timeout=30)
         with pytest.raises(ApprovalRefused, match="names 'jo' as its approver"):
-            await handle.approve("kim")
+            await handle.approve("kim", key=keys["kim"])
         proc = await asyncio.create_subprocess_exec(
             *_landed("held", "--json", "--address", temporal_dev),
             stdout=asyncio.subprocess.PIPE,
         )
         out, _ = await proc.communicate()
-        await handle.approve("jo")
+        await handle.approve("jo", key=keys["jo"])
         await handle.result()
         assert not [t for t in await roles.client.held() if t.task_id == "appr-list"]
     assert row.kind == "send" and row.approvers == "jo" and row.owner == "agent-a"
@@ -215,15 +224,36 @@ def _landed(*args: str) -> list[str]:
 
 
 async def test_the_cli_approves_and_refuses_with_exit_codes(
-    temporal_dev: str, tmp_path: Path, db: Path
+    temporal_dev: str, tmp_path: Path, db: Path, keys: dict[str, Path]
 ) -> None:
     async with _roles(temporal_dev, tmp_path, db) as roles:
         handle = await roles.client.start(gated("appr-cli", db, "c1"))
         await held_now(handle)
-        owner = await _cli("approve", "appr-cli", "--by", "agent-a", "--json", temporal_dev)
-        ok = await _cli("approve", "appr-cli", "--by", "lee", "--note", "fine", temporal_dev)
+        owner = await _cli(
+            "approve",
+            "appr-cli",
+            "--by",
+            "agent-a",
+            "--key",
+            str(keys["agent-a"]),
+            "--json",
+            temporal_dev,
+        )
+        unsigned = await _cli("approve", "appr-cli", "--by", "lee", "--json", temporal_dev)
+        ok = await _cli(
+            "approve",
+            "appr-cli",
+            "--by",
+            "lee",
+            "--note",
+            "fine",
+            "--key",
+            str(keys["lee"]),
+            temporal_dev,
+        )
         receipt = await handle.result()
     assert owner[0] == 3 and json.loads(owner[1])["error"] == "refused"
+    assert unsigned[0] == 3 and "no approver key" in unsigned[1]
     assert ok[0] == 0 and "approved by lee" in ok[1]
     assert receipt.verdict == "verified" and receipt.approval is not None
     assert receipt.approval.approved_by == "lee"
@@ -241,7 +271,7 @@ async def _cli(*args: str) -> tuple[int, str]:
 
 
 @asynccontextmanager
-async def _runner(address: str, roles: Roles, name: str) -> AsyncIterator[None]:
+async def _runner(address: str, roles: Roles, name: str, approvers: Path) -> AsyncIterator[None]:
     """A runner worker of its own on the roles' runner queue, stopped on exit (its process's
     crash, as far as Temporal can tell: the task waits for the next runner)."""
     settings = RunnerSettings(
@@ -251,6 +281,7 @@ async def _runner(address: str, roles: Roles, name: str) -> AsyncIterator[None]:
         actor_task_queue=roles.queues["actor"],
         verifier_task_queue=roles.queues["verifier"],
         trust=[roles.public_key],
+        approvers=[str(approvers)],
         max_cached_workflows=0,
         sandbox="strict",
         # Unversioned, as run_roles' workers: a versioned one would wait for a promotion.
@@ -261,17 +292,18 @@ async def _runner(address: str, roles: Roles, name: str) -> AsyncIterator[None]:
 
 
 async def test_a_runner_lost_while_a_task_waits_acts_once_after_approval(
-    temporal_dev: str, tmp_path: Path, db: Path
+    temporal_dev: str, tmp_path: Path, db: Path, keys: dict[str, Path]
 ) -> None:
     """Kill the runner while the task waits for approval, start another, approve: the task
     acts exactly once and settles verified."""
     elsewhere = f"idle-{uuid.uuid4().hex[:8]}"  # the stack's own runner serves another queue
     async with _roles(temporal_dev, tmp_path, db, task_queue=elsewhere) as roles:
-        async with _runner(temporal_dev, roles, "runner-one"):
+        trusted = tmp_path / "approvers-trusted"
+        async with _runner(temporal_dev, roles, "runner-one", trusted):
             handle = await roles.client.start(gated("appr-kill", db, "k1"))
             await held_now(handle)
-        async with _runner(temporal_dev, roles, "runner-two"):
-            await handle.approve("mo")
+        async with _runner(temporal_dev, roles, "runner-two", trusted):
+            await handle.approve("mo", key=keys["mo"])
             receipt = await handle.result()
         await _replay(roles, "appr-kill")
     assert receipt.verdict == "verified"
@@ -280,7 +312,7 @@ async def test_a_runner_lost_while_a_task_waits_acts_once_after_approval(
 
 
 async def test_the_time_cap_stops_an_act_in_flight_and_reads_back_what_it_wrote(
-    temporal_dev: str, tmp_path: Path, db: Path
+    temporal_dev: str, tmp_path: Path, db: Path, keys: dict[str, Path]
 ) -> None:
     """GOV-4 with the deployment's cap (3 s, LANDED_RUNNER_TIME_CAP) on a task that names none:
     the act writes, then hangs; at the cap the act is stopped, what it wrote is read back, and

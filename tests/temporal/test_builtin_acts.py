@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from helpers.http import LocalHTTP
 from helpers.wait import until, until_sync
+
 from landed.activities._threads import to_the_end
 from landed.activities.builtin_acts import command, http_request, sql_execute
-
 from landed.task.acts import ActContext
 
 TOKEN = "CANARYtok9f3a"

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from helpers.roles import run_roles
 from helpers.sor import act_runs, make_rows_db, row_count, rows_task
-from landed.workflows.agent_task import AgentTask
 from temporalio.worker import Replayer
 
 from landed.temporal.plugin import landed_plugin
+from landed.workflows.agent_task import AgentTask
 
 pytestmark = pytest.mark.timeout(180)
 

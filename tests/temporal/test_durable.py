@@ -14,8 +14,6 @@ import pytest
 from helpers.roles import rows_roles
 from helpers.sor import make_rows_db, row_count, rows_task
 from helpers.wait import until
-from landed.workflows.agent_task import AgentTask
-from landed.workflows.recheck import Recheck
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
@@ -24,6 +22,8 @@ from landed.receipts.model import Receipt
 from landed.task.durability import recheck_workflow_id
 from landed.task.messages import ReceiptQuery
 from landed.temporal.plugin import landed_plugin
+from landed.workflows.agent_task import AgentTask
+from landed.workflows.recheck import Recheck
 
 
 @pytest.fixture

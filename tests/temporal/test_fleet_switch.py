@@ -16,13 +16,13 @@ from helpers.fleet_acts import fleet_acts_started, fleet_log_table
 from helpers.fleet_roles import extra_runner
 from helpers.roles import Roles, run_roles
 from helpers.sor import make_rows_db, rows_task
-from landed.workflows.agent_task import AgentTask
-from landed.workflows.fleet import Fleet
 from temporalio.worker import Replayer
 
 from landed.task.fleet_read import read_switch
 from landed.temporal.fleet import flip
 from landed.temporal.plugin import landed_plugin
+from landed.workflows.agent_task import AgentTask
+from landed.workflows.fleet import Fleet
 
 ACTS = ("helpers.acts", "helpers.fleet_acts")
 

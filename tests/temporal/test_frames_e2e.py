@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers.roles import rows_roles
 from helpers.sor import make_rows_db, row_count, rows_task
+
+import landed
 
 
 def _framed(task_id: str, db: Path, **act: Any) -> dict[str, Any]:
@@ -57,12 +60,16 @@ async def test_frame_that_changed_is_not_done(temporal_dev: str, tmp_path: Path)
 async def test_frame_that_cannot_be_read_is_not_done(temporal_dev: str, tmp_path: Path) -> None:
     db = make_rows_db(tmp_path / "rows.db")
     task = _framed("frames-unread", db)
-    # A source the verifier does not configure: nothing is observed, before or after.
+    # A source the verifier does not configure: nothing could check the frame, so no act.
     task["frames"][0]["probe"]["source"] = "nowhere-db"
     async with rows_roles(temporal_dev, tmp_path, db) as roles:
-        receipt = await roles.client.run(task)
-    assert [p.result for p in receipt.proof] == ["pass"]
-    assert receipt.verdict not in ("verified", "reconciled")
+        with pytest.raises(landed.TaskRefused, match=r"frame 1 \(batch keep stays as it was\)"):
+            await roles.client.start(task)
+        queue = roles.queues["runner"]
+        unchecked = landed.Client(roles.temporal, task_queue=queue, check_roles=False)
+        receipt = await unchecked.run(task)
+    assert receipt.verdict == "blocked" and row_count(db, "frames-unread-new") == 0
     assert receipt.landed is not None
-    (found,) = [f for f in receipt.landed.findings if f.startswith("FRAME:")]
-    assert "observed nothing" in found
+    first = receipt.landed.findings[0]
+    assert "frame 1: refused: no source named 'nowhere-db'" in first, first
+    assert "LANDED_SOURCES__NOWHERE_DB__URL" in first

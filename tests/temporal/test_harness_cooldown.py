@@ -13,8 +13,6 @@ from helpers.fleet_acts import fleet_acts_started
 from helpers.fleet_roles import extra_actor, pool_place
 from helpers.roles import Roles, run_roles
 from helpers.sor import rows_task
-from landed.workflows.agent_task import AgentTask
-from landed.workflows.fleet import Fleet
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
@@ -24,6 +22,8 @@ from landed.task.fleet import DEFAULT_FLEET_ID
 from landed.task.harness import COOL_AFTER
 from landed.temporal.fleet import read_switch
 from landed.temporal.plugin import landed_plugin
+from landed.workflows.agent_task import AgentTask
+from landed.workflows.fleet import Fleet
 
 ACTS = ("helpers.acts", "helpers.fleet_acts")
 

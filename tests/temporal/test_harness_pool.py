@@ -14,14 +14,14 @@ from helpers.fleet_acts import fleet_acts_started, fleet_log_table
 from helpers.fleet_roles import extra_actor, pool_place
 from helpers.roles import Roles, run_roles
 from helpers.sor import make_rows_db, rows_task
-from landed.workflows.agent_task import AgentTask
-from landed.workflows.fleet import Fleet
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from landed.receipts.model import Receipt
 from landed.task.harness import COOL_AFTER
 from landed.temporal.plugin import landed_plugin
+from landed.workflows.agent_task import AgentTask
+from landed.workflows.fleet import Fleet
 
 ACTS = ("helpers.acts", "helpers.fleet_acts")
 

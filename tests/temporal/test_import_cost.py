@@ -4,11 +4,13 @@ workflows and activities only for that role."""
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers.source import parse
 
 import landed
 
@@ -42,7 +44,7 @@ def test_every_public_name_resolves_to_its_module() -> None:
 
 def test_static_imports_match_the_lazy_table() -> None:
     """Type checkers read the TYPE_CHECKING imports, the runtime reads _EXPORTS: they must agree."""
-    tree = ast.parse((ROOT / "src" / "landed" / "__init__.py").read_text())
+    tree = parse((ROOT / "src" / "landed" / "__init__.py").read_text())
     static: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
@@ -57,13 +59,13 @@ def _loaded_after(code: str) -> list[str]:
     """The workflow and activity modules a fresh interpreter holds after running ``code``."""
     probe = (
         f"import sys; {code}; "
-        "print(sorted(m for m in sys.modules "
-        "if m.startswith(('landed.workflows.', 'landed.activities.'))))"
+        "import json; print(json.dumps(sorted(m for m in sys.modules "
+        "if m.startswith(('landed.workflows.', 'landed.activities.')))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     ).stdout
-    loaded: list[str] = ast.literal_eval(out.strip())
+    loaded: list[str] = json.loads(out)
     return loaded
 
 
@@ -83,4 +85,6 @@ def test_each_role_loads_only_its_own_workflows_and_activities() -> None:
         "landed.activities.builtin_acts",
         # The person act a loop's repair for a person runs (landed repair done closes it).
         "landed.activities.person_act",
+        # Its answer to the role check before a task starts: whether an act is registered.
+        "landed.activities.role_check",
     ]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.source import parse
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
@@ -28,7 +29,7 @@ ASSEMBLY = ("plugin.py", "connection.py", "registry.py", "workers.py")
 def _sdk_imports(path: Path) -> list[tuple[str, str]]:
     """(module, name) for each name imported from temporalio in the file."""
     found: list[tuple[str, str]] = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("temporalio"):
             found += [(node.module or "", alias.name) for alias in node.names]
         elif isinstance(node, ast.Import):

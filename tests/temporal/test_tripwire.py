@@ -17,7 +17,6 @@ from helpers.roles import Roles, run_roles
 from helpers.scorecard import settled
 from helpers.sor import make_rows_db, rows_task
 from helpers.wait import until
-from landed.workflows.tripwire import Tripwire
 from temporalio.client import WorkflowHandle
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
@@ -37,6 +36,7 @@ from landed.temporal.loops import (
     repair_done,
 )
 from landed.temporal.plugin import landed_plugin
+from landed.workflows.tripwire import Tripwire
 
 
 def declare(name: str, db: Path, *, write: int = 0, **extra: Any) -> LoopSpec:

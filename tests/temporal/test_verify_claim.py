@@ -1,8 +1,10 @@
-"""VerifyClaim on the real dev server: claims from agents that acted outside Temporal read back,
-settled through the runner's settle step, never verified twice; histories replayed."""
+"""VerifyClaim on the real dev server: claims from agents that acted outside Temporal read back
+by the operator's contract for their outcome class, settled through the runner's settle step,
+never verified twice; a plan the claimant brought is never proof; histories replayed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from pathlib import Path
@@ -12,7 +14,6 @@ import pytest
 from helpers.roles import Roles, run_roles
 from helpers.sor import Site
 from helpers.wait import until
-from landed.workflows.verify_claim import VerifyClaim
 from temporalio.client import WorkflowHistory
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -28,6 +29,7 @@ from landed.task.tripwire import TripwireState
 from landed.temporal.claims import start_claim, wait_result
 from landed.temporal.loops import UnknownLoop, loop_state
 from landed.temporal.plugin import landed_plugin, strict_workflow_runner
+from landed.workflows.verify_claim import VerifyClaim
 
 
 @pytest.fixture
@@ -37,12 +39,41 @@ def site() -> Any:
     s.stop()
 
 
+#: The operator's contract for a published post: the claimant chooses the slug, nothing else.
+CONTRACTS = {
+    "contracts": {
+        "posts.published": {
+            "params": {"slug": "string"},
+            "outcome": "one post {slug} is on the site",
+            "proof_plan": [
+                {
+                    "action": "publish the post",
+                    "probe": {
+                        "kind": "http",
+                        "source": "site",
+                        "url": {"template": "/posts/count?slug={slug}"},
+                    },
+                    "expect": {"type": "count", "value": 1},
+                }
+            ],
+        }
+    }
+}
+
+
+def contracts_file(tmp_path: Path) -> Path:
+    path = tmp_path / "claim-contracts.json"
+    path.write_text(json.dumps(CONTRACTS))
+    return path
+
+
 def _roles(temporal_dev: str, tmp_path: Path, site: Site) -> Any:
     return run_roles(
         temporal_dev,
         tmp_path,
         credentials={},
         sources={"site": {"url": site.url}},
+        runner={"claim_contracts": contracts_file(tmp_path)},
     )
 
 
@@ -61,8 +92,8 @@ def contract(task_id: str, slug: str, **extra: Any) -> dict[str, Any]:
         "kind": "contract",
         "task_id": task_id,
         "owner": "outside-agent",
-        "outcome": f"one post {slug} is on the site",
-        "proof_plan": _plan(slug),
+        "outcome": "posts.published",
+        "params": {"slug": slug},
         **extra,
     }
 
@@ -70,9 +101,21 @@ def contract(task_id: str, slug: str, **extra: Any) -> dict[str, Any]:
 def log(task_id: str, slug: str | None = None, **extra: Any) -> dict[str, Any]:
     line: dict[str, Any] = {"task_id": task_id, "claimed_status": "done", **extra}
     if slug is not None:
-        line["outcome"] = f"one post {slug} is on the site"
-        line["proof_plan"] = _plan(slug)
+        line["outcome"] = "posts.published"
+        line["params"] = {"slug": slug}
     return line
+
+
+def own_plan(task_id: str, slug: str, **extra: Any) -> dict[str, Any]:
+    """A claim that brings its own probe plan (how claims were read back before contracts)."""
+    return {
+        "kind": "contract",
+        "task_id": task_id,
+        "owner": "outside-agent",
+        "outcome": f"one post {slug} is on the site",
+        "proof_plan": _plan(slug),
+        **extra,
+    }
 
 
 def _input(record: dict[str, Any], line: int = 1) -> VerifyClaimInput:
@@ -113,6 +156,14 @@ async def test_claims_are_read_back_and_a_lie_is_not_verified(
         stored = await _rows(roles, "c-lie")
     assert good.verdict == "verified", _ext(good)["findings"]
     assert _ext(good)["claim_kind"] == "contract" and _ext(good)["pre_read"] is False
+    # Judged by the operator's contract: its words, the class and the values the claim gave.
+    assert good.outcome == "one post real is on the site"
+    assert _ext(good)["outcome_class"] == "posts.published"
+    assert _ext(good)["params"] == {"slug": "real"}
+    assert (
+        _ext(good)["claim_contracts_sha256"]
+        == hashlib.sha256(contracts_file(tmp_path).read_bytes()).hexdigest()
+    )
     # The verifier's own signed reading, not the agent's word.
     (read,) = [p for p in good.proof if p.kind == "http_contains"]
     assert read.result == "pass" and read.checked_by == roles.identities["verifier"]
@@ -152,6 +203,82 @@ async def test_a_claim_that_cannot_be_read_back_settles_at_its_evidence_level(
     )
     # An unsigned read-back cited by the agent proves no more than its word (P1).
     assert _ext(cited)["proof_level"].startswith("P1")
+    await _replay([history])
+
+
+async def test_a_probe_the_claimant_brings_verifies_no_absent_outcome(
+    temporal_dev: str, tmp_path: Path, site: Site
+) -> None:
+    """A claim's own plan was read back as its proof: a probe whose answer does not depend on
+    the work (a post that was already there) verified a claim whose outcome is absent."""
+    site.posts.append({"slug": "already-there"})
+    async with _roles(temporal_dev, tmp_path, site) as roles:
+        constant, _ = await _settle(
+            roles,
+            own_plan("c-own", "already-there", outcome="one post brand-new is on the site"),
+        )
+        # The same kind of claim citing an artifact: graded P2 (built), still never done.
+        cited, _ = await _settle(
+            roles,
+            own_plan(
+                "c-own-cited",
+                "already-there",
+                proof=[{"kind": "commit", "ref": "3f2c1a9", "result": "pass"}],
+            ),
+        )
+        history = await roles.temporal.get_workflow_handle("c-own#claim-1").fetch_history()
+        stored = await _rows(roles, "c-own")
+    for receipt in (constant, cited):
+        ext = _ext(receipt)
+        assert receipt.verdict not in ("verified", "reconciled"), ext
+        assert ext["meets_bar"] is False and ext["proof_level"] in ("P0", "P1", "P2"), ext
+        assert any(
+            f.startswith("DOD-2: the claim brought its own proof_plan") for f in ext["findings"]
+        ), ext["findings"]
+    assert (cited.verdict, _ext(cited)["proof_level"]) == ("built", "P2")
+    assert site.count_reads == 0  # the verifier ran no probe the claimant chose
+    assert [r.verdict for r in stored] == [constant.verdict]
+    await _replay([history])
+
+
+async def test_a_history_that_read_a_claims_own_plan_back_replays() -> None:
+    """Recorded before claims were judged by contracts: the claim's own plan read back (a post
+    already there), and verified. Running histories like it replay as recorded."""
+    path = Path(__file__).parent / "histories" / "verify_claim" / "own_plan.json"
+    await _replay([WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))])
+
+
+async def test_an_outcome_class_the_runner_cannot_judge_by_is_never_done(
+    temporal_dev: str, tmp_path: Path, site: Site
+) -> None:
+    site.posts.append({"slug": "there"})
+    claims = {
+        "c-unknown": _input({**log("c-unknown", "there"), "outcome": "posts.deleted"}),
+        "c-typed": _input(contract("c-typed", "there", params={"slug": 7})),
+        "c-missing": _input(contract("c-missing", "there", params={})),
+        # Started as act code could start it, pinned to contracts the runner does not hold.
+        "c-pinned": _input(contract("c-pinned", "there")).model_copy(
+            update={"contracts_sha256": "0" * 64}
+        ),
+    }
+    async with _roles(temporal_dev, tmp_path, site) as roles:
+        settled = {}
+        for task_id, inp in claims.items():
+            started = await start_claim(roles.temporal, inp, task_queue=roles.queues["runner"])
+            settled[task_id] = await wait_result(started.handle)
+        history = await roles.temporal.get_workflow_handle("c-unknown#claim-1").fetch_history()
+    assert site.count_reads == 0
+    said = {}
+    for task_id, receipt in settled.items():
+        ext = _ext(receipt)
+        assert receipt.verdict not in ("verified", "reconciled"), (task_id, ext)
+        assert ext["meets_bar"] is False
+        said[task_id] = " ".join(ext["findings"])
+    assert "'posts.deleted' is not in the operator's claim contracts" in said["c-unknown"]
+    assert "declared: posts.published" in said["c-unknown"]
+    assert "parameter 'slug' must be a string" in said["c-typed"]
+    assert "needs the parameter 'slug' (string); add it" in said["c-missing"]
+    assert "give the runner the same file" in said["c-pinned"]
     await _replay([history])
 
 

@@ -86,7 +86,7 @@ def _acted(db: Path, task_id: str) -> bool:
 
 
 async def _replays(history: WorkflowHistory, interceptors: tuple[Interceptor, ...]) -> Any:
-    from landed.workflows.agent_task import AgentTask  # type: ignore[import-not-found]
+    from landed.workflows.agent_task import AgentTask
 
     replayer = Replayer(workflows=[AgentTask], plugins=[landed_plugin()], interceptors=interceptors)
     return await replayer.replay_workflow(history, raise_on_replay_failure=False)

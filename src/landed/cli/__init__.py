@@ -1,130 +1,84 @@
-"""The ``landed`` command line: one Typer app, each command group in its own module."""
+"""The ``landed`` command line: one Typer app (``landed.cli.root``), each command group in its
+own module. ``main`` imports only the module of the command it runs: start-up is a large part
+of a short command (``landed check`` on a 300,000-line file), and most modules are not needed."""
 
 from __future__ import annotations
 
-import os
+import importlib
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-import typer
-from typer.core import TyperGroup
+from landed.util.leave import leave, status_of
 
-from landed.cli.out import fail
+__all__ = ["COMMAND_MODULES", "app", "main", "register"]
 
-__all__ = ["app", "main"]
-
-# Typer raises Click's UsageError (an unknown option, a value of the wrong type); newer Typer
-# vendors Click, so the class is taken from the public BadParameter it derives from.
-_UsageError: type[Exception] = next(
-    c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError"
-)
-_WANTS_JSON = "landed.wants_json"
-
-
-def _wants_json(args: Sequence[str]) -> bool:
-    """--json among the options (not after a ``--`` that ends them)."""
-    args = list(args)
-    return "--json" in (args[: args.index("--")] if "--" in args else args)
-
-
-def _json_usage(err: Exception) -> typer.Exit:
-    """A usage error Click found, said as every --json error is said: one object on stdout."""
-    message = err.format_message() if hasattr(err, "format_message") else str(err)
-    ctx = getattr(err, "ctx", None)
-    if ctx is not None:
-        message += f" (see '{ctx.command_path} --help')"
-    return fail(message, getattr(err, "exit_code", 2), json_error="usage")
-
-
-class _JsonErrors(TyperGroup):
-    """Under --json, an option or value Click refuses (``--count notanint``, an unknown
-    option) is answered in JSON too, so a program reading the output never gets bare text."""
-
-    def make_context(
-        self,
-        info_name: str | None,
-        args: list[str],
-        parent: Any = None,
-        **extra: Any,
-    ) -> Any:
-        wants = _wants_json(args)
-        try:
-            ctx = super().make_context(info_name, args, parent, **extra)
-        except _UsageError as err:
-            if wants:
-                raise _json_usage(err) from None
-            raise
-        ctx.meta[_WANTS_JSON] = wants
-        return ctx
-
-    def invoke(self, ctx: Any) -> Any:
-        try:
-            return super().invoke(ctx)
-        except _UsageError as err:
-            if ctx.meta.get(_WANTS_JSON):
-                raise _json_usage(err) from None
-            raise
+# Each top-level command or group and the modules under landed.cli that add to it
+# (tests/cli/test_cli_lazy.py keeps this true). A word not listed registers every module.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "approve": ("approval",),
+    "reject": ("approval",),
+    "held": ("approval",),
+    "check": ("check",),
+    "demo": ("demo.command",),
+    "deploy": ("deploy",),
+    "dev": ("dev",),
+    "exporter": ("exporter",),
+    "pause": ("fleet",),
+    "resume": ("fleet",),
+    "status": ("fleet",),
+    "guard": ("guard",),
+    "keys": ("keys",),
+    "board": ("ledger",),
+    "receipts": ("ledger",),
+    "ledger": ("ledger", "ledger_verify", "ledger_witness"),
+    "loops": ("loop",),
+    "loop": ("loop",),
+    "repair": ("loop",),
+    "plan": ("plan",),
+    "receipt": ("receipt",),
+    "reconcile": ("reconcile",),
+    "sample": ("sample",),
+    "schema": ("schema",),
+    "snapshot": ("snapshot",),
+    "submit": ("submit",),
+    "verify": ("verify",),
+    "worker": ("worker",),
+}
+ALL_MODULES = tuple(sorted({m for modules in COMMAND_MODULES.values() for m in modules}))
 
 
-app = typer.Typer(
-    cls=_JsonErrors,
-    name="landed",
-    help=(
-        "landed turns an agent's 'done' into a verdict issued after reading the result back.\n\n"
-        "Exit codes: 0 success or every done claim meets its bar; 1 a claim or check failed; "
-        "2 usage error or a blocked turn (guard); 3 invalid input or a probe that observed nothing."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+def register(modules: Iterable[str] = ALL_MODULES) -> Any:
+    """Import the command modules (each adds its commands to the app on import); the app."""
+    for module in modules:
+        importlib.import_module(f"landed.cli.{module}")
+    from landed.cli.root import app
+
+    return app
 
 
-def _register() -> None:
-    # Each command module adds its commands to ``app`` on import.
-    from landed.cli import (  # noqa: F401
-        approval,
-        check,
-        demo,
-        deploy,
-        dev,
-        exporter,
-        fleet,
-        guard,
-        keys,
-        ledger,
-        ledger_verify,
-        loop,
-        plan,
-        reconcile,
-        sample,
-        schema,
-        snapshot,
-        submit,
-        verify,
-        worker,
-    )
+def _modules_for(args: Sequence[str]) -> tuple[str, ...]:
+    return COMMAND_MODULES.get(args[0], ALL_MODULES) if args else ALL_MODULES
 
 
-_register()
+def __getattr__(name: str) -> Any:
+    # The package's ``app`` (for tests and docs) is the app with every command registered.
+    if name == "app":
+        return register()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
-    """Run the CLI, then leave with os._exit: a process that used the Temporal SDK can crash
-    in interpreter teardown after all work succeeded (sdk-python#300)."""
-    status = 0
+    """Run the CLI, then leave through ``landed.util.leave`` (a process that used the Temporal
+    SDK can crash in interpreter teardown after all work succeeded, sdk-python#300)."""
     try:
-        app()
+        register(_modules_for(sys.argv[1:]))()
     except SystemExit as exc:
-        code = exc.code
-        status = code if isinstance(code, int) else (0 if code is None else 1)
+        leave(status_of(exc))
     except KeyboardInterrupt:
-        status = 130
-    except Exception:  # a defect: shown in full, and still leaving through os._exit below
+        leave(130)
+    except Exception:  # a defect: shown in full, and still leaving through leave() below
         traceback.print_exc()
-        status = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
+        leave(1)
+    leave(0)

@@ -11,14 +11,21 @@ from typing import Any, TypeVar
 import typer
 from rich.table import Table
 
-from landed.cli import app
 from landed.cli.out import ReportConsole, fail
+from landed.cli.root import app
 
 T = TypeVar("T")
 
 _ADDRESS = typer.Option(None, "--address", help="Temporal host:port (default: TEMPORAL_ADDRESS).")
 _NAMESPACE = typer.Option(None, "--namespace", help="Namespace (default: TEMPORAL_NAMESPACE).")
 _JSON = typer.Option(False, "--json", help="Print the result as JSON.")
+_KEY = typer.Option(
+    None,
+    "--key",
+    envvar="LANDED_APPROVER_KEY",
+    help="Your approver key (.key from `landed keys new --role approver --name NAME`); the "
+    "decision is signed with it, and the runner must trust its .pub for --by.",
+)
 
 
 def _run(work: Callable[[Any], Awaitable[T]], address: str | None, namespace: str | None) -> T:
@@ -62,19 +69,21 @@ def approve(
     task_id: str = typer.Argument(..., help="The task (workflow) id waiting for approval."),
     by: str = typer.Option(..., "--by", help="Who approves: a person, never the task's owner."),
     note: str | None = typer.Option(None, "--note", help="Why; kept on the receipt."),
+    key: str | None = _KEY,
     as_json: bool = _JSON,
     address: str | None = _ADDRESS,
     namespace: str | None = _NAMESPACE,
 ) -> None:
     """Approve a task waiting at its approval gate: it goes on to act, and still needs its
-    read-back to be verified (approval is not delivery). The approver and note go into the
-    receipt.
+    read-back to be verified (approval is not delivery). The decision is signed with your
+    approver key over the task, its run and its spec; the approver, note and signed decision
+    go into the receipt.
 
     Exit codes: 0 approved; 1 Temporal refused the request or is unreachable; 3 the task refused
-    the decision (unknown or settled task, not waiting, already decided, the approver is its
-    owner or actor): nothing was recorded.
+    the decision (no key or an untrusted one, unknown or settled task, not waiting, already
+    decided, the approver is its owner or actor): nothing was recorded.
     """
-    _decided(task_id, lambda h: h.approve(by, note), address, namespace, as_json)
+    _decided(task_id, lambda h: h.approve(by, note, key=key), address, namespace, as_json)
 
 
 @app.command("reject")
@@ -82,17 +91,19 @@ def reject(
     task_id: str = typer.Argument(..., help="The task (workflow) id waiting for approval."),
     by: str = typer.Option(..., "--by", help="Who rejects: a person, never the task's owner."),
     reason: str = typer.Option(..., "--reason", help="Why; kept on the receipt."),
+    key: str | None = _KEY,
     as_json: bool = _JSON,
     address: str | None = _ADDRESS,
     namespace: str | None = _NAMESPACE,
 ) -> None:
-    """Reject a task waiting at its approval gate: it settles held, nothing done.
+    """Reject a task waiting at its approval gate: it settles held, nothing done. Signed with
+    your approver key, as an approval is.
 
     Exit codes: 0 rejected; 1 Temporal refused the request or is unreachable; 3 the task refused
-    the decision (unknown or settled task, not waiting, already decided, the approver is its
-    owner or actor): nothing was recorded.
+    the decision (no key or an untrusted one, unknown or settled task, not waiting, already
+    decided, the approver is its owner or actor): nothing was recorded.
     """
-    _decided(task_id, lambda h: h.reject(by, reason), address, namespace, as_json)
+    _decided(task_id, lambda h: h.reject(by, reason, key=key), address, namespace, as_json)
 
 
 @app.command("held")

@@ -17,11 +17,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from landed.cli import app
 from landed.cli.check_render import _safe, render_text
 from landed.cli.check_sinks import EXIT_INVALID, EXIT_MISSED, CheckReport, _JsonSink
 from landed.cli.out import reader_left
+from landed.cli.root import app
 from landed.receipts.check import (
+    ApprovalCheck,
     FilePart,
     SignatureCheck,
     check_range,
@@ -30,7 +31,7 @@ from landed.receipts.check import (
     split_point,
 )
 from landed.receipts.intake import EMPTY_INPUT, InvalidLine
-from landed.receipts.live import LiveOptions
+from landed.receipts.live_options import LiveOptions
 from landed.receipts.scorecard import Scorecard, ScoreTally
 from landed.signing import SigningError, TrustStore
 
@@ -47,7 +48,8 @@ _EPILOG = (
     "an assertion; business_outcome.verified and landed.revenue_usd are not signed, so P4 needs "
     "a signed read-back of the kind the business outcome's class names (payment, sent_log, "
     "call_log, provider_object) and revenue counts only where a signed payment read-back "
-    "observed that amount."
+    "observed that amount. A receipt that claims an approval counts at most as an artifact "
+    "(P2, GOV-5) unless a --trust-approver key signed that decision for its task, run and spec."
 )
 
 
@@ -65,6 +67,18 @@ def _load_trust(keys: str | Sequence[str] | None) -> SignatureCheck | None:
     except SigningError as exc:
         raise TrustUnavailable(f"--trust: {exc}") from None
     return store.signature_ok
+
+
+def _load_approvers(keys: str | Sequence[str] | None) -> ApprovalCheck:
+    """The approval check under --trust: a receipt that claims an approval must carry a
+    decision signed by one of ``--trust-approver``'s keys (none given: no approval verifies)."""
+    from landed.task.approval_sig import receipt_approval_problem
+
+    try:
+        store = TrustStore.load([keys] if isinstance(keys, str) else keys or [])
+    except SigningError as exc:
+        raise TrustUnavailable(f"--trust-approver: {exc}") from None
+    return lambda receipt: receipt_approval_problem(receipt, store)
 
 
 # --- the command ---------------------------------------------------------------------------------
@@ -115,6 +129,7 @@ def run_check(
     live: bool = False,
     as_json: bool = False,
     trust: str | Sequence[str] | None = None,
+    trust_approver: str | Sequence[str] | None = None,
     concurrency: int = 32,
     timeout: float = 10.0,
     live_private: bool = False,
@@ -129,6 +144,12 @@ def run_check(
     err = Console(stderr=True, emoji=False)
     try:
         signature_ok = _load_trust(trust)
+        if trust_approver and signature_ok is None:
+            raise TrustUnavailable(
+                "--trust-approver checks approvals under signature checks: pass the verifier's "
+                "key with --trust too"
+            )
+        approval_check = _load_approvers(trust_approver) if signature_ok is not None else None
     except TrustUnavailable as exc:
         err.print(f"[bold red]error:[/bold red] {escape(_safe(str(exc)))}", highlight=False)
         if as_json:
@@ -157,7 +178,12 @@ def run_check(
             else:
                 with _progress_bar(live) as progress:
                     card = check_stream(
-                        stream, sink, live=options, signature_ok=signature_ok, progress=progress
+                        stream,
+                        sink,
+                        live=options,
+                        signature_ok=signature_ok,
+                        approval_check=approval_check,
+                        progress=progress,
                     )
     if isinstance(sink, _JsonSink):
         sink.finish(card)
@@ -275,6 +301,16 @@ def check(
             "then counts only with a valid signature by a trusted key.",
         ),
     ] = None,
+    trust_approver: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--trust-approver",
+            metavar="KEY.pub",
+            help="With --trust: an approver's public key (repeatable; a directory adds its "
+            "*.pub). A receipt that claims an approval then counts as verified only when a "
+            "trusted approver key signed that decision for its task, run and spec.",
+        ),
+    ] = None,
     concurrency: Annotated[
         int, typer.Option(min=1, max=256, help="--live: requests in flight at once.")
     ] = 32,
@@ -302,6 +338,7 @@ def check(
             live=live,
             as_json=as_json,
             trust=trust,
+            trust_approver=trust_approver,
             concurrency=concurrency,
             timeout=timeout,
             live_private=live_private,

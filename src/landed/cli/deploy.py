@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
-from landed.cli import app
+if TYPE_CHECKING:
+    from landed.task.canary import CanaryInput
+
 from landed.cli.out import ReportConsole, fail
+from landed.cli.root import app
 
 ROLES = ("runner", "actor", "verifier")
 _EXIT_CODES = (
     "Exit codes: 0 done; 2 usage error (a bad --ramp percent, an unknown --role); 3 the build "
     "id is not a version of a role's deployment (start its workers first), or a deployment "
-    "name from the settings is invalid; 4 Temporal is unreachable or refused the change."
+    "name from the settings is invalid; 4 Temporal is unreachable or refused the change; "
+    "5 (promote --gate) the rollout gate's canary did not settle verified on the build."
 )
 
 deploy_app = typer.Typer(
@@ -128,6 +133,18 @@ def promote(
     as_json: bool = typer.Option(False, "--json", help="Print what changed as JSON."),
     address: str | None = _ADDRESS_OPT,
     namespace: str | None = _NAMESPACE_OPT,
+    gate: bool = typer.Option(
+        False,
+        "--gate",
+        help="First run LandedRolloutGate on BUILD_ID's runner: one canary task acted, read "
+        "back and settled verified on the new build, or nothing is promoted (exit 5).",
+    ),
+    gate_input: Path | None = typer.Option(
+        None,
+        "--gate-input",
+        metavar="GATE.json",
+        help="The gate's input (the ConfigMap landed-rollout-gate's gate.json); needed by --gate.",
+    ),
 ) -> None:
     """Make BUILD_ID the current (or, with --ramp, the ramping) version of each role's
     deployment. New tasks start on it; open tasks finish on the version that started them.
@@ -140,6 +157,7 @@ def promote(
     4 Temporal is unreachable or refused the change (the message says why).
     """
     from landed.temporal.deployments import UnknownVersion
+    from landed.temporal.rollout import GateFailed
 
     if ramp is not None and not 0 <= ramp <= 100:
         raise fail(
@@ -149,8 +167,15 @@ def promote(
             json_error="usage" if as_json else None,
         )
     names = _deployments(role, as_json)
+    canary = _gate_input(gate, gate_input, ramp, names, as_json)
     try:
-        changed = asyncio.run(_promote(names, build_id, ramp, address, namespace))
+        changed = asyncio.run(_promote(names, build_id, ramp, address, namespace, canary))
+    except GateFailed as exc:
+        raise fail(
+            f"the rollout gate failed on build {build_id}; nothing was promoted: {exc}",
+            EXIT_GATE,
+            json_error="gate failed" if as_json else None,
+        ) from None
     except UnknownVersion as exc:
         raise fail(str(exc), 3, json_error="unknown build id" if as_json else None) from None
     except Exception as exc:
@@ -163,13 +188,52 @@ def promote(
         print(f"{r}: {names[r]} {build_id} is {what} (was {previous or 'unversioned'})")
 
 
+EXIT_GATE = 5
+
+
+def _gate_input(
+    gate: bool, path: Path | None, ramp: float | None, names: dict[str, str], as_json: bool
+) -> CanaryInput | None:
+    """The gate's input, read and checked before anything is changed (None without --gate)."""
+    from pydantic import ValidationError
+
+    from landed.task.canary import CanaryInput
+
+    if not gate:
+        return None
+    usage = "usage" if as_json else None
+    if path is None or ramp is not None or "runner" not in names:
+        raise fail(
+            "--gate needs --gate-input GATE.json, the runner among the roles, and no --ramp "
+            "(the gate runs before the build takes any traffic)",
+            2,
+            json_error=usage,
+        )
+    try:
+        return CanaryInput.model_validate_json(path.read_bytes()[:1_000_000])
+    except (OSError, ValidationError) as exc:
+        raise fail(f"--gate-input {path}: {exc}", 2, json_error=usage) from None
+
+
 async def _promote(
-    names: dict[str, str], build_id: str, ramp: float | None, address: str | None, ns: str | None
+    names: dict[str, str],
+    build_id: str,
+    ramp: float | None,
+    address: str | None,
+    ns: str | None,
+    canary: CanaryInput | None = None,
 ) -> dict[str, str | None]:
     from landed.temporal.deployments import promote, require_version
     from landed.temporal.plugin import worker_identity
+    from landed.temporal.rollout import gated_promote
+    from landed.temporal.workers import settings_for
 
     client = await _connect(address, ns)
+    if canary is not None:
+        queue = settings_for("runner").task_queue
+        return await gated_promote(
+            client, names, build_id, runner_queue=queue, gate=canary, identity="deploy-gate"
+        )
     for name in names.values():
         await require_version(client, name, build_id)  # every role known before any changes
     identity = worker_identity("deploy")

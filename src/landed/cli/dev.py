@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from landed.cli import app
 from landed.cli.out import fail
+from landed.cli.root import app
 from landed.cli.signals import stop_requested
 
 if TYPE_CHECKING:
@@ -66,6 +66,26 @@ def otlp_env(url: str | None, protocol: str) -> dict[str, dict[str, str]]:
     }
 
 
+#: The roles' metrics ports deploy/prometheus/prometheus.yml scrapes (beside the exporter's 9464).
+METRICS_PORTS = {"actor": 9465, "verifier": 9466, "runner": 9467}
+
+
+def metrics_env(env: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """``env`` with each role's metrics port, the one the shipped Prometheus config scrapes, or
+    a free one when it is taken; a LANDED_<ROLE>_METRICS_PORT of the caller's wins."""
+    import os
+
+    from landed.dev.server import free_port
+
+    merged = {role: dict(env.get(role, {})) for role in ("actor", "verifier", "runner")}
+    for role, default in METRICS_PORTS.items():
+        name = f"LANDED_{role.upper()}_METRICS_PORT"
+        if name not in os.environ:
+            chosen = _or_free(default, f"{role} metrics")
+            merged[role][name] = str(chosen or free_port())
+    return merged
+
+
 async def _exporter(stack: DevStack, info: dict[str, Any]) -> Exporter:
     """The scorecard exporter on the stack's ledger: LANDED_EXPORTER__PORT, else 9464, else a
     free port (printed)."""
@@ -75,7 +95,8 @@ async def _exporter(stack: DevStack, info: dict[str, Any]) -> Exporter:
     port = _or_free(ExporterSettings().port, "scorecard exporter")
     # The runner's own URL: the one it reports has its credentials taken out.
     ledger_url = stack.role_environment("runner")["LANDED_RUNNER_LEDGER_URL"]
-    return await serve_beside(ledger_url, info["web_ui"], port)
+    keys = [Path(info["head_keys"])] if info.get("head_keys") else None
+    return await serve_beside(ledger_url, info["web_ui"], port, keys)
 
 
 async def _run_dev(
@@ -94,7 +115,12 @@ async def _run_dev(
     port = _or_free(port, "Temporal frontend")
     ui_port = 0 if headless else _or_free(ui_port, "Web UI")
     stack = DevStack(
-        home=home, in_memory=in_memory, headless=headless, port=port, ui_port=ui_port, env=otlp
+        home=home,
+        in_memory=in_memory,
+        headless=headless,
+        port=port,
+        ui_port=ui_port,
+        env=metrics_env(otlp),
     )
     with stop_requested() as stop:
         # Ctrl-C or SIGTERM while the stack starts stops it there, not once all is up.

@@ -10,8 +10,8 @@ from typing import Any
 import typer
 from pydantic import ValidationError
 
-from landed.cli import app
 from landed.cli.out import fail
+from landed.cli.root import app
 from landed.cli.signals import stop_requested
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import typer
 
-from landed.cli import app
 from landed.cli.out import fail
+from landed.cli.root import app
 
 _FLEET = typer.Option(
     "landed-fleet",

@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from landed.cli import app
+from landed.cli.root import app
 from landed.probes.guard import BLOCK_EXIT, GuardResult, run_guard
 
 _HELP = """Re-run every completion contract in a JSONL file; block unless all of them landed.

@@ -11,10 +11,22 @@ import typer
 from rich.markup import escape
 
 from landed.cli.ledger import LedgerOption, ledger_app
+from landed.cli.ledger_witness import (
+    AddressOption,
+    NamespaceOption,
+    WitnessError,
+    WitnessFileOption,
+    WitnessOption,
+    WitnessRead,
+    witness_findings,
+    witness_reader,
+)
 from landed.cli.out import ReportConsole, emit, fail
 from landed.ledger.audit import ChainReport, audit
 from landed.ledger.base import LedgerError
+from landed.ledger.chain import DEFAULT_FOREIGN_AFTER_S
 from landed.ledger.factory import open_ledger
+from landed.ledger.links import CHAINS
 from landed.signing import SigningError, TrustStore
 
 __all__ = ["verify_ledger"]
@@ -25,10 +37,17 @@ EXIT_UNREADABLE = 3
 
 
 async def _walk(
-    url: str | None, trust: TrustStore | None, max_unsigned: int | None
+    url: str | None,
+    trust: TrustStore | None,
+    max_unsigned: int | None,
+    foreign_after: float,
+    witness: WitnessRead,
 ) -> tuple[str, ChainReport]:
     async with await open_ledger(url, create=False) as ledger:
-        return ledger.url, await audit(ledger, trust, max_unsigned)
+        report = await audit(ledger, trust, max_unsigned, foreign_after)
+        if witness is not None and trust is not None:
+            await witness_findings(ledger, report, await witness(trust), trust)
+        return ledger.url, report
 
 
 @ledger_app.command("verify")
@@ -59,20 +78,41 @@ def verify_ledger(
             help="Also report more than N rows after the last trusted signed head.",
         ),
     ] = None,
+    foreign_after: Annotated[
+        float,
+        typer.Option(
+            "--foreign-after",
+            min=0,
+            metavar="SECONDS",
+            help="Name a row no trusted head vouches for, this old, as foreign (the runner "
+            "signs its own rows within its head interval).",
+        ),
+    ] = DEFAULT_FOREIGN_AFTER_S,
     as_json: Annotated[
         bool, typer.Option("--json", help="One JSON object: the report and its findings.")
     ] = False,
+    witness: WitnessOption = False,
+    witness_file: WitnessFileOption = None,
+    address: AddressOption = None,
+    namespace: NamespaceOption = None,
 ) -> None:
-    """Walk the ledger's hash chain and report any deleted, inserted, edited or reordered receipt.
+    """Walk the ledger's hash chains and report any deleted, inserted, edited, reordered or
+    foreign row of receipts, claims and events.
 
-    Each receipt row links to the one before it (landed.ledger.chain); the runner signs the
-    chain head with its own key every 100 appends and every 30 s. A row changed below a signed
-    head is reported even if the whole chain was recomputed after it. Rows after the last
-    signed head are counted as the unsigned tail: a deletion there shows only as a shorter tail.
+    Each row links to the one before it over every column a read selects on (task_id, attempt,
+    stage, verdict, owner, times, body hash; landed.ledger.links); the runner signs the chain
+    heads with its own key every 100 appends and every 30 s, vouching for the rows it wrote
+    itself. A row changed below a signed head is reported even if the whole chain was
+    recomputed after it; a row no trusted head vouches for, older than --foreign-after, is
+    reported foreign (written by other means). Rows after the last signed head are counted as
+    the unsigned tail: a deletion there shows only as a shorter tail.
+
+    With --witness (or --witness-file), the ledger is also compared with the heads its
+    witness holds outside it: a ledger cut back to an earlier signed head is a cut-back.
 
     Exit codes: 0 the chain and every signed head hold; 1 the ledger was tampered with (each
     finding names the row's sequence); 2 usage (neither --trust nor --chain-only, a bad key
-    file); 3 no ledger there, or it could not be read.
+    file); 3 no ledger there, or it (or its witness) could not be read.
     """
     json_error = "usage" if as_json else None
     if not trust and not chain_only:
@@ -87,8 +127,14 @@ def verify_ledger(
         store = TrustStore.load(trust) if trust else None
     except SigningError as exc:
         raise fail(str(exc), EXIT_USAGE, json_error=json_error) from None
+    if (witness or witness_file) and store is None:
+        raise fail("--witness needs --trust", EXIT_USAGE, json_error=json_error)
     try:
-        where, report = asyncio.run(_walk(ledger, store, max_unsigned))
+        read = witness_reader(witness, witness_file, address, namespace)
+        where, report = asyncio.run(_walk(ledger, store, max_unsigned, foreign_after, read))
+    except WitnessError as exc:
+        unread = "witness unreadable" if as_json else None
+        raise fail(str(exc), EXIT_UNREADABLE, json_error=unread) from None
     except LedgerError as exc:
         raise fail(
             str(exc), EXIT_UNREADABLE, json_error="ledger unreadable" if as_json else None
@@ -116,15 +162,28 @@ def _print(where: str, report: ChainReport) -> None:
         )
     else:
         say("signed heads not checked (--chain-only)", highlight=False)
+    for side in report.sides:
+        where = f"chain positions 1-{side.last_pos}" if side.last_pos else "no chain yet"
+        say(f"{side.chain}: {side.rows} row(s), {where}", highlight=False)
     if report.migrated_upto:
         say(
             f"positions 1-{report.migrated_upto} were chained when the ledger was upgraded to "
             "the hash chain: the chain proves their order and content only from then on",
             highlight=False,
         )
-    for finding in report.findings:
-        say(f"[red]{finding.kind}[/red]: {escape(finding.message)}", highlight=False)
-    if report.findings_total > len(report.findings):
-        say(f"... and {report.findings_total - len(report.findings)} more", highlight=False)
+    if any(report.rechained.values()):
+        done = report.rechained
+        shown = ", ".join(f"{c} 1-{done[c]}" for c in CHAINS if done.get(c))
+        say(
+            f"migration-v2: {shown} were re-chained when the ledger was upgraded to v2 links: "
+            "the chain proves their columns only from then on",
+            highlight=False,
+        )
+    found = report.all_findings()
+    for finding in found:
+        where = "" if finding.chain == "receipts" else f" ({finding.chain})"
+        say(f"[red]{finding.kind}[/red]{where}: {escape(finding.message)}", highlight=False)
+    if report.total() > len(found):
+        say(f"... and {report.total() - len(found)} more", highlight=False)
     verdict = "[red]TAMPERED[/red]" if report.tampered else "[green]intact[/green]"
-    say(f"{verdict}: {report.findings_total} finding(s)", highlight=False)
+    say(f"{verdict}: {report.total()} finding(s)", highlight=False)

@@ -17,8 +17,8 @@ from typing import Any
 import typer
 from pydantic import ValidationError
 
-from landed.cli import app
 from landed.cli.out import fail
+from landed.cli.root import app
 
 loop_app = typer.Typer(help="Recurring agent work on a cadence, each loop with its tripwire.")
 repair_app = typer.Typer(help="Repairs queued by a loop's tripwire.")

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from landed.cli import app
 from landed.cli.out import fail
+from landed.cli.root import app
 
 if TYPE_CHECKING:
     from landed.probes.lint import PlanLint
@@ -23,8 +23,10 @@ EXIT_UNJUDGED = 3
 
 _HELP = """Show which bad writes a proof plan would catch and which it would call done.
 
-FILE is a task (TASK.json, as landed submit takes it) or completion contracts (a .jsonl file,
-as landed guard takes it). Nothing is run: each step's expectation is handed the readings
+FILE is a task (TASK.json, as landed submit takes it), completion contracts (a .jsonl file,
+as landed guard takes it) or the operator's claim contracts ({"contracts": {...}}, as the
+runner's LANDED_RUNNER_CLAIM_CONTRACTS takes them: linted as the runner lints them at start).
+Nothing is run: each step's expectation is handed the readings
 these bad writes produce and judged by the verifier's own code: nothing landed, half, double,
 already there (the before-state already held), wrong value, probe error, undone after the act.
 A task is judged with its pre-read (unless it sets pre_read false); guard contracts without
@@ -79,6 +81,37 @@ def _lint_file(path: Path, as_json: bool) -> PlanLint:
     return lint_spec(spec)
 
 
+def _lint_claim_contracts(path: Path, as_json: bool) -> None:
+    """A claim contracts file: the runner's own lint, then exit (0 clean, 1 refused)."""
+    from landed.task.claim_contracts import MAX_CONTRACTS_BYTES, ContractsError
+    from landed.task.claim_contracts_lint import parse_claim_contracts
+    from landed.util.strictjson import TooLarge, loads, read_at_most
+
+    if path.suffix == ".jsonl":
+        return
+    try:
+        data = read_at_most(path, MAX_CONTRACTS_BYTES, f"the file {path}")
+        value = loads(data)
+    except (TooLarge, OSError, ValueError, RecursionError):
+        return  # not one: the task reader names the problem
+    if not isinstance(value, dict) or "contracts" not in value:
+        return
+    try:
+        found = parse_claim_contracts(data, str(path))
+    except ContractsError as exc:
+        if as_json:
+            typer.echo(json.dumps({"file": str(path), "claim_contracts": False, "error": str(exc)}))
+        else:
+            typer.echo(str(exc))
+        raise typer.Exit(EXIT_CALLS_DONE) from None
+    names = sorted(found.contracts)
+    if as_json:
+        typer.echo(json.dumps({"file": str(path), "claim_contracts": names, "error": None}))
+    else:
+        typer.echo(f"claim contracts {', '.join(names)}: each catches every bad write tried")
+    raise typer.Exit(EXIT_CATCHES_ALL)
+
+
 def render(plan: PlanLint) -> list[str]:
     """The lint for people: each step, then each bad write caught or called done."""
     lines = [] if plan.pre_read else ["judged without a pre-read (no before-state is read)"]
@@ -110,6 +143,7 @@ def lint(
 ) -> None:
     from landed.probes.lint import lint_json
 
+    _lint_claim_contracts(file, as_json)
     plan = _lint_file(file, as_json)
     if as_json:
         typer.echo(json.dumps({"file": str(file), **lint_json(plan)}, indent=2))

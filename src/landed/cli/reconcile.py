@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 
-from landed.cli import app
 from landed.cli.out import fail
+from landed.cli.root import app
 
 __all__ = ["reconcile_command"]
 
@@ -37,6 +37,13 @@ def reconcile_command(
         min=0.0,
         help="With --follow: stop once every claim settled and the file stayed quiet this long.",
     ),
+    contracts: Path | None = typer.Option(
+        None,
+        "--contracts",
+        help="The operator's claim contracts (JSON), as the runner holds them "
+        "(LANDED_RUNNER_CLAIM_CONTRACTS): linted first; each claim's outcome class and params "
+        "checked before it starts, and pinned to this file.",
+    ),
     max_line: int = typer.Option(256 << 10, min=1024, max=1 << 20, help="Longest line, bytes."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per event on stdout."),
     address: str | None = typer.Option(None, help="Temporal host:port (default TEMPORAL_ADDRESS)."),
@@ -46,17 +53,22 @@ def reconcile_command(
     """Read back every claim in a JSONL stream and settle each one's verdict in the ledger.
 
     Each line is a claim: a DoD receipt, a loose log line ({"task_id": ..., "claimed_status":
-    "done"}) or a contract ({"kind": "contract", "outcome": ..., "proof_plan": [...]}). A claim
-    with a proof_plan is read back by the verifier; one without, or of an unknown kind, settles
-    at the level its own evidence proves. One VerifyClaim per task id and attempt: a stream
-    read twice verifies nothing twice. Bad lines are reported with their number and skipped.
+    "done"}) or a contract ({"kind": "contract", "outcome": "orders.created", "params":
+    {"batch": "b-17", "count": 3}}). A claim that names an outcome class with params is read
+    back by the contract the operator declared for that class (the runner's
+    LANDED_RUNNER_CLAIM_CONTRACTS): only such a claim can settle done. A claim that brings its
+    own proof_plan settles at most P2 (the check is the claimant's); one with neither, or of an
+    unknown kind, at the level its own evidence proves. One VerifyClaim per task id and
+    attempt: a stream read twice verifies nothing twice. Bad lines are reported with their
+    number and skipped.
 
     With --follow, the offset of the last line started is kept in a state file, and a restart
     resumes there.
 
     Exit codes: 0 every claim settled verified (or reconciled); 1 a claim settled not verified,
     or its workflow failed or could not start; 2 usage error; 3 bad lines in the stream (the
-    others were still reconciled) or an unreadable stream or state file; 130 interrupted
+    others were still reconciled), an unreadable stream or state file, or a --contracts file
+    that is invalid or holds a contract a bad write would pass; 130 interrupted
     (claims already started run on, and a restart attaches to them).
     """
     from landed.cli.reconcile_tail import Tail, load_offset, state_path_for
@@ -78,10 +90,11 @@ def reconcile_command(
         raise fail(
             f"cannot read {stream}: {why}", 3, json_error="unreadable stream" if as_json else None
         ) from None
+    judge = _contracts(contracts, as_json)
     tail = Tail(path, max_line=max_line, follow=follow, resume=resume, idle=until_idle)
     try:
         tally = asyncio.run(
-            _run(tail, state_file, concurrency, as_json, address, namespace, task_queue)
+            _run(tail, state_file, concurrency, as_json, address, namespace, task_queue, judge)
         )
     except KeyboardInterrupt:
         raise fail(
@@ -101,6 +114,24 @@ def reconcile_command(
         raise typer.Exit(3)
 
 
+def _contracts(path: Path | None, as_json: bool) -> Any:
+    """The operator's claim contracts, linted, or exit 3 naming the contract and the write."""
+    if path is None:
+        return None
+    from landed.task.claim_contracts import ContractsError
+    from landed.task.claim_contracts_lint import load_claim_contracts
+
+    try:
+        return load_claim_contracts(path)
+    except ContractsError as exc:
+        raise fail(str(exc), 3, json_error="invalid contracts" if as_json else None) from None
+
+
+# Bad lines are named one by one up to this many; the rest only count in the summary.
+INVALID_SHOWN = 20
+_MORE = f"(further invalid lines are counted in the summary, not printed; first {INVALID_SHOWN})"
+
+
 async def _run(
     tail: Any,
     state: Path | None,
@@ -109,6 +140,7 @@ async def _run(
     address: str | None,
     namespace: str | None,
     task_queue: str | None,
+    contracts: Any,
 ) -> Any:
     from landed.cli.reconcile_run import reconcile
     from landed.temporal.client import Client
@@ -127,6 +159,7 @@ async def _run(
     )
     bar = progress.add_task("claims", total=0)
     seen = [0, 0]
+    invalid = [0]
 
     def emit(event: dict[str, Any]) -> None:
         kind = event["event"]
@@ -135,6 +168,12 @@ async def _run(
         if kind != "notice":
             seen[0] += 1
         progress.update(bar, total=seen[0], completed=seen[1])
+        if kind == "invalid":
+            invalid[0] += 1
+            if invalid[0] > INVALID_SHOWN:
+                return  # counted in the summary; a file of junk must not print a file of errors
+            if invalid[0] == INVALID_SHOWN:
+                event = {**event, "message": f"{event['message']} {_MORE}"}
         if as_json:
             print(json.dumps({k: v for k, v in event.items()}), flush=True)
         _say(err, event, quiet=as_json)
@@ -147,6 +186,7 @@ async def _run(
             concurrency=concurrency,
             emit=emit,
             state=state,
+            contracts=contracts,
         )
     summary = tally.as_dict()
     if as_json:

@@ -19,7 +19,8 @@ from temporalio.client import Client as TemporalClient
 
 from landed.cli.reconcile_tail import Line, Notice, Offset, Tail, save_offset
 from landed.receipts.model import Receipt
-from landed.task.claims_in import BadClaim, VerifyClaimInput, parse_claim
+from landed.task.claim_contracts import ClaimContracts
+from landed.task.claims_in import BadClaim, VerifyClaimInput, parse_claim, pin_claim
 from landed.temporal.claims import other_claim, start_claim, wait_result
 
 __all__ = ["Committer", "Tally", "reconcile"]
@@ -71,9 +72,13 @@ async def reconcile(
     concurrency: int,
     emit: Callable[[Event], None],
     state: Path | None = None,
+    contracts: ClaimContracts | None = None,
 ) -> Tally:
-    """Reconcile every line ``tail`` gives; ``emit`` receives each event as it happens."""
+    """Reconcile every line ``tail`` gives; ``emit`` receives each event as it happens.
+    ``contracts`` (``--contracts``): each claim by outcome class is checked against them and
+    pinned to them before it starts."""
     run = _Run(temporal, task_queue, concurrency, emit, state)
+    run.contracts = contracts
     ticker = asyncio.create_task(run.flusher()) if state is not None else None
     tail.busy = lambda: bool(run.running)
     try:
@@ -105,6 +110,7 @@ class _Run:
         self.slots = asyncio.Semaphore(concurrency)
         self.running: set[asyncio.Task[None]] = set()
         self.saved: Offset | None = None
+        self.contracts: ClaimContracts | None = None
 
     def flush(self) -> None:
         committed = self.commits.committed
@@ -125,6 +131,8 @@ class _Run:
         self.tally.lines += 1
         slot = self.commits.add(item.end)
         claim = _parse(item)
+        if isinstance(claim, VerifyClaimInput) and self.contracts is not None:
+            claim = pin_claim(claim, self.contracts)
         if not isinstance(claim, VerifyClaimInput):
             if claim is not None:
                 self.tally.invalid += 1

@@ -9,10 +9,10 @@ from typing import Annotated, Final, NamedTuple
 import orjson
 import typer
 
-from landed.cli import app
 from landed.cli.check_render import render_text
 from landed.cli.check_sinks import CheckReport
 from landed.cli.out import ReportConsole, emit
+from landed.cli.root import app
 from landed.receipts.check import check_stream
 from landed.receipts.ladder import ProofLevel, Status
 

@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from landed.cli import app
+from landed.cli.root import app
 from landed.receipts.model import Receipt
 
 schema_app = typer.Typer(help="Print JSON Schemas of landed's data shapes.", no_args_is_help=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import typer
 
-from landed.cli import app
 from landed.cli.out import fail
+from landed.cli.root import app
 from landed.probes.guard import ContractsUnreadable, load_contracts
 from landed.probes.settings import ConfigError
 from landed.probes.snapshot import Snapshot, SnapshotError, take_snapshot, write_snapshot

@@ -10,8 +10,8 @@ from typing import Any
 
 import typer
 
-from landed.cli import app
 from landed.cli.out import fail
+from landed.cli.root import app
 
 
 async def _submit(
@@ -21,6 +21,7 @@ async def _submit(
     namespace: str | None,
     task_queue: str | None,
     out: dict[str, Any],
+    check_roles: bool = True,
 ) -> dict[str, Any]:
     """Fill ``out`` as the submission goes, so an interrupt can still say what was started."""
     from landed.cli.submit_watch import watch, web_ui_base, web_ui_link
@@ -30,7 +31,9 @@ async def _submit(
     # The submission starts the task's trace when OTEL_* names an endpoint.
     tracing.configure("landed-submit")
     try:
-        client = await Client.connect(address, namespace=namespace, task_queue=task_queue)
+        client = await Client.connect(
+            address, namespace=namespace, task_queue=task_queue, check_roles=check_roles
+        )
         handle = await client.start(data)
         out.update(task_id=handle.task_id, existing=handle.existing, warnings=handle.warnings)
         if wait:
@@ -76,6 +79,12 @@ def submit(
     force: bool = typer.Option(
         False, "--force", help="With --lint: submit a plan the lint refuses (report on stderr)."
     ),
+    no_role_check: bool = typer.Option(
+        False,
+        "--no-role-check",
+        help="Start the task without first asking the running roles whether they can run and "
+        "check it (the workflow still settles it blocked, with no act, if they cannot).",
+    ),
 ) -> None:
     """Start an agent task as an AgentTask workflow (task id = workflow id).
 
@@ -92,13 +101,15 @@ def submit(
     observed (every read-back that did not pass is a probe-error), an invalid task spec (each
     bad field is named with the reason; binary or too deeply nested input too), or its task id
     already belongs to another task, or (with --lint, without --force) a proof plan the lint
-    refuses, started nothing; 130 interrupted (Ctrl-C): a task already started runs on,
-    and submitting the same file again attaches to it.
+    refuses, started nothing; 5 refused before starting: a running role cannot run or check the
+    task (the actor lacks its act, the verifier a source or command it names) or did not
+    answer in time; the message names the fix; 130 interrupted (Ctrl-C): a task already
+    started runs on, and submitting the same file again attaches to it.
     """
     data = _checked_task(task_file, as_json)
     if lint:
         _linted(data, force, as_json)
-    out = _submitted(data, wait, address, namespace, task_queue, as_json)
+    out = _submitted(data, wait, address, namespace, task_queue, as_json, not no_role_check)
     receipt = out.get("receipt")
     if as_json:
         print(json.dumps(out, indent=2))
@@ -188,11 +199,13 @@ def _submitted(
     namespace: str | None,
     task_queue: str | None,
     as_json: bool,
+    check_roles: bool = True,
 ) -> dict[str, Any]:
     """What Temporal answered for the submission; each way it can fail exits with its code."""
     started: dict[str, Any] = {}
     try:
-        return asyncio.run(_submit(data, wait, address, namespace, task_queue, started))
+        run = _submit(data, wait, address, namespace, task_queue, started, check_roles)
+        return asyncio.run(run)
     except KeyboardInterrupt:
         if "task_id" in started:
             why = (
@@ -216,10 +229,20 @@ def _submit_failure(exc: Exception) -> tuple[str, int, str]:
     from temporalio.client import WorkflowFailureError
     from temporalio.service import RPCError
 
-    from landed.temporal.client import NamespaceNotReady, TaskIdReused, TaskNotSettled
+    from landed.temporal.client import (
+        NamespaceNotReady,
+        TaskIdReused,
+        TaskNotSettled,
+        TemporalUnreachable,
+    )
+    from landed.temporal.role_check import TaskRefused
 
+    if isinstance(exc, TemporalUnreachable):
+        return str(exc), 1, "Temporal unreachable"
     if isinstance(exc, TaskIdReused):
         return str(exc), 3, "task id reused"
+    if isinstance(exc, TaskRefused):
+        return str(exc), 5, "refused: cannot be checked"
     if isinstance(exc, TaskNotSettled):
         return str(exc), 1, "workflow failed"
     if isinstance(exc, WorkflowFailureError):
@@ -255,6 +278,10 @@ def _print_result(out: dict[str, Any], receipt: dict[str, Any] | None) -> None:
     verb = "already submitted" if out["existing"] else "started"
     print(f"{out['task_id']}: {verb}")
     if receipt is not None:
+        from landed.receipts.model import Receipt
+
+        settled = Receipt.model_validate(receipt)
+        print(f"{'DONE' if settled.done else 'NOT DONE'}: {settled.why}")
         landed = receipt.get("landed", {})
         print(
             f"verdict {receipt.get('verdict')} ({landed.get('proof_level')}) by "

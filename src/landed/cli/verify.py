@@ -11,8 +11,8 @@ from typing import Any, NoReturn
 
 import typer
 
-from landed.cli import app
 from landed.cli.out import fail
+from landed.cli.root import app
 from landed.probes.coerce import coerce_expectation, coerce_probe
 from landed.probes.contract import Observation, Outcome
 from landed.probes.expect import label_for

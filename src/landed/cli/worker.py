@@ -13,7 +13,7 @@ import typer
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from landed.cli import app
+from landed.cli.root import app
 from landed.cli.signals import stop_requested
 
 
@@ -33,12 +33,37 @@ async def _serve(role: str, address: str | None, namespace: str | None, check: b
     from landed.temporal.workers import run_role
 
     if check:
-        print(json.dumps({"event": "checked", **preflight(role)}, sort_keys=True), flush=True)
+        view = preflight(role)
+        if role == "runner":
+            view["ledger"] = await _ledger_schema()
+        print(json.dumps({"event": "checked", **view}, sort_keys=True), flush=True)
         return
     if role == "actor":
         refuse_actor_env(os.environ)
     with stop_requested() as stop:
         await run_role(role, stop=stop, on_ready=_ready, address=address, namespace=namespace)
+
+
+async def _ledger_schema() -> dict[str, Any]:
+    """The runner's ledger schema: which version it found and what to run (on stderr too)."""
+    from landed.ledger.factory import default_url
+    from landed.ledger.schema_check import schema_report
+    from landed.temporal.settings import RunnerSettings
+
+    url = RunnerSettings().ledger_url or default_url()
+    try:
+        found = await schema_report(url)
+    except Exception as exc:  # reported, never taken for an empty ledger
+        found = {"status": "unreachable", "error": " ".join(str(exc).split())[:300]}
+        print(f"landed worker runner: the ledger did not answer: {found['error']}", file=sys.stderr)
+        return found
+    if found["status"] != "current":
+        print(
+            f"landed worker runner: ledger schema version {found['found']} found, this landed "
+            f"needs {found['needs']} ({found['status']}); run {found['run']}",
+            file=sys.stderr,
+        )
+    return found
 
 
 @app.command("worker")

@@ -19,6 +19,7 @@ from landed.dev.roles import (
     role_env,
 )
 from landed.dev.server import NO_PROFILE_FILE, DevError, DevServer
+from landed.util.confine import undumpable
 
 if TYPE_CHECKING:
     from landed.temporal.client import Client
@@ -35,12 +36,13 @@ class DevStack:
     outside the actor's, and the actor is given no path to either. Its environment carries its
     own ``LANDED_ACTOR_*``, what a process needs to run and the variables named in
     LANDED_ACTOR_PASS_ENV; its HOME is ``home/actor`` unless HOME is named there, so files
-    such as ~/.pgpass or ~/.aws are not found for it by the libraries it uses. On one machine
-    all roles still run as the same user, so act code that goes looking can read the others'
-    files: this separates roles against mistakes, not against a hostile act. A fleet runs each
-    role under its own account (or Deployment), where the key and the ledger credentials are
-    not readable by the actor at all. Relative paths in a role's settings (``sqlite:///rel.db``)
-    resolve against that role's directory.
+    such as ~/.pgpass or ~/.aws are not found for it by the libraries it uses. All roles run
+    as the same user: the verifier, the runner and this process make themselves undumpable, and
+    the actor confines itself with Landlock away from ``home`` (landed.util.confine); where the
+    kernel has no Landlock, act code that goes looking can read the others' files. A fleet runs
+    each role under its own account (or Deployment), where the key and the ledger credentials
+    are not readable by the actor at all. Relative paths in a role's settings
+    (``sqlite:///rel.db``) resolve against that role's directory.
     """
 
     home: Path = field(default_factory=lambda: Path(".landed"))
@@ -95,6 +97,11 @@ class DevStack:
                 or self.ledger_url,
             },
         }
+        approvers = self.home / "approvers"
+        if approvers.is_dir() and any(approvers.glob("*.pub")):
+            # The approvers' public keys (approver-NAME-ID.pub); without any, nothing held can
+            # be approved.
+            defaults["runner"]["LANDED_RUNNER_APPROVERS"] = str(approvers.resolve())
         # Roles no longer run in the caller's directory: keep its modules importable for the
         # actor's acts (``python -m`` used to put it on sys.path) and its landed.toml for the
         # verifier's sources.
@@ -106,6 +113,7 @@ class DevStack:
             # .pgpass, cloud SDKs' config): the actor's home is its own directory.
             if "HOME" not in actor_pass_env({**base, **dict(self.env.get("actor", {}))}):
                 defaults["actor"]["HOME"] = str(self.role_dir("actor"))
+            defaults["actor"].update(self._actor_confinement())
         toml = origin / "landed.toml"
         if role == "verifier" and "LANDED_CONFIG_FILE" not in base and toml.is_file():
             defaults["verifier"]["LANDED_CONFIG_FILE"] = str(toml)
@@ -117,6 +125,20 @@ class DevStack:
         defaults[role][f"LANDED_{role.upper()}_VERSIONING"] = "false"
         extra = {**defaults[role], **dict(self.env.get(role, {}))}
         return role_env(role, base=base, temporal_address=self.server.address, extra=extra)
+
+    def _actor_confinement(self) -> dict[str, str]:
+        """The actor's Landlock policy keeps it out of this home (keys, ledger, Temporal's
+        database) and gives it a temp dir of its own inside its directory: the shell's /tmp
+        may hold this very home (landed.util.confine_policy)."""
+        tmp = self.role_dir("actor") / "tmp"
+        tmp.mkdir(exist_ok=True)
+        deny = [self.home.resolve()]
+        # Another stack's home in the project (`landed dev`'s .landed beside the demo's
+        # .landed/demo) holds keys too.
+        dot = (self.cwd or Path.cwd()).resolve() / ".landed"
+        if dot.is_dir() and dot not in deny:
+            deny.append(dot)
+        return {"LANDED_ACTOR_DENY_PATHS": os.pathsep.join(map(str, deny)), "TMPDIR": str(tmp)}
 
     async def client(self) -> Client:
         """A landed client of the embedded server (your Temporal profile file does not apply)."""
@@ -138,6 +160,8 @@ class DevStack:
     async def start(self, timeout: float = 60.0) -> DevStack:
         self.home.mkdir(parents=True, exist_ok=True)
         self._lock_home()
+        # This process holds every role's environment: unreadable to the actor's acts.
+        undumpable()
         self.server = DevServer(
             db_file=None if self.in_memory else (self.home / "temporal.db").resolve(),
             port=self.port,

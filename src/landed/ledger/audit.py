@@ -1,91 +1,44 @@
-"""``landed ledger verify``'s walk: every row's body and link, and every signed head (see chain).
+"""The chain walk: every row's body and link, every signed head, every row's voucher.
 
-The walk is fed the rows in sequence order, a page at a time, and keeps only the previous link
-and the heads: a million rows cost a million hashes, never a million rows of memory.
+``landed ledger verify`` walks every chain of the ledger (receipts, claims, events: see
+landed.ledger.links); `board`, `receipts export`, the exporter and the runner's lookups walk
+the receipts chain too, and keep a walk's state to resume it where they stopped. The walk is
+fed rows in append order, a page at a time, and keeps only the previous link, the heads ahead
+and the rows no head vouches for yet: a million rows cost a million hashes, never a million
+rows of memory.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from landed.ledger.chain import GENESIS, MIGRATION_KEY_ID, ChainRow, SignedHead, link
+from landed.ledger.audit_heads import HeadChecks
+from landed.ledger.audit_report import MAX_FINDINGS, ChainReport, Finding
+from landed.ledger.chain import GENESIS, ChainRow, SignedHead
+from landed.ledger.links import CHAINS, FIELDS, link_v2, parse_time
 
 if TYPE_CHECKING:
     from landed.ledger.base import Ledger
 
 __all__ = ["ChainReport", "ChainRow", "ChainWalk", "Finding", "audit"]
 
-#: Findings kept in the report; more are counted, not kept (a wiped ledger is one story).
-MAX_FINDINGS = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One way the ledger differs from what landed appended; ``sequence`` names the row."""
-
-    kind: str
-    sequence: int | None
-    pos: int | None
-    message: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "sequence": self.sequence,
-            "pos": self.pos,
-            "message": self.message,
-        }
-
-
-@dataclass
-class ChainReport:
-    rows: int = 0
-    last_pos: int = 0
-    last_sequence: int = 0
-    signed_heads: int = 0
-    last_signed_pos: int = 0
-    last_signed_sequence: int = 0
-    migrated_upto: int = 0
-    heads_checked: bool = True
-    max_unsigned: int | None = None
-    findings: list[Finding] = field(default_factory=list)
-    findings_total: int = 0
-
-    @property
-    def unsigned_tail(self) -> int:
-        return max(self.last_pos - self.last_signed_pos, 0) if self.heads_checked else 0
-
-    @property
-    def tampered(self) -> bool:
-        return self.findings_total > 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "tampered": self.tampered,
-            "rows": self.rows,
-            "last_pos": self.last_pos,
-            "last_sequence": self.last_sequence,
-            "heads_checked": self.heads_checked,
-            "signed_heads": self.signed_heads,
-            "last_signed_pos": self.last_signed_pos,
-            "last_signed_sequence": self.last_signed_sequence,
-            "unsigned_tail": self.unsigned_tail,
-            "migrated_upto": self.migrated_upto,
-            "findings_total": self.findings_total,
-            "findings": [f.as_dict() for f in self.findings],
-        }
+#: Findings about heads or vouching, not about the rows' links: the rows after them still chain.
+_NO_BREAK = frozenset({"foreign", "unsigned_tail", "head_untrusted", "head_forged"})
+#: Rows awaiting a voucher that a walk keeps; beyond, the oldest are judged at once.
+MAX_PENDING = 100_000
 
 
 class ChainWalk:
-    """Feed it every row in sequence order, then ``finish()``.
+    """Feed it one chain's rows in append order, then ``finish()`` (or, resumed, ``check()``).
 
     ``trust`` maps key ids to the runner head keys a reader trusts; None checks the links alone
     (then nothing stops a table owner who recomputes the whole chain, and the report says so).
+    With ``foreign_after`` (seconds), a row no trusted head vouches for that long is foreign.
     """
 
     def __init__(
@@ -93,53 +46,73 @@ class ChainWalk:
         heads: Sequence[SignedHead],
         trust: Mapping[str, Ed25519PublicKey] | None,
         max_unsigned: int | None = None,
+        *,
+        chain: str = "receipts",
+        foreign_after: float | None = None,
+        resume: bool = False,
     ) -> None:
-        self.report = ChainReport(heads_checked=trust is not None, max_unsigned=max_unsigned)
-        self._trust = trust
-        self._heads: dict[int, list[SignedHead]] = {}
-        for head in heads:
-            if head.key_id == MIGRATION_KEY_ID:
-                self.report.migrated_upto = max(self.report.migrated_upto, head.pos)
-            elif trust is not None:
-                self._heads.setdefault(head.pos, []).append(head)
+        self.chain = chain
+        self.report = ChainReport(
+            chain=chain, heads_checked=trust is not None, max_unsigned=max_unsigned
+        )
+        self.foreign_after = foreign_after
+        self.heads = HeadChecks(chain, trust, self._find, self.report)
+        # A walk a reader keeps and feeds again (the exporter, the runner's lookups) keeps the
+        # links it passed, to check a head signed after it passed them.
+        self.heads.resumable = resume
         self._expect = 1
         self._prev = GENESIS
         self._prev_seq = 0
+        self._pending: dict[int, tuple[int, object]] = {}
+        self.add_heads(heads)
+
+    def add_heads(self, heads: Sequence[SignedHead]) -> None:
+        """Heads read since the walk began (a resumed walk reads new ones before new rows)."""
+        self.heads.add(heads)
 
     def _find(self, kind: str, sequence: int | None, pos: int | None, message: str) -> None:
-        self.report.findings_total += 1
-        if len(self.report.findings) < MAX_FINDINGS:
-            self.report.findings.append(Finding(kind, sequence, pos, message))
+        report = self.report
+        report.findings_total += 1
+        if len(report.findings) < MAX_FINDINGS:
+            report.findings.append(Finding(kind, sequence, pos, message, self.chain))
+        if sequence is not None and kind not in _NO_BREAK:
+            first = report.first_break
+            report.first_break = sequence if first is None else min(first, sequence)
 
     def feed(self, rows: Sequence[ChainRow]) -> None:
         if not rows:
             return
-        report, heads = self.report, self._heads
+        report, chain, heads = self.report, self.chain, self.heads
         report.rows += len(rows)
-        report.last_sequence = rows[-1][0]  # rows may be plain tuples (see ChainRow)
-        # The hot loop: an intact row in its place costs one link() and a few compares;
+        report.last_sequence = rows[-1][0]
+        # The hot loop: an intact, vouched row in its place costs one link and a few compares;
         # anything else takes the slow path, which names what is wrong.
-        expect, prev, prev_seq = self._expect, self._prev, self._prev_seq
+        expect, prev = self._expect, self._prev
+        vouched = heads.vouched if heads.trust is not None else None
+        remember = heads.remember if heads.resumable and heads.trust is not None else None
         for row in rows:
-            seq, pos, row_link, sha, now = row
+            pos, row_link = row[1], row[2]
             if (
                 pos == expect
-                and now == sha
-                and link(pos, seq, sha, prev) == row_link
-                and pos not in heads
+                and row[3] == row[4]
+                and link_v2(chain, pos, row[6:], prev) == row_link
+                and pos not in heads.at
             ):
-                prev, expect, prev_seq = row_link, pos + 1, seq
+                prev, expect, self._prev_seq = row_link, pos + 1, row[0]
+                if vouched is not None and not vouched(pos):
+                    self._pending[pos] = (row[0], row[5])
+                if remember is not None:
+                    remember(pos, row[0], row_link)
                 continue
-            self._expect, self._prev, self._prev_seq = expect, prev, prev_seq
-            self._slow(ChainRow(*row))
-            expect, prev, prev_seq = self._expect, self._prev, self._prev_seq
-        self._expect, self._prev, self._prev_seq = expect, prev, prev_seq
-        if expect - 1 > report.last_pos:
-            report.last_pos = expect - 1
+            self._expect, self._prev = expect, prev
+            self._slow(row)
+            expect, prev = self._expect, self._prev
+        self._expect, self._prev = expect, prev
+        report.last_pos = max(report.last_pos, expect - 1)
 
     def _slow(self, row: ChainRow) -> None:
-        seq, pos, heads = row.sequence, row.pos, self._heads
-        if row.body_hash != row.body_sha256:
+        seq, pos = row[0], row[1]
+        if row[3] != row[4]:
             self._find(
                 "body_edited",
                 seq,
@@ -148,100 +121,87 @@ class ChainWalk:
                 "edited after it settled",
             )
         # SQLite stores whatever type it is given: a position that is no integer is no link.
-        if not isinstance(pos, int) or not isinstance(row.link, str):
+        if not isinstance(pos, int) or not isinstance(row[2], str):
             self._find(
                 "unchained",
                 seq,
                 None,
-                f"sequence {seq} has no chain link (or one landed never writes): it was "
+                f"{self._what(seq)} has no chain link (or one landed never writes): it was "
                 "inserted by something other than landed",
             )
             return
-        self._place(row, pos)
-        if pos in heads:
-            self._check_heads(row, heads.pop(pos))
+        placed = self._place(row, pos)
+        if placed and self.heads.trust is not None and not self.heads.vouched(pos):
+            self._pending[pos] = (seq, row[5])
+        self.heads.remember(pos, seq, row[2])
+        self.heads.check_at(pos, seq, row[2])
 
-    def _place(self, row: ChainRow, pos: int) -> None:
-        seq, expect = row.sequence, self._expect
+    def _what(self, seq: int) -> str:
+        return f"sequence {seq}" if self.chain != "claims" else f"claim (rowid {seq})"
+
+    def _place(self, row: ChainRow, pos: int) -> bool:
+        seq, expect = row[0], self._expect
         if pos > expect:
             missing = f"position {expect}" if pos == expect + 1 else f"positions {expect}-{pos - 1}"
             self._find(
                 "deleted",
                 seq,
                 pos,
-                f"{missing} missing between sequence {self._prev_seq} and sequence {seq}: "
-                "receipt(s) were deleted (or this row was moved here from later in the chain)",
+                f"{self.chain}: {missing} missing between sequence {self._prev_seq} and sequence "
+                f"{seq}: row(s) were deleted (or this row was moved here from later in the chain)",
             )
         elif pos < expect:
             self._find(
                 "inserted_or_reordered",
                 seq,
                 pos,
-                f"sequence {seq} holds chain position {pos}, but position {expect} was due: a "
-                "receipt was inserted here, or rows were reordered",
+                f"{self._what(seq)} holds {self.chain} chain position {pos}, but position "
+                f"{expect} was due: a row was inserted here, or rows were reordered",
             )
-            return  # the chain goes on from the row that was in place
-        elif link(pos, seq, row.body_sha256, self._prev) != row.link:
+            return False  # the chain goes on from the row that was in place
+        elif link_v2(self.chain, pos, row[6:], self._prev) != row[2]:
             self._find(
                 "link_broken",
                 seq,
                 pos,
-                f"sequence {seq} (position {pos}): its chain link does not follow from the row "
-                "before it: its sequence or body_sha256 was changed, or the row before it was "
+                f"{self._what(seq)} ({self.chain} position {pos}): its chain link does not "
+                "follow from its columns and the row before it: one of its columns ("
+                f"{', '.join(FIELDS[self.chain])}) was changed, or the row before it was "
                 "replaced",
             )
-        self._prev = row.link or GENESIS
+        self._prev = row[2] or GENESIS
         self._prev_seq = seq
         self._expect = pos + 1
         self.report.last_pos = max(self.report.last_pos, pos)
+        return True
 
-    def _check_heads(self, row: ChainRow, heads: list[SignedHead]) -> None:
-        assert self._trust is not None  # heads are only kept when there is trust
-        report = self.report
-        for head in heads:
-            key = self._trust.get(head.key_id)
-            where = f"signed head at position {head.pos} (sequence {head.sequence})"
-            if key is None:
+    def check(self, now: float | None = None) -> ChainReport:
+        """Judge the rows still awaiting a voucher (a resumable walk calls this per read)."""
+        wall = datetime.now(UTC) if now is None else datetime.fromtimestamp(now, UTC)
+        vouched = self.heads.vouched
+        for pos in sorted(self._pending):
+            seq, at = self._pending[pos]
+            if vouched(pos):
+                del self._pending[pos]
+            elif self.foreign_after is not None and (
+                _age(at, wall) >= self.foreign_after or len(self._pending) > MAX_PENDING
+            ):
+                del self._pending[pos]
+                self.report.foreign_rows += 1
+                self.report.foreign.add(seq)
                 self._find(
-                    "head_untrusted",
-                    head.sequence,
-                    head.pos,
-                    f"{where} is signed by key {head.key_id}, which --trust does not hold",
+                    "foreign",
+                    seq,
+                    pos,
+                    f"{self._what(seq)} ({self.chain} position {pos}) is vouched for by no "
+                    "trusted signed head although the runner signs its own rows within "
+                    f"{self.foreign_after:g} s: it was written into the ledger by other means",
                 )
-            elif not head.signature_ok(key):
-                self._find(
-                    "head_forged",
-                    head.sequence,
-                    head.pos,
-                    f"{where}: its signature by key {head.key_id} does not verify: the head "
-                    "row was written or changed by something other than the runner",
-                )
-            elif head.sequence != row.sequence or head.link != row.link:
-                self._find(
-                    "head_mismatch",
-                    head.sequence,
-                    head.pos,
-                    f"{where} does not match the chain: rows at or below sequence "
-                    f"{head.sequence}, above sequence {report.last_signed_sequence}, were "
-                    "rewritten after the runner signed it",
-                )
-            else:
-                report.signed_heads += 1
-                if head.pos > report.last_signed_pos:
-                    report.last_signed_pos, report.last_signed_sequence = head.pos, head.sequence
+        return self.report
 
     def finish(self) -> ChainReport:
-        report = self.report
-        for pos in sorted(self._heads):
-            head = self._heads[pos][0]
-            self._find(
-                "deleted",
-                head.sequence,
-                pos,
-                f"signed head at position {pos} (sequence {head.sequence}) has no row there "
-                f"(the chain ends at position {report.last_pos}): receipts were deleted",
-            )
-        self._heads.clear()
+        report = self.check()
+        self.heads.finish(report.last_pos)
         if report.max_unsigned is not None and report.unsigned_tail > report.max_unsigned:
             self._find(
                 "unsigned_tail",
@@ -254,14 +214,34 @@ class ChainWalk:
         return report
 
 
+def _age(at: object, now: datetime) -> float:
+    """Seconds since a stored time; a time landed never writes (or in the future) is old."""
+    when = parse_time(at)
+    if when is None or when > now + _SKEW:
+        return float("inf")
+    return (now - when).total_seconds()
+
+
+_SKEW = timedelta(seconds=60)
+
+
 async def audit(
     ledger: Ledger,
     trust: Mapping[str, Ed25519PublicKey] | None,
     max_unsigned: int | None = None,
+    foreign_after: float | None = None,
 ) -> ChainReport:
-    """Walk an open ledger's whole chain (what `landed ledger verify` reports)."""
-    walk = ChainWalk(await ledger.chain_heads(), trust, max_unsigned)
-    async with contextlib.aclosing(ledger.iter_chain()) as pages:
-        async for page in pages:
-            walk.feed(page)
-    return walk.finish()
+    """Walk an open ledger's every chain (what `landed ledger verify` reports): the receipts'
+    report, with the claims' and events' reports as its ``sides``."""
+    heads = await ledger.chain_heads()
+    reports = []
+    for chain in CHAINS:
+        unsigned = max_unsigned if chain == "receipts" else None
+        walk = ChainWalk(heads, trust, unsigned, chain=chain, foreign_after=foreign_after)
+        async with contextlib.aclosing(ledger.iter_chain(chain)) as pages:
+            async for page in pages:
+                walk.feed(page)
+        reports.append(walk.finish())
+    main, *sides = reports
+    main.sides = sides
+    return main

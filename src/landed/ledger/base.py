@@ -28,6 +28,8 @@ __all__ = [
     "LedgerEvent",
     "LedgerNotFound",
     "LedgerRow",
+    "LoopRow",
+    "UntrustedRow",
     "canonical_json",
     "stage_of",
 ]
@@ -38,6 +40,22 @@ LEDGER_URL_ENV = "LANDED_LEDGER_URL"
 
 class LedgerError(Exception):
     """The ledger could not be opened, read or written; the message names the fix."""
+
+
+class UntrustedRow(LedgerError):
+    """The row a read found lies past a break in the hash chain (or is foreign): the chain no
+    longer proves it is what landed appended, so it is not handed on as a settled receipt.
+    Retrying cannot help; `landed ledger verify` names the break."""
+
+    def __init__(self, task_id: str, sequence: int) -> None:
+        self.task_id = task_id
+        self.sequence = sequence
+        super().__init__(
+            f"the ledger's latest row for task {task_id!r} (sequence {sequence}) lies past a "
+            "break in the hash chain: it may have been changed after it settled, so it is not "
+            "trusted; run `landed ledger verify --trust RUNNER_HEAD_KEY.pub` and see the "
+            "runbook's ledger-tampered entry"
+        )
 
 
 class LedgerNotFound(LedgerError):
@@ -127,6 +145,20 @@ class LedgerRow:
         return (self.task_id, self.attempt, self.stage)
 
 
+@dataclass(frozen=True, slots=True)
+class LoopRow:
+    """The latest row of one task of a loop, and whether a reader may take it as settled.
+
+    ``receipt`` is None when the stored body is not the receipt landed stored (its hash does
+    not match, or it does not parse); such a row is never trusted.
+    """
+
+    sequence: int
+    task_id: str
+    receipt: Receipt | None
+    trusted: bool
+
+
 def stage_of(receipt: Receipt) -> str:
     """The ledger row a receipt is: a recheck's lifecycle row, or the task's settle row."""
     lifecycle = getattr(receipt.landed, "lifecycle", None) if receipt.landed else None
@@ -205,6 +237,52 @@ class Ledger(Protocol):
         """The latest receipt of every task, ordered by task_id."""
         ...
 
+    async def board_rows(self) -> list[tuple[int, Receipt]]:
+        """board() with each row's sequence (a read that trusts the chain marks by it)."""
+        ...
+
+    def iter_board_rows(self) -> AsyncGenerator[tuple[int, Receipt], None]:
+        """board_rows() read in pages, in the same order: memory does not grow with the
+        number of tasks."""
+        ...
+
+    async def board_where(
+        self,
+        *,
+        owner: str | None = None,
+        loop: str | None = None,
+        since: datetime | None = None,
+    ) -> list[tuple[int, Receipt]]:
+        """board_rows() of the tasks whose latest receipt has this owner, names this loop, and
+        settled after ``since`` (each filter only when given; one at least), ordered by
+        task_id; read through the loop, owner or settled_at index, so its work grows with the
+        rows it finds, not with the ledger."""
+        ...
+
+    async def chain_window(self, sequence: int) -> list[ChainRow]:
+        """The receipts-chain rows (as iter_chain reads them) just before ``sequence``, of it,
+        and just after it: what reads.links_hold checks a single row by."""
+        ...
+
+    async def walk_chain(self) -> None:
+        """Walk the receipts chain up to its end for the reads that vouch for a row (latest,
+        claim, loop_latest), which otherwise walk at most trusted.WALK_BUDGET rows per call:
+        a runner does it once in the background when it starts."""
+        ...
+
+    async def loop_latest(
+        self, loop: str, since: datetime | None = None, limit: int = 100
+    ) -> list[LoopRow]:
+        """The latest receipt of each task of ``loop`` settled after ``since``: the newest
+        ``limit`` of them (at most reads.MAX_LOOP_ROWS), newest first, read through the loop
+        index, so its work is bounded by ``limit``, not by the ledger. Each row says whether
+        the chain proves it (LoopRow)."""
+        ...
+
+    def iter_rows(self) -> AsyncGenerator[tuple[int, Receipt], None]:
+        """iter_receipts() with each row's sequence."""
+        ...
+
     async def claim(
         self,
         task_id: str,
@@ -235,8 +313,11 @@ class Ledger(Protocol):
         """How many receipts are stored (every attempt)."""
         ...
 
-    def iter_chain(self) -> AsyncGenerator[list[ChainRow], None]:
-        """Every stored row as the chain walk reads it, in sequence order, a page at a time."""
+    def iter_chain(
+        self, chain: str = "receipts", after: int = 0
+    ) -> AsyncGenerator[list[ChainRow], None]:
+        """Every stored row of ``chain`` (landed.ledger.links.CHAINS) past the order ``after``
+        (receipts: sequence) as the chain walk reads it, in append order, a page at a time."""
         ...
 
     async def chain_heads(self) -> list[SignedHead]:
@@ -251,7 +332,7 @@ class Ledger(Protocol):
         """Wait for pending appends, then release the connection(s)."""
         ...
 
-    # --- events (landed.ledger.events): a tripwire's trips, append-only, off the hash chain ---
+    # --- events (landed.ledger.events): a tripwire's trips, append-only, on their own chain ---
 
     async def append_event(self, event: LedgerEvent) -> bool:
         """Store an event; True if new, False if its key was stored with the same body (a

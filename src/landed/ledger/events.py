@@ -2,16 +2,17 @@
 that tripped it, the repair it queued), append-only like the receipts and keyed so that a
 retried or replayed write stores it once.
 
-Events are NOT links of the hash chain (landed.ledger.chain): the chain and its signed heads
-prove the receipts, and a trip is a decision drawn from receipts that the chain already
-covers (its body names them). Keeping events off the chain leaves `landed ledger verify`, the
-signed heads and every stored chain exactly as they were; an event is still guarded against
-change by the same refusals as a receipt (UPDATE, DELETE and a rewrite of a stored key fail)."""
+Events are links of a chain of their own (``events``, landed.ledger.links) whose tail every
+signed head carries: an edited, deleted or inserted event is reported by `landed ledger
+verify` like a receipt, beside the same refusals (UPDATE, DELETE and a rewrite of a stored
+key fail)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +21,8 @@ from psycopg import sql
 from psycopg_pool import AsyncConnectionPool
 
 from landed.ledger.base import LedgerError, LedgerEvent
+from landed.ledger.chain import GENESIS
+from landed.ledger.links import link_v2, pg_time
 
 __all__ = [
     "MAX_EVENTS",
@@ -57,22 +60,42 @@ def _limit(limit: int) -> int:
     return limit
 
 
-_SQLITE_INSERT = """INSERT INTO landed_events (event_key, kind, loop, at, body)
-    VALUES (?, ?, ?, ?, ?) ON CONFLICT (event_key) DO NOTHING"""
+_SQLITE_INSERT = """INSERT INTO landed_events (event_key, kind, loop, at, body, chain_pos,
+    chain_link) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_key) DO NOTHING"""
+#: Told of each event row this ledger appended (the head signer's own links).
+Wrote = Callable[[str, int, str], None]
 
 
-def sqlite_append_event(conn: sqlite3.Connection, event: LedgerEvent) -> bool:
-    """On the ledger's thread: insert, or read the stored body back (one transaction)."""
+def _sha(body: str) -> str:
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def sqlite_append_event(
+    conn: sqlite3.Connection, event: LedgerEvent, wrote: Wrote | None = None
+) -> bool:
+    """On the ledger's thread: insert (linked onto the events chain), or read the stored body
+    back (one transaction)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         row = conn.execute(
             "SELECT body FROM landed_events WHERE event_key = ?", (event.key,)
         ).fetchone()
         if row is None:
-            conn.execute(
-                _SQLITE_INSERT,
-                (event.key, event.kind, event.loop, event.at.isoformat(), event.stored_body()),
-            )
+            last = conn.execute(
+                "SELECT chain_pos, chain_link FROM landed_events ORDER BY sequence DESC LIMIT 1"
+            ).fetchone()
+            if last is not None and (last[0] is None or last[1] is None):
+                raise LedgerError(
+                    "the ledger's last event has no chain link: it was inserted by something "
+                    "other than landed; run `landed ledger verify` and inspect it"
+                )
+            pos, prev = (int(last[0]), str(last[1])) if last else (0, GENESIS)
+            body = event.stored_body()
+            fields = (event.key, event.kind, event.loop, event.at.isoformat(), _sha(body))
+            row_link = link_v2("events", pos + 1, fields, prev)
+            conn.execute(_SQLITE_INSERT, (*fields[:4], body, pos + 1, row_link))
+            if wrote is not None:
+                wrote("events", pos + 1, row_link)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -108,18 +131,29 @@ def _event(sequence: int, key: str, kind: str, loop: str | None, at: Any, body: 
     )
 
 
-async def pg_append_event(pool: AsyncConnectionPool, schema: str, event: LedgerEvent) -> bool:
+async def pg_append_event(
+    pool: AsyncConnectionPool, schema: str, event: LedgerEvent, wrote: Wrote | None = None
+) -> bool:
+    from landed.ledger.pg_chain import lock_chain, read_tail
+
     table = sql.Identifier(schema, "landed_events")
     try:
         async with pool.connection() as conn, conn.transaction():
+            await lock_chain(conn, schema, "events")
+            head = await read_tail(conn, schema, "events")
+            body = event.stored_body()
+            fields = (event.key, event.kind, event.loop, pg_time(event.at), _sha(body))
+            row_link = link_v2("events", head.pos + 1, fields, head.link)
             cur = await conn.execute(
                 sql.SQL(
-                    "INSERT INTO {t} (event_key, kind, loop, at, body) VALUES (%s, %s, %s, %s, %s)"
-                    " ON CONFLICT (event_key) DO NOTHING"
+                    "INSERT INTO {t} (event_key, kind, loop, at, body, chain_pos, chain_link)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (event_key) DO NOTHING"
                 ).format(t=table),
-                (event.key, event.kind, event.loop, event.at, event.stored_body()),
+                (event.key, event.kind, event.loop, event.at, body, head.pos + 1, row_link),
             )
             if cur.rowcount == 1:
+                if wrote is not None:
+                    wrote("events", head.pos + 1, row_link)
                 return True
             cur = await conn.execute(
                 sql.SQL("SELECT body FROM {t} WHERE event_key = %s").format(t=table), (event.key,)

@@ -10,10 +10,11 @@ from psycopg import sql
 from landed.ledger.base import LedgerError
 from landed.ledger.chain import MIGRATION_KEY_ID, ChainHead
 
-__all__ = ["SCHEMA_VERSION", "migrate", "schema_version"]
+__all__ = ["CHAIN_V2_STEP", "SCHEMA_VERSION", "migrate", "schema_version"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 8
 _CHAIN_STEP = 4
+CHAIN_V2_STEP = 7
 _BACKFILL_PAGE = 5000
 
 # {s} is the schema, {r} the writer role; each step runs once, with its version row, in one
@@ -99,7 +100,7 @@ _STEPS: dict[int, list[str]] = {
         "GRANT SELECT, INSERT ON {s}.landed_chain_heads TO {r}",
     ],
     # Events (landed.ledger.events): a tripwire's trips, append-only like receipts, keyed so a
-    # retried write stores one row; not links of the hash chain (see that module).
+    # retried write stores one row; on a chain of their own since step 7 (links v2).
     5: [
         """CREATE TABLE {s}.landed_events (
             sequence bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -123,6 +124,32 @@ _STEPS: dict[int, list[str]] = {
     6: [
         "ALTER TABLE {s}.landed_claims ADD COLUMN owner text",
         "ALTER TABLE {s}.landed_claims ADD COLUMN loop text",
+    ],
+    # Links v2 (landed.ledger.links): claims and events get chains of their own, a head carries
+    # every chain's tail and the positions its signer wrote (its key may sign several heads at
+    # one receipts position), and every stored row is re-chained (pg_rechain).
+    7: [
+        "ALTER TABLE {s}.landed_claims ADD COLUMN chain_pos bigint, ADD COLUMN chain_link text",
+        "ALTER TABLE {s}.landed_events ADD COLUMN chain_pos bigint, ADD COLUMN chain_link text",
+        "ALTER TABLE {s}.landed_chain_heads ADD COLUMN detail text",
+        "ALTER TABLE {s}.landed_chain_heads DROP CONSTRAINT landed_chain_heads_pkey",
+        "ALTER TABLE {s}.landed_chain_heads ADD PRIMARY KEY (key_id, chain_pos, signed_at)",
+        "CREATE INDEX ON {s}.landed_claims (chain_pos)",
+    ],
+    # The loop index (landed.ledger.reads): a tripwire's catch-up reads its loop's newest
+    # settlements by it, without reading the whole board. An index on the loop the body names:
+    # no column is added, no stored row is written again. A body that is not JSON names no
+    # loop (NULL), so a row no reader can parse is still stored and reported, not refused.
+    8: [
+        """CREATE OR REPLACE FUNCTION {s}.landed_loop_of(body text) RETURNS text
+           LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $f$
+           BEGIN
+               RETURN body::jsonb -> 'landed' ->> 'loop';
+           EXCEPTION WHEN others THEN
+               RETURN NULL;
+           END $f$""",
+        "CREATE INDEX IF NOT EXISTS landed_receipts_loop ON {s}.landed_receipts"
+        " ({s}.landed_loop_of(body), settled_at, task_id)",
     ],
 }
 
@@ -224,6 +251,10 @@ async def migrate(conn: psycopg.AsyncConnection[Any], schema: str, role: str) ->
                     await conn.execute(sql.SQL(statement).format(**names))
                 if step == _CHAIN_STEP:
                     await _chain_stored(conn, names, schema)
+                if step == CHAIN_V2_STEP:
+                    from landed.ledger.pg_rechain import rechain_v2
+
+                    await rechain_v2(conn, schema)
                 await conn.execute(
                     sql.SQL("INSERT INTO {s}.landed_schema_version (version) VALUES (%s)").format(
                         **names

@@ -8,6 +8,7 @@ import functools
 import random
 import re
 from collections.abc import AsyncGenerator, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -21,6 +22,7 @@ from landed.ledger.base import (
     LedgerError,
     LedgerNotFound,
     LedgerRow,
+    LoopRow,
     parse_body,
 )
 from landed.ledger.chain import (
@@ -32,15 +34,21 @@ from landed.ledger.chain import (
     stop_signing,
 )
 from landed.ledger.events import LedgerEvent, pg_append_event, pg_events
+from landed.ledger.links import link_v2, pg_time
 from landed.ledger.pg_chain import (
     chain_heads,
-    insert_head,
     iter_chain,
     lock_chain,
     read_head,
+    read_tail,
+    require_chain,
     sequence_name,
+    sign_heads,
 )
+from landed.ledger.pg_pages import PAGE_SQL
 from landed.ledger.pg_schema import SCHEMA_VERSION, migrate, schema_version
+from landed.ledger.reads import MAX_LOOP_ROWS, loop_rows
+from landed.ledger.trusted import ReadGuard
 from landed.receipts.model import Receipt
 
 __all__ = ["PostgresLedger", "split_url"]
@@ -127,6 +135,8 @@ class PostgresLedger:
     ) -> None:
         self._url = _redact(url)
         self._signer = signer
+        # The latest-receipt lookups walk the receipts chain up to the row they hand on.
+        self._guard = ReadGuard()
         self._ticker: asyncio.Task[None] | None = None
         self._sequence: str | None = None
         self._dsn = dsn
@@ -235,11 +245,10 @@ class PostgresLedger:
             head = await read_head(conn, self._schema)
             if new:
                 head = await self._insert(conn, new, head)
-            if signer is not None:
-                signer.appended(len(new))
-                if signer.due():
-                    signed = signer.sign(head)
-                    await insert_head(conn, self._schema, signed)
+            if signer is not None and signer.due():
+                signed = await sign_heads(conn, self._schema, signer, locked=True)
+                if signed is None:
+                    signer.refused()
         if signed is not None and signer is not None:
             signer.committed()
         return [stored.get(r.key, True) for r in rows]
@@ -256,7 +265,12 @@ class PostgresLedger:
         sequences = sorted(int(n) for (n,) in await cur.fetchall())
         params: list[Any] = []
         for r, sequence in zip(rows, sequences, strict=True):
-            head = head.next(sequence, r.sha256)
+            pos = head.pos + 1
+            at = pg_time(r.settled_at)
+            fields = (sequence, r.task_id, r.attempt, r.stage, r.verdict, r.owner, at, r.sha256)
+            head = ChainHead(pos, sequence, link_v2("receipts", pos, fields, head.link))
+            if self._signer is not None:
+                self._signer.wrote("receipts", pos, head.link)
             values = (r.task_id, r.attempt, r.verdict, r.owner, r.settled_at, r.sha256)
             params.extend((*values, r.body.decode(), r.stage, sequence, head.pos, head.link))
         insert = sql.SQL(
@@ -278,12 +292,15 @@ class PostgresLedger:
         except psycopg.Error as exc:
             raise LedgerError(f"reading the ledger at {self.url} failed: {exc}") from exc
 
-    async def iter_chain(self) -> AsyncGenerator[list[ChainRow], None]:
+    async def iter_chain(
+        self, chain: str = "receipts", after: int = 0
+    ) -> AsyncGenerator[list[ChainRow], None]:
         try:
             async with self._pool.connection() as conn:
                 await conn.set_autocommit(False)
                 try:
-                    async with contextlib.aclosing(iter_chain(conn, self._schema)) as pages:
+                    walk = iter_chain(conn, self._schema, chain, after)
+                    async with contextlib.aclosing(walk) as pages:
                         async for page in pages:
                             yield page
                 finally:
@@ -298,13 +315,13 @@ class PostgresLedger:
             return
         try:
             async with self._pool.connection() as conn, conn.transaction():
-                await lock_chain(conn, self._schema)
-                head = await read_head(conn, self._schema)
-                if head.pos:
-                    await insert_head(conn, self._schema, signer.sign(head))
+                signed = await sign_heads(conn, self._schema, signer)
         except psycopg.Error as exc:
             raise LedgerError(f"signing the chain head at {self.url} failed: {exc}") from exc
-        signer.committed()
+        if signed is None:
+            signer.refused()
+        else:
+            signer.committed()
 
     def _tick(self) -> None:
         if self._signer is not None and self._ticker is None:
@@ -321,13 +338,16 @@ class PostgresLedger:
         return await self._commit.submit([LedgerRow.of(r) for r in receipts])
 
     async def _select(self, query: sql.Composed, *params: Any) -> list[Receipt]:
+        return [r for _, r in await self._select_rows(query, *params)]
+
+    async def _select_rows(self, query: sql.Composed, *params: Any) -> list[tuple[int, Receipt]]:
         try:
             async with self._pool.connection() as conn:
                 cur = await conn.execute(query, params)
                 rows = await cur.fetchall()
         except psycopg.Error as exc:
             raise LedgerError(f"reading the ledger at {self.url} failed: {exc}") from exc
-        return [parse_body(body, int(sequence), sha) for sequence, body, sha in rows]
+        return [(int(seq), parse_body(body, int(seq), sha)) for seq, body, sha in rows]
 
     async def get(self, task_id: str) -> list[Receipt]:
         return await self._select(
@@ -339,8 +359,12 @@ class PostgresLedger:
         )
 
     async def latest(self, task_id: str) -> Receipt | None:
-        found = await self._select(self._latest_sql, task_id)
-        return found[0] if found else None
+        found = await self._select_rows(self._latest_sql, task_id)
+        if not found:
+            return None
+        sequence, receipt = found[0]
+        await self._guard.require(self, task_id, sequence)
+        return receipt
 
     async def claim(
         self,
@@ -370,35 +394,60 @@ class PostgresLedger:
                     )
                 cur = await conn.execute(self._latest_sql, (task_id,))
                 stored = await cur.fetchone()
-                if stored is not None:
-                    return parse_body(stored[1], int(stored[0]), stored[2]), None
-                if record:
-                    await conn.execute(
+                row = None
+                if stored is None:
+                    if record:
+                        fields = (task_id, run_id, attempt, spec_sha256, owner, loop)
+                        await self._insert_claim(conn, claims, fields)
+                    cur = await conn.execute(
                         sql.SQL(
-                            "INSERT INTO {c} (task_id, run_id, attempt, spec_sha256, owner, loop)"
-                            " VALUES (%s, %s, %s, %s, %s, %s)"
-                            " ON CONFLICT (task_id, run_id, attempt) DO NOTHING"
+                            "SELECT run_id, attempt, spec_sha256, claimed_at FROM {c} WHERE"
+                            " task_id = %s AND run_id <> %s ORDER BY claimed_at, run_id LIMIT 1"
                         ).format(c=claims),
-                        (task_id, run_id, attempt, spec_sha256, owner, loop),
+                        (task_id, run_id),
                     )
-                cur = await conn.execute(
-                    sql.SQL(
-                        "SELECT run_id, attempt, spec_sha256, claimed_at FROM {c}"
-                        " WHERE task_id = %s AND run_id <> %s ORDER BY claimed_at, run_id LIMIT 1"
-                    ).format(c=claims),
-                    (task_id, run_id),
-                )
-                row = await cur.fetchone()
+                    row = await cur.fetchone()
         except psycopg.Error as exc:
             raise LedgerError(
                 f"claiming task {task_id!r} in the ledger at {self.url} failed: {exc}"
             ) from exc
+        if stored is not None:
+            receipt = parse_body(stored[1], int(stored[0]), stored[2])
+            await self._guard.require(self, task_id, int(stored[0]))
+            return receipt, None
         if row is None:
             return None, None
         return None, Claim(task_id, str(row[0]), int(row[1]), str(row[2]), row[3])
 
+    async def _insert_claim(
+        self, conn: psycopg.AsyncConnection[Any], claims: sql.Identifier, values: tuple[Any, ...]
+    ) -> None:
+        # Linked onto the claims chain under its lock; the time is the runner's, so that the
+        # link binds it (a server default would be known only after the insert).
+        await lock_chain(conn, self._schema, "claims")
+        head = await read_tail(conn, self._schema, "claims")
+        task_id, run_id, attempt, spec, owner, loop = values
+        at = datetime.now(UTC)
+        pos = head.pos + 1
+        fields = (task_id, run_id, attempt, spec, pg_time(at), owner, loop)
+        row_link = link_v2("claims", pos, fields, head.link)
+        cur = await conn.execute(
+            sql.SQL(
+                "INSERT INTO {c} (task_id, run_id, attempt, spec_sha256, claimed_at, owner, loop,"
+                " chain_pos, chain_link) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (task_id, run_id, attempt) DO NOTHING"
+            ).format(c=claims),
+            (task_id, run_id, attempt, spec, at, owner, loop, pos, row_link),
+        )
+        if cur.rowcount == 1 and self._signer is not None:
+            self._signer.wrote("claims", pos, row_link)
+
     async def board(self) -> list[Receipt]:
-        return await self._select(
+        return [r for _, r in await self.board_rows()]
+
+    async def board_rows(self) -> list[tuple[int, Receipt]]:
+        """The board with each row's sequence (a read that trusts the chain marks by it)."""
+        return await self._select_rows(
             sql.SQL(
                 # Code point order, as SQLite's: the database's own collation would order
                 # (and page) the same board differently from one server locale to the next.
@@ -408,27 +457,129 @@ class PostgresLedger:
         )
 
     async def iter_receipts(self) -> AsyncGenerator[Receipt, None]:
+        async with contextlib.aclosing(self.iter_rows()) as rows:
+            async for _, receipt in rows:
+                yield receipt
+
+    async def iter_rows(self) -> AsyncGenerator[tuple[int, Receipt], None]:
         # A server-side cursor in one REPEATABLE READ snapshot: sequence numbers may commit out
         # of order under concurrent writers, so paging by sequence could skip a receipt.
+        query = sql.SQL("SELECT sequence, body, body_sha256 FROM {t} ORDER BY sequence")
+        async with contextlib.aclosing(self._stream(query, "landed_export")) as rows:
+            async for row in rows:
+                yield row
+
+    async def iter_board_rows(self) -> AsyncGenerator[tuple[int, Receipt], None]:
+        # board_rows()'s query through a server-side cursor: the server sorts (within its
+        # work_mem, spilling to disk), the reader holds one page at a time.
+        query = sql.SQL(
+            'SELECT DISTINCT ON (task_id COLLATE "C") sequence, body, body_sha256 FROM {t}'
+            ' ORDER BY task_id COLLATE "C", attempt DESC, sequence DESC'
+        )
+        async with contextlib.aclosing(self._stream(query, "landed_board")) as rows:
+            async for row in rows:
+                yield row
+
+    async def _stream(self, query: sql.SQL, name: str) -> AsyncGenerator[tuple[int, Receipt], None]:
         try:
             async with self._pool.connection() as conn:
                 await conn.set_autocommit(False)
                 try:
                     await conn.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)
-                    async with conn.transaction(), conn.cursor(name="landed_export") as cur:
+                    async with conn.transaction(), conn.cursor(name=name) as cur:
                         cur.itersize = _PAGE
-                        await cur.execute(
-                            sql.SQL(
-                                "SELECT sequence, body, body_sha256 FROM {t} ORDER BY sequence"
-                            ).format(t=self._table)
-                        )
+                        await cur.execute(query.format(t=self._table))
                         async for sequence, body, sha in cur:
-                            yield parse_body(body, int(sequence), sha)
+                            yield int(sequence), parse_body(body, int(sequence), sha)
                 finally:
                     await conn.set_isolation_level(None)
                     await conn.set_autocommit(True)
         except psycopg.Error as exc:
             raise LedgerError(f"reading the ledger at {self.url} failed: {exc}") from exc
+
+    async def board_where(
+        self,
+        *,
+        owner: str | None = None,
+        loop: str | None = None,
+        since: datetime | None = None,
+    ) -> list[tuple[int, Receipt]]:
+        # Each condition in the form its index is reached by (the loop index's expression).
+        terms: list[sql.Composable] = []
+        params: list[object] = []
+        if loop is not None:
+            terms.append(
+                sql.SQL("{s}.landed_loop_of(body) = %s").format(s=sql.Identifier(self._schema))
+            )
+            params.append(loop)
+        if owner is not None:
+            terms.append(sql.SQL("owner = %s"))
+            params.append(owner)
+        if since is not None:
+            terms.append(sql.SQL("settled_at > %s"))
+            params.append(since if since.tzinfo is not None else since.replace(tzinfo=UTC))
+        if not terms:
+            raise LedgerError("board_where needs an owner, a loop or a since")
+        latest = sql.SQL(
+            "sequence = (SELECT sequence FROM {t} WHERE task_id = r.task_id"
+            " ORDER BY attempt DESC, sequence DESC LIMIT 1)"
+        ).format(t=self._table)
+        query = sql.SQL(
+            # Code point order, as the whole board's.
+            "SELECT sequence, body, body_sha256 FROM {t} AS r WHERE {w}"
+            ' ORDER BY task_id COLLATE "C"'
+        ).format(t=self._table, w=sql.SQL(" AND ").join([*terms, latest]))
+        return await self._select_rows(query, *params)
+
+    async def chain_window(self, sequence: int) -> list[ChainRow]:
+        page = sql.SQL(
+            PAGE_SQL["receipts"] + " FROM {t} WHERE sequence > %s ORDER BY sequence LIMIT %s"
+        )
+        try:
+            async with self._pool.connection() as conn:
+                await require_chain(conn, self._schema)
+                cur = await conn.execute(
+                    sql.SQL("SELECT max(sequence) FROM {t} WHERE sequence < %s").format(
+                        t=self._table
+                    ),
+                    (sequence,),
+                )
+                row = await cur.fetchone()
+                before = row[0] if row is not None else None
+                after, count = (int(before) - 1, 3) if before is not None else (sequence - 1, 2)
+                cur = await conn.execute(page.format(t=self._table), (after, count))
+                return await cur.fetchall()
+        except psycopg.Error as exc:
+            raise LedgerError(f"reading the ledger at {self.url} failed: {exc}") from exc
+
+    async def walk_chain(self) -> None:
+        await self._guard.walk_to_end(self)
+
+    async def loop_latest(
+        self, loop: str, since: datetime | None = None, limit: int = 100
+    ) -> list[LoopRow]:
+        # The loop index (landed_loop_of(body), settled_at, task_id), read backwards.
+        query = sql.SQL(
+            "SELECT sequence, task_id, body, body_sha256 FROM {t} AS r"
+            " WHERE {s}.landed_loop_of(body) = %s AND settled_at > %s"
+            " AND sequence = (SELECT sequence FROM {t} WHERE task_id = r.task_id"
+            " ORDER BY attempt DESC, sequence DESC LIMIT 1)"
+            " ORDER BY settled_at DESC, task_id DESC LIMIT %s"
+        ).format(t=self._table, s=sql.Identifier(self._schema))
+        after = since if since is not None else datetime.min.replace(tzinfo=UTC)
+        if after.tzinfo is None:
+            after = after.replace(tzinfo=UTC)
+        limit = max(1, min(limit, MAX_LOOP_ROWS))
+        try:
+            async with self._pool.connection() as conn:
+                cur = await conn.execute(query, (loop, after, limit))
+                found = [
+                    (int(seq), str(task), str(body), str(sha))
+                    for seq, task, body, sha in await cur.fetchall()
+                ]
+        except psycopg.Error as exc:
+            raise LedgerError(f"reading the ledger at {self.url} failed: {exc}") from exc
+        return await loop_rows(self, self._guard, loop, found)
 
     async def count(self) -> int:
         try:
@@ -440,7 +591,8 @@ class PostgresLedger:
         return int(row[0]) if row else 0
 
     async def append_event(self, event: LedgerEvent) -> bool:
-        return await pg_append_event(self._pool, self._schema, event)
+        wrote = self._signer.wrote if self._signer is not None else None
+        return await pg_append_event(self._pool, self._schema, event, wrote)
 
     async def events(self, loop: str | None = None, limit: int = 100) -> list[LedgerEvent]:
         return await pg_events(self._pool, self._schema, loop, limit)

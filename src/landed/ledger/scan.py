@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -19,10 +20,29 @@ import psycopg
 from psycopg import sql
 
 from landed.ledger.base import LedgerError
+from landed.ledger.chain import ChainRow, SignedHead
+from landed.ledger.pg_pages import ORDER as PG_ORDER
+from landed.ledger.pg_pages import PAGE_SQL as PG_PAGE
+from landed.ledger.pg_pages import TABLES as PG_TABLES
 from landed.ledger.postgres import split_url
 from landed.ledger.sqlite import sqlite_path
+from landed.ledger.sqlite_chain import PAGE_SQL as SQLITE_PAGE
 
-__all__ = ["START", "ClaimRow", "EventRow", "LedgerScan", "RawRow", "open_scan", "shown"]
+
+def _sha256_hex(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+__all__ = [
+    "START",
+    "ClaimRow",
+    "EventRow",
+    "LedgerScan",
+    "RawRow",
+    "open_scan",
+    "read_heads",
+    "shown",
+]
 
 #: (sequence, body, body_sha256) exactly as stored.
 RawRow = tuple[int, str, str]
@@ -51,7 +71,28 @@ class LedgerScan(Protocol):
         a ledger of a schema before events."""
         ...
 
+    async def chain(self, chain: str, after: int, limit: int) -> list[ChainRow]:
+        """Rows of ``chain`` past the order ``after``, as the chain walk reads them."""
+        ...
+
+    async def heads(self, from_pos: int) -> list[SignedHead]:
+        """Signed heads at receipts position ``from_pos`` or later (at most MAX_SCAN_HEADS)."""
+        ...
+
     async def close(self) -> None: ...
+
+
+#: Signed heads one scan reads at most (the exporter asks again from the last one's position).
+MAX_SCAN_HEADS = 10_000
+_HEADS = "SELECT chain_pos, sequence, chain_link, key_id, signed_at, signature, detail FROM {}"
+
+
+def _heads(found: list[tuple[Any, ...]]) -> list[SignedHead]:
+    out = []
+    for r in found:
+        link, key_id, at, signature = (str(v) for v in r[2:6])
+        out.append(SignedHead(int(r[0]), int(r[1]), link, key_id, at, signature, r[6]))
+    return out
 
 
 #: (sequence, key, kind, loop, body) of one event row.
@@ -119,6 +160,7 @@ class _SqliteScan:
                 uri, uri=True, isolation_level=None, check_same_thread=False
             )
             self._conn.execute("PRAGMA busy_timeout = 2000")
+            self._conn.create_function("landed_sha256", 1, _sha256_hex, deterministic=True)
             self._inode = (st.st_dev, st.st_ino)
         return self._conn
 
@@ -182,6 +224,14 @@ class _SqliteScan:
                 return []
             raise
 
+    async def chain(self, chain: str, after: int, limit: int) -> list[ChainRow]:
+        return await asyncio.to_thread(self._read, SQLITE_PAGE[chain], [after, limit])
+
+    async def heads(self, from_pos: int) -> list[SignedHead]:
+        query = _HEADS.format("landed_chain_heads") + " WHERE chain_pos >= ? ORDER BY chain_pos"
+        found = await asyncio.to_thread(self._read, query + " LIMIT ?", [from_pos, MAX_SCAN_HEADS])
+        return _heads(found)
+
     async def close(self) -> None:
         await asyncio.to_thread(self._drop)
 
@@ -191,6 +241,7 @@ class _PgScan:
 
     def __init__(self, url: str) -> None:
         self._dsn, schema, _ = split_url(url)
+        self._schema = schema
         self._url = url
         self._table = sql.Identifier(schema, "landed_receipts")
         self._claims = sql.Identifier(schema, "landed_claims")
@@ -281,6 +332,19 @@ class _PgScan:
                 return []
             raise
 
+    async def chain(self, chain: str, after: int, limit: int) -> list[ChainRow]:
+        order = PG_ORDER[chain]
+        query = sql.SQL(
+            PG_PAGE[chain] + f" FROM {{}} WHERE {order} > %s ORDER BY {order} LIMIT %s"
+        ).format(sql.Identifier(self._schema, PG_TABLES[chain]))
+        return await self._read(query, [after, limit])
+
+    async def heads(self, from_pos: int) -> list[SignedHead]:
+        query = sql.SQL(
+            _HEADS + " WHERE chain_pos >= %s ORDER BY chain_pos, signed_at LIMIT %s"
+        ).format(sql.Identifier(self._schema, "landed_chain_heads"))
+        return _heads(await self._read(query, [from_pos, MAX_SCAN_HEADS]))
+
     async def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
@@ -296,3 +360,47 @@ def shown(url: str) -> str:
             parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@"))
         )
     return url
+
+
+# --- the head positions (the exporter's landed_ledger_head_position and last signed one) ---
+_HEAD_POS = "SELECT coalesce(max(chain_pos), 0) FROM {}"
+
+
+def _sqlite_heads(path: str, limit: int) -> tuple[int, list[SignedHead]]:
+    conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, isolation_level=None)
+    try:
+        conn.execute("PRAGMA busy_timeout = 2000")
+        pos = conn.execute(_HEAD_POS.format("landed_receipts")).fetchone()[0]
+        query = _HEADS.format("landed_chain_heads") + " ORDER BY chain_pos DESC LIMIT ?"
+        return int(pos), _heads(conn.execute(query, (limit,)).fetchall())
+    except sqlite3.Error as exc:
+        raise LedgerError(f"reading the chain head of {path} failed: {exc}") from exc
+    finally:
+        conn.close()
+
+
+async def _pg_heads(url: str, limit: int) -> tuple[int, list[SignedHead]]:
+    dsn, schema, _ = split_url(url)
+    receipts = sql.Identifier(schema, "landed_receipts")
+    heads = sql.Identifier(schema, "landed_chain_heads")
+    try:
+        async with await psycopg.AsyncConnection.connect(
+            dsn, autocommit=True, connect_timeout=5
+        ) as conn:
+            cur = await conn.execute(sql.SQL(_HEAD_POS).format(receipts))
+            row = await cur.fetchone()
+            query = sql.SQL(_HEADS + " ORDER BY chain_pos DESC LIMIT %s").format(heads)
+            cur = await conn.execute(query, (limit,))
+            return int(row[0] if row else 0), _heads(list(await cur.fetchall()))
+    except psycopg.Error as exc:
+        raise LedgerError(f"reading the PostgreSQL ledger's chain head failed: {exc}") from exc
+
+
+async def read_heads(url: str, limit: int) -> tuple[int, list[SignedHead]]:
+    """The chain's head position (its last receipt row; 0: none) and the ``limit`` latest
+    signed heads, highest position first: a fresh read each time, so a ledger put back to an
+    earlier copy shows at once (the resumed walk above would not see it)."""
+    if url.startswith(("postgresql://", "postgres://")):
+        return await _pg_heads(url, limit)
+    path, _ = sqlite_path(url)
+    return await asyncio.to_thread(_sqlite_heads, str(path), limit)

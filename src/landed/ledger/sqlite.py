@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -18,10 +19,12 @@ from landed.ledger.base import (
     LedgerError,
     LedgerNotFound,
     LedgerRow,
+    LoopRow,
     parse_body,
 )
 from landed.ledger.chain import (
     MAX_HEADS,
+    ChainHead,
     ChainRow,
     HeadSigner,
     SignedHead,
@@ -29,8 +32,19 @@ from landed.ledger.chain import (
     stop_signing,
 )
 from landed.ledger.events import LedgerEvent, sqlite_append_event, sqlite_events
-from landed.ledger.sqlite_schema import SCHEMA_VERSION, chain_head, migrate, schema_version
+from landed.ledger.links import link_v2
+from landed.ledger.reads import MAX_LOOP_ROWS, loop_rows, since_text
+from landed.ledger.sqlite_chain import PAGE_SQL, all_heads, sign_sync, tail
+from landed.ledger.sqlite_schema import (
+    CHAIN_V2_STEP,
+    LOOP_OF,
+    SCHEMA_VERSION,
+    chain_head,
+    migrate,
+    schema_version,
+)
 from landed.ledger.sqlite_url import sqlite_path
+from landed.ledger.trusted import ReadGuard
 from landed.receipts.model import Receipt
 
 __all__ = ["SqliteLedger", "columns", "sqlite_path"]
@@ -45,15 +59,71 @@ _CHAIN_PAGE = 5000
 _INSERT_CHAINED = """INSERT INTO landed_receipts
     (task_id, attempt, verdict, owner, settled_at, body_sha256, body, stage, sequence,
      chain_pos, chain_link) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
-_INSERT_HEAD = """INSERT INTO landed_chain_heads
-    (chain_pos, sequence, chain_link, key_id, signed_at, signature) VALUES (?, ?, ?, ?, ?, ?)
-    ON CONFLICT (key_id, chain_pos) DO NOTHING"""
 
 
 _LATEST = (
     "SELECT sequence, body, body_sha256 FROM landed_receipts WHERE task_id = ?"
     " ORDER BY attempt DESC, sequence DESC LIMIT 1"
 )
+
+
+_BOARD = (
+    "SELECT sequence, body, body_sha256 FROM landed_receipts AS r WHERE sequence = "
+    "(SELECT sequence FROM landed_receipts WHERE task_id = r.task_id"
+    " ORDER BY attempt DESC, sequence DESC LIMIT 1) ORDER BY task_id"
+)
+
+
+# One page of the board, in task_id order from a task_id on (the key's index is walked).
+_BOARD_PAGE = (
+    "SELECT sequence, body, body_sha256, task_id FROM landed_receipts AS r WHERE task_id > ?"
+    " AND sequence = (SELECT sequence FROM landed_receipts WHERE task_id = r.task_id"
+    " ORDER BY attempt DESC, sequence DESC LIMIT 1) ORDER BY task_id LIMIT ?"
+)
+
+# A loop's newest latest-rows, by the loop index (LOOP_OF, settled_at, task_id) read backwards.
+_LOOP_LATEST = (
+    "SELECT sequence, task_id, body, body_sha256 FROM landed_receipts AS r"
+    f" WHERE {LOOP_OF} = ? AND settled_at > ?"
+    " AND sequence = (SELECT sequence FROM landed_receipts WHERE task_id = r.task_id"
+    " ORDER BY attempt DESC, sequence DESC LIMIT 1)"
+    " ORDER BY settled_at DESC, task_id DESC LIMIT ?"
+)
+
+
+_IS_LATEST = (
+    "sequence = (SELECT sequence FROM landed_receipts WHERE task_id = r.task_id"
+    " ORDER BY attempt DESC, sequence DESC LIMIT 1)"
+)
+
+
+def _where_sql(
+    owner: str | None, loop: str | None, since: datetime | None
+) -> tuple[str, list[object]]:
+    """board_where's query: the loop index when a loop is given, else the owner's, else
+    settled_at's (each condition in the form its index is reached by)."""
+    terms: list[str] = []
+    params: list[object] = []
+    if loop is not None:
+        terms.append(f"{LOOP_OF} = ?")
+        params.append(loop)
+    if owner is not None:
+        terms.append("owner = ?")
+        params.append(owner)
+    if since is not None:
+        terms.append("settled_at > ?")
+        params.append(since_text(since))
+    if not terms:
+        raise LedgerError("board_where needs an owner, a loop or a since")
+    # A since alone is read by its index: the planner would otherwise walk the whole key's
+    # index to spare the sort by task_id (the index has been there since schema 1).
+    hint = " INDEXED BY landed_receipts_settled_at" if loop is None and owner is None else ""
+    query = (
+        f"SELECT sequence, body, body_sha256 FROM landed_receipts AS r{hint} WHERE "
+        + " AND ".join([*terms, _IS_LATEST])
+        + " ORDER BY task_id"
+    )
+    return query, params
 
 
 def columns(row: LedgerRow) -> tuple[object, ...]:
@@ -87,6 +157,8 @@ class SqliteLedger:
     def __init__(self, path: Path, synchronous: str, signer: HeadSigner | None = None) -> None:
         self._path = path
         self._signer = signer
+        # The latest-receipt lookups walk the receipts chain up to the row they hand on.
+        self._guard = ReadGuard()
         self._ticker: asyncio.Task[None] | None = None
         self._synchronous = synchronous
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="landed-ledger")
@@ -240,19 +312,23 @@ class SqliteLedger:
                     out.append(str(stored[0]))
                     continue
                 sequence += 1
-                head = head.next(sequence, row.sha256)
-                values = (*columns(row), sequence, head.pos, head.link)
+                values = columns(row)
+                fields = (sequence, row.task_id, row.attempt, row.stage, *values[2:6])
+                pos = head.pos + 1
+                head = ChainHead(pos, sequence, link_v2("receipts", pos, fields, head.link))
+                values = (*values, sequence, head.pos, head.link)
                 if conn.execute(_INSERT_CHAINED, values).rowcount != 1:
                     raise LedgerError(
                         f"task {row.task_id!r} attempt {row.attempt}: the insert was dropped by "
                         "a trigger landed did not make; check the ledger's triggers"
                     )
                 out.append(True)
-            if signer is not None:
-                signer.appended(sum(1 for o in out if o is True))
-                if signer.due():
-                    signed = signer.sign(head)
-                    conn.execute(_INSERT_HEAD, signed.values())
+                if signer is not None:
+                    signer.wrote("receipts", head.pos, head.link)
+            if signer is not None and signer.due():
+                signed = sign_sync(conn, signer)
+                if signed is None:
+                    signer.refused()
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -268,41 +344,32 @@ class SqliteLedger:
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
-            head = chain_head(conn)
-            if head.pos > 0:
-                conn.execute(_INSERT_HEAD, signer.sign(head).values())
+            signed = sign_sync(conn, signer)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        signer.committed()
+        if signed is None:
+            signer.refused()
+        else:
+            signer.committed()
 
     def _require_chain_sync(self) -> None:
         version = schema_version(self._db())
-        if version < SCHEMA_VERSION:
+        if version < CHAIN_V2_STEP:
             raise LedgerError(
                 f"{self._path} is at ledger schema version {version}, before the hash chain "
-                f"(version {SCHEMA_VERSION}): run `landed ledger init --ledger URL` to upgrade "
+                f"(version {CHAIN_V2_STEP}): run `landed ledger init --ledger URL` to upgrade "
                 "it (the rows stored so far are chained then, and verify says so)"
             )
 
     def _heads_sync(self) -> list[SignedHead]:
         self._require_chain_sync()
-        rows = self._db().execute(
-            "SELECT chain_pos, sequence, chain_link, key_id, signed_at, signature"
-            " FROM landed_chain_heads ORDER BY chain_pos LIMIT ?",
-            (MAX_HEADS + 1,),
-        )
-        return [SignedHead(int(r[0]), int(r[1]), *(str(v) for v in r[2:])) for r in rows]
+        return all_heads(self._db())
 
-    def _chain_page_sync(self, after: int) -> list[ChainRow]:
-        rows = self._db().execute(
-            "SELECT sequence, chain_pos, chain_link, body_sha256,"
-            " landed_sha256(CAST(body AS BLOB)) FROM landed_receipts WHERE sequence > ?"
-            " ORDER BY sequence LIMIT ?",
-            (after, _CHAIN_PAGE),
-        )
+    def _chain_page_sync(self, chain: str, after: int) -> list[ChainRow]:
+        rows = self._db().execute(PAGE_SQL[chain], (after, _CHAIN_PAGE))
         return cast(list[ChainRow], rows.fetchall())
 
     def _claim_sync(
@@ -322,13 +389,7 @@ class SqliteLedger:
             stored = conn.execute(_LATEST, (task_id,)).fetchone()
             row = None
             if stored is None and record:
-                conn.execute(
-                    "INSERT INTO landed_claims"
-                    " (task_id, run_id, attempt, spec_sha256, claimed_at, owner, loop)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (task_id, run_id, attempt) DO NOTHING",
-                    (task_id, run_id, attempt, spec_sha256, at, *who),
-                )
+                self._insert_claim(conn, (task_id, run_id, attempt, spec_sha256, at, *who))
             if stored is None:
                 row = conn.execute(
                     "SELECT run_id, attempt, spec_sha256, claimed_at FROM landed_claims "
@@ -345,10 +406,44 @@ class SqliteLedger:
             None if row is None else (str(row[0]), int(row[1]), str(row[2]), str(row[3])),
         )
 
+    def _insert_claim(self, conn: sqlite3.Connection, fields: tuple[object, ...]) -> None:
+        # The claims chain's tail is read under the same write lock the receipt check took.
+        head = tail(conn, "claims")
+        pos = head.pos + 1
+        row_link = link_v2("claims", pos, fields, head.link)
+        cur = conn.execute(
+            "INSERT INTO landed_claims (task_id, run_id, attempt, spec_sha256, claimed_at, owner,"
+            " loop, chain_pos, chain_link) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (task_id, run_id, attempt) DO NOTHING",
+            (*fields, pos, row_link),
+        )
+        if cur.rowcount == 1 and self._signer is not None:
+            self._signer.wrote("claims", pos, row_link)
+
     def _rows_sync(self, sql: str, params: tuple[object, ...]) -> list[tuple[int, str, str]]:
         return [
             (int(r[0]), str(r[1]), str(r[2])) for r in self._db().execute(sql, params).fetchall()
         ]
+
+    def _board_page_sync(self, after: str) -> list[tuple[int, str, str, str]]:
+        return [
+            (int(r[0]), str(r[1]), str(r[2]), str(r[3]))
+            for r in self._db().execute(_BOARD_PAGE, (after, _PAGE))
+        ]
+
+    def _loop_sync(self, loop: str, since: str, limit: int) -> list[tuple[int, str, str, str]]:
+        return [
+            (int(r[0]), str(r[1]), str(r[2]), str(r[3]))
+            for r in self._db().execute(_LOOP_LATEST, (loop, since, limit))
+        ]
+
+    def _window_sync(self, sequence: int) -> list[ChainRow]:
+        conn = self._db()
+        before = conn.execute(
+            "SELECT max(sequence) FROM landed_receipts WHERE sequence < ?", (sequence,)
+        ).fetchone()[0]
+        after, count = (int(before) - 1, 3) if before is not None else (sequence - 1, 2)
+        return cast(list[ChainRow], conn.execute(PAGE_SQL["receipts"], (after, count)).fetchall())
 
     def _count_sync(self) -> int:
         return int(self._db().execute("SELECT count(*) FROM landed_receipts").fetchone()[0])
@@ -393,20 +488,22 @@ class SqliteLedger:
             raise LedgerError(f"the ledger holds more than {MAX_HEADS:,} signed chain heads")
         return heads
 
-    async def iter_chain(self) -> AsyncGenerator[list[ChainRow], None]:
+    async def iter_chain(
+        self, chain: str = "receipts", after: int = 0
+    ) -> AsyncGenerator[list[ChainRow], None]:
         await self._run(self._require_chain_sync)
         # The next page is read on the ledger thread while the caller walks this one (SQLite
         # lets go of the GIL while it steps through the file).
         loop = asyncio.get_running_loop()
         pending: asyncio.Task[list[ChainRow]] | None = loop.create_task(
-            self._run(self._chain_page_sync, 0)
+            self._run(self._chain_page_sync, chain, after)
         )
         try:
             while pending is not None:
                 page = await pending
                 pending = None
                 if len(page) == _CHAIN_PAGE:
-                    pending = loop.create_task(self._run(self._chain_page_sync, page[-1][0]))
+                    pending = loop.create_task(self._run(self._chain_page_sync, chain, page[-1][0]))
                 if page:
                     yield page
         finally:
@@ -425,8 +522,13 @@ class SqliteLedger:
         )
 
     async def latest(self, task_id: str) -> Receipt | None:
-        found = await self._select(_LATEST, task_id)
-        return found[0] if found else None
+        rows = await self._run(self._rows_sync, _LATEST, (task_id,))
+        if not rows:
+            return None
+        sequence, body, sha = rows[0]
+        receipt = parse_body(body, sequence, sha)
+        await self._guard.require(self, task_id, sequence)
+        return receipt
 
     async def claim(
         self,
@@ -445,27 +547,70 @@ class SqliteLedger:
             self._claim_sync, task_id, run_id, attempt, spec_sha256, now, record, (owner, loop)
         )
         if stored is not None:
-            return parse_body(stored[1], stored[0], stored[2]), None
+            receipt = parse_body(stored[1], stored[0], stored[2])
+            await self._guard.require(self, task_id, stored[0])
+            return receipt, None
         if found is None:
             return None, None
         other, other_attempt, digest, at = found
         return None, Claim(task_id, other, other_attempt, digest, datetime.fromisoformat(at))
 
     async def board(self) -> list[Receipt]:
-        return await self._select(
-            "SELECT sequence, body, body_sha256 FROM landed_receipts AS r WHERE sequence = "
-            "(SELECT sequence FROM landed_receipts WHERE task_id = r.task_id"
-            " ORDER BY attempt DESC, sequence DESC LIMIT 1) ORDER BY task_id"
-        )
+        return [r for _, r in await self.board_rows()]
+
+    async def board_rows(self) -> list[tuple[int, Receipt]]:
+        """The board with each row's sequence (a read that trusts the chain marks by it)."""
+        rows = await self._run(self._rows_sync, _BOARD, ())
+        return [(seq, parse_body(body, seq, sha)) for seq, body, sha in rows]
+
+    async def iter_board_rows(self) -> AsyncGenerator[tuple[int, Receipt], None]:
+        after = ""
+        while True:
+            page = await self._run(self._board_page_sync, after)
+            for sequence, body, sha, _ in page:
+                yield sequence, parse_body(body, sequence, sha)
+            if len(page) < _PAGE:
+                return
+            after = page[-1][3]
+
+    async def board_where(
+        self,
+        *,
+        owner: str | None = None,
+        loop: str | None = None,
+        since: datetime | None = None,
+    ) -> list[tuple[int, Receipt]]:
+        query, params = _where_sql(owner, loop, since)
+        rows = await self._run(self._rows_sync, query, tuple(params))
+        return [(seq, parse_body(body, seq, sha)) for seq, body, sha in rows]
+
+    async def chain_window(self, sequence: int) -> list[ChainRow]:
+        await self._run(self._require_chain_sync)
+        return await self._run(self._window_sync, sequence)
+
+    async def walk_chain(self) -> None:
+        await self._guard.walk_to_end(self)
+
+    async def loop_latest(
+        self, loop: str, since: datetime | None = None, limit: int = 100
+    ) -> list[LoopRow]:
+        limit = max(1, min(limit, MAX_LOOP_ROWS))
+        found = await self._run(self._loop_sync, loop, since_text(since), limit)
+        return await loop_rows(self, self._guard, loop, found)
 
     async def iter_receipts(self) -> AsyncGenerator[Receipt, None]:
+        async with contextlib.aclosing(self.iter_rows()) as rows:
+            async for _, receipt in rows:
+                yield receipt
+
+    async def iter_rows(self) -> AsyncGenerator[tuple[int, Receipt], None]:
         # Pages by sequence: SQLite serialises writers, so sequence order is commit order and
         # no receipt committed before the export started can be skipped.
         after = 0
         while True:
             page = await self._run(self._page_sync, after)
             for sequence, body, sha in page:
-                yield parse_body(body, sequence, sha)
+                yield sequence, parse_body(body, sequence, sha)
             if len(page) < _PAGE:
                 return
             after = page[-1][0]
@@ -474,7 +619,8 @@ class SqliteLedger:
         return await self._run(self._count_sync)
 
     async def append_event(self, event: LedgerEvent) -> bool:
-        return await self._run(lambda: sqlite_append_event(self._db(), event))
+        wrote = self._signer.wrote if self._signer is not None else None
+        return await self._run(lambda: sqlite_append_event(self._db(), event, wrote))
 
     async def events(self, loop: str | None = None, limit: int = 100) -> list[LedgerEvent]:
         return await self._run(lambda: sqlite_events(self._db(), loop, limit))

@@ -7,12 +7,22 @@ from datetime import UTC, datetime
 
 from landed.ledger.base import LedgerError
 from landed.ledger.chain import MIGRATION_KEY_ID, ChainHead
+from landed.ledger.links import CHAINS, MIGRATION_V2_KEY_ID, link_v2
+from landed.ledger.sqlite_chain import HEAD_COLUMNS, PAGE_SQL, TABLES, tail
+from landed.ledger.vouch import HeadDetail
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "chain_head", "migrate", "schema_version"]
+__all__ = ["CHAIN_V2_STEP", "LOOP_OF", "MIGRATIONS", "SCHEMA_VERSION", "chain_head", "migrate"]
+__all__ += ["schema_version"]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 11
 _BACKFILL_PAGE = 5000
 _CHAIN_STEP = 7
+CHAIN_V2_STEP = 10
+
+#: The loop a stored body names (NULL for a body that is not JSON, so a row no reader can parse
+#: is still stored and reported, not refused by its index). A query reaches the loop index
+#: only through this exact expression.
+LOOP_OF = "(CASE WHEN json_valid(body) THEN json_extract(body, '$.landed.loop') END)"
 
 # INSERT OR REPLACE (and REPLACE INTO) removes the stored row without firing the DELETE trigger
 # (SQLite fires none for a replace unless recursive_triggers is on), so an insert of a stored
@@ -71,6 +81,15 @@ _STAGE_KEY = [
                  AND attempt = NEW.attempt AND stage = NEW.stage)
     BEGIN SELECT RAISE(IGNORE); END""",
     _NO_ROWID_REWRITE,
+]
+
+MIGRATIONS_HEAD_TRIGGERS = [
+    """CREATE TRIGGER landed_chain_heads_no_update BEFORE UPDATE ON landed_chain_heads
+       BEGIN SELECT RAISE(ABORT, 'landed chain heads are append-only: UPDATE is not allowed');
+       END""",
+    """CREATE TRIGGER landed_chain_heads_no_delete BEFORE DELETE ON landed_chain_heads
+       BEGIN SELECT RAISE(ABORT, 'landed chain heads are append-only: DELETE is not allowed');
+       END""",
 ]
 
 # Each step runs once, in order, inside one transaction with its version row.
@@ -147,15 +166,10 @@ MIGRATIONS: dict[int, list[str]] = {
             signature TEXT NOT NULL,
             PRIMARY KEY (key_id, chain_pos)
         )""",
-        """CREATE TRIGGER landed_chain_heads_no_update BEFORE UPDATE ON landed_chain_heads
-           BEGIN SELECT RAISE(ABORT, 'landed chain heads are append-only: UPDATE is not allowed');
-           END""",
-        """CREATE TRIGGER landed_chain_heads_no_delete BEFORE DELETE ON landed_chain_heads
-           BEGIN SELECT RAISE(ABORT, 'landed chain heads are append-only: DELETE is not allowed');
-           END""",
+        *MIGRATIONS_HEAD_TRIGGERS,
     ],
     # Events (landed.ledger.events): a tripwire's trips, append-only like receipts, keyed so a
-    # retried write stores one row; not links of the hash chain (see that module).
+    # retried write stores one row; on a chain of their own since step 10 (links v2).
     8: [
         """CREATE TABLE landed_events (
             sequence INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -189,6 +203,38 @@ MIGRATIONS: dict[int, list[str]] = {
     9: [
         "ALTER TABLE landed_claims ADD COLUMN owner TEXT",
         "ALTER TABLE landed_claims ADD COLUMN loop TEXT",
+    ],
+    # Links v2 (landed.ledger.links): claims and events get chains of their own, a head carries
+    # every chain's tail and the positions its signer wrote (its key may sign several heads at
+    # one receipts position), and every stored row is re-chained (_rechain_v2).
+    10: [
+        "ALTER TABLE landed_claims ADD COLUMN chain_pos INTEGER",
+        "ALTER TABLE landed_claims ADD COLUMN chain_link TEXT",
+        "ALTER TABLE landed_events ADD COLUMN chain_pos INTEGER",
+        "ALTER TABLE landed_events ADD COLUMN chain_link TEXT",
+        """CREATE TABLE landed_chain_heads_v10 (
+            chain_pos INTEGER NOT NULL,
+            sequence INTEGER NOT NULL,
+            chain_link TEXT NOT NULL,
+            key_id TEXT NOT NULL,
+            signed_at TEXT NOT NULL,
+            signature TEXT NOT NULL,
+            detail TEXT,
+            PRIMARY KEY (key_id, chain_pos, signed_at)
+        )""",
+        """INSERT INTO landed_chain_heads_v10 (chain_pos, sequence, chain_link, key_id, signed_at,
+            signature) SELECT chain_pos, sequence, chain_link, key_id, signed_at, signature
+            FROM landed_chain_heads ORDER BY rowid""",
+        "DROP TABLE landed_chain_heads",
+        "ALTER TABLE landed_chain_heads_v10 RENAME TO landed_chain_heads",
+        MIGRATIONS_HEAD_TRIGGERS[0],
+        MIGRATIONS_HEAD_TRIGGERS[1],
+    ],
+    # The loop index (landed.ledger.reads): a tripwire's catch-up reads its loop's newest
+    # settlements by it, without reading the whole board. An index on an expression of the
+    # body: no column is added, no stored row is written again.
+    11: [
+        f"CREATE INDEX landed_receipts_loop ON landed_receipts ({LOOP_OF}, settled_at, task_id)",
     ],
 }
 
@@ -242,6 +288,70 @@ def _chain_stored(conn: sqlite3.Connection) -> None:
         )
 
 
+def _no_update(chain: str) -> str:
+    what = {"receipts": "the landed ledger is", "claims": "landed claims are"}.get(
+        chain, "landed events are"
+    )
+    return (
+        f"CREATE TRIGGER {TABLES[chain][0]}_no_update BEFORE UPDATE ON {TABLES[chain][0]}"
+        f" BEGIN SELECT RAISE(ABORT, '{what} append-only: UPDATE is not allowed'); END"
+    )
+
+
+def _rechain_v2(conn: sqlite3.Connection) -> None:
+    """Link every stored row of every chain with v2 links, and leave a marker head saying so:
+    `landed ledger verify` and `landed ledger init` report the re-chained positions."""
+    migrated: dict[str, int] = {}
+    for chain in CHAINS:
+        table, _ = TABLES[chain]
+        conn.execute(f"DROP TRIGGER IF EXISTS {table}_no_update")
+        head, after = ChainHead(), 0
+        while True:
+            page = conn.execute(PAGE_SQL[chain], (after, _BACKFILL_PAGE)).fetchall()
+            links = []
+            for row in page:
+                pos = head.pos + 1
+                head = ChainHead(pos, int(row[0]), link_v2(chain, pos, row[6:], head.link))
+                links.append((pos, head.link, head.sequence))
+            conn.executemany(
+                f"UPDATE {table} SET chain_pos = ?, chain_link = ? WHERE {TABLES[chain][1]} = ?",
+                links,
+            )
+            if len(page) < _BACKFILL_PAGE:
+                break
+            after = int(page[-1][0])
+        conn.execute(_no_update(chain))
+        migrated[chain] = head.pos
+    if any(migrated.values()):
+        tails = {c: tail(conn, c) for c in CHAINS}
+        detail = HeadDetail(
+            chains={c: (tails[c].pos, tails[c].link) for c in CHAINS if c != "receipts"},
+            migrated=migrated,
+        )
+        at = datetime.now(UTC).isoformat(timespec="microseconds")
+        r = tails["receipts"]
+        conn.execute(
+            f"INSERT INTO landed_chain_heads ({HEAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, '', ?)",
+            (r.pos, r.sequence, r.link, MIGRATION_V2_KEY_ID, at, detail.encode()),
+        )
+
+
+def rechained(conn: sqlite3.Connection) -> dict[str, int]:
+    """The positions the v2 upgrade re-chained, per chain (empty: none, or not upgraded)."""
+    try:
+        row = conn.execute(
+            "SELECT detail FROM landed_chain_heads WHERE key_id = ? LIMIT 1",
+            (MIGRATION_V2_KEY_ID,),
+        ).fetchone()
+    except sqlite3.OperationalError:
+        return {}
+    if row is None:
+        return {}
+    from landed.ledger.chain import SignedHead
+
+    return HeadDetail.of(SignedHead(0, 0, "", "", "", "", row[0])).migrated
+
+
 def migrate(conn: sqlite3.Connection) -> None:
     """Bring the file to SCHEMA_VERSION in one transaction; safe from several processes."""
     conn.execute("BEGIN IMMEDIATE")
@@ -256,6 +366,8 @@ def migrate(conn: sqlite3.Connection) -> None:
                 conn.execute(statement)
             if step == _CHAIN_STEP:
                 _chain_stored(conn)
+            if step == CHAIN_V2_STEP:
+                _rechain_v2(conn)
             conn.execute("INSERT INTO landed_schema_version (version) VALUES (?)", (step,))
         conn.execute("COMMIT")
     except BaseException:

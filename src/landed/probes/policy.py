@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from landed.probes.contract import CommandProbe
+from landed.probes.contract import CommandProbe, probe_problem
 from landed.probes.fetch import target_url
 from landed.probes.http import request_path
 from landed.probes.local import open_below
@@ -16,7 +16,23 @@ from landed.probes.reading import ProbeError
 from landed.probes.settings import command_words, config_key
 from landed.probes.sources import SourceRegistry
 
-__all__ = ["key_secrets", "refusal"]
+__all__ = ["key_secrets", "refusal", "verifier_refusal"]
+
+
+def verifier_refusal(probe: Any, registry: SourceRegistry) -> str | None:
+    """Why the verifier worker will not run a task's probe (its shape, or its configuration),
+    or None. The verify activity refuses with it, and the role check asks it before a task
+    starts (``landed.task.checkable``), so both say the same."""
+    try:
+        invalid = probe_problem(probe)
+        if invalid is not None:
+            return f"refused: the probe cannot be read as given: {invalid}"
+        return refusal(probe, registry)
+    except Exception as exc:  # a probe the policy cannot even read is not run
+        return (
+            f"refused: the verifier could not check this probe against its configuration "
+            f"({type(exc).__name__}: {exc}); fix the probe or the source"
+        )
 
 
 def refusal(probe: Any, registry: SourceRegistry) -> str | None:

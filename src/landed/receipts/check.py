@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import IO, Any, NamedTuple, Protocol
 
-from landed.receipts.grading import RawGrade, evaluate, signed_revenue
+from landed.receipts.grading import RawGrade, evaluate, signed_revenue, unapproved
 from landed.receipts.intake import (
     _ABSENT,
     _FAST,
@@ -26,12 +26,13 @@ from landed.receipts.intake import (
     read_lines,
     settle_fast,
 )
-from landed.receipts.live import LiveOptions, LiveReader, live_targets
+from landed.receipts.live_options import LiveOptions
 from landed.receipts.model import LandedExtension, ProofItem, Receipt
 from landed.receipts.scorecard import Scorecard, ScoreTally
 from landed.util.strictjson import may_repeat_keys
 
 __all__ = [
+    "ApprovalCheck",
     "FilePart",
     "Record",
     "SignatureCheck",
@@ -44,6 +45,8 @@ __all__ = [
 
 Record = FastReceipt | Receipt
 SignatureCheck = Callable[[Receipt, ProofItem], bool]
+#: Why a receipt's claimed approval does not verify (None: it does, or it claims none).
+ApprovalCheck = Callable[[Receipt], str | None]
 
 
 class Sink(Protocol):
@@ -59,11 +62,13 @@ def check_stream(
     *,
     live: LiveOptions | None = None,
     signature_ok: SignatureCheck | None = None,
+    approval_check: ApprovalCheck | None = None,
     progress: Callable[[int], None] | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Scorecard:
     """Grade every line of ``stream`` into ``sink`` and return the scorecard. With
-    ``signature_ok`` every line goes through the pydantic Receipt, which the hook receives."""
+    ``signature_ok`` every line goes through the pydantic Receipt, which the hook receives;
+    ``approval_check`` (with it) holds a claimed approval to its signature."""
     tally = ScoreTally()
     if live is None and signature_ok is None:
         seen, _ = check_range(stream, sink, tally, max_line_bytes=max_line_bytes)
@@ -71,7 +76,7 @@ def check_stream(
             sink.invalid(EMPTY_INPUT)
         return tally.scorecard()
     records = _decode(stream, sink, full=signature_ok is not None, max_line_bytes=max_line_bytes)
-    grade = _grader(signature_ok)
+    grade = _grader(signature_ok, approval_check)
     scored: _Tally = tally if signature_ok is None else _SignedTally(tally, signature_ok)
     if live is None:
         for line, record in records:
@@ -200,7 +205,9 @@ def _decode(
         sink.invalid(EMPTY_INPUT)
 
 
-def _grader(signature_ok: SignatureCheck | None) -> Callable[[Record], RawGrade]:
+def _grader(
+    signature_ok: SignatureCheck | None, approval_check: ApprovalCheck | None = None
+) -> Callable[[Record], RawGrade]:
     if signature_ok is None:
         return evaluate
     check = signature_ok
@@ -208,7 +215,9 @@ def _grader(signature_ok: SignatureCheck | None) -> Callable[[Record], RawGrade]
     def grade(record: Record) -> RawGrade:
         if not isinstance(record, Receipt):  # the full path yields only Receipts
             raise TypeError("signature checks need pydantic receipts")
-        return evaluate(record, lambda index: check(record, record.proof[index]))
+        graded = evaluate(record, lambda index: check(record, record.proof[index]))
+        why = approval_check(record) if approval_check is not None else None
+        return graded if why is None else unapproved(graded, why)
 
     return grade
 
@@ -221,6 +230,8 @@ async def _check_live(
     options: LiveOptions,
     progress: Callable[[int], None] | None,
 ) -> None:
+    from landed.receipts.live import LiveReader, live_targets  # only --live needs HTTP
+
     # Batches keep memory bounded on a file of any length while requests run concurrently.
     reader = LiveReader(options)
     batch_size = max(256, options.concurrency * 16)

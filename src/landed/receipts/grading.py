@@ -75,6 +75,7 @@ __all__ = [
     "grade",
     "is_weak_label",
     "signed_revenue",
+    "unapproved",
     "words",
 ]
 
@@ -240,6 +241,21 @@ def evaluate(view: ReceiptView, signed: Callable[[int], bool] | None = None) -> 
             tuple(findings) if findings else _NO_FINDINGS,
             claims_done and level >= 3 and not_done is None and claim.overruled is None,
         ),
+    )
+
+
+def unapproved(graded: RawGrade, why: str) -> RawGrade:
+    """GOV-5 under signature checks: a receipt that claims an approval no trusted approver key
+    signed proves at most an artifact, as a read-back without a valid signature does: the act
+    ran, but nothing shows a person allowed it. ``why`` is the finding."""
+    level = min(_LEVELS.index(graded.proof_level), 2)
+    required = graded.required_level
+    return graded._replace(
+        proof_level=_LEVELS[level],
+        meets_bar=graded.meets_bar and (required is None or _LEVELS.index(required) <= level),
+        proven_status=Status.BUILT if graded.proven_status.is_done else graded.proven_status,
+        findings=(*graded.findings, ("GOV-5", why)),
+        done_at_p3=graded.done_at_p3 and level >= 3,
     )
 
 

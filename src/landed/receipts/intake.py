@@ -310,6 +310,9 @@ class FastLanded(msgspec.Struct, gc=False):
     revenue_usd: float | None = None
     key_id: str | None = None
     loop: str | None = None
+    # Not a field of LandedExtension (an extra key there, of any type): read so a ledger row is
+    # counted once per task (landed.receipts.latest).
+    lifecycle: Any = None
 
 
 class FastReceipt(msgspec.Struct, gc=False):

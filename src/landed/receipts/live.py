@@ -6,7 +6,6 @@ import asyncio
 import ipaddress
 import socket
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 import aiohttp
@@ -15,27 +14,14 @@ import yarl
 
 from landed.receipts.grading import is_weak_label
 from landed.receipts.intake import FastProof, FastReceipt
+from landed.receipts.live_options import LiveOptions
 from landed.receipts.model import ProofItem, Receipt
 
 __all__ = ["LiveOptions", "LiveReader", "live_targets"]
 
-_MAX_BODY: Final = 4 << 20
 _USER_AGENT: Final = "landed-check (re-reading a cited http_contains proof)"
 _MAX_REDIRECTS: Final = 20
 _REDIRECTS: Final = frozenset((301, 302, 303, 307, 308))
-
-
-@dataclass(frozen=True, slots=True)
-class LiveOptions:
-    """How hard ``--live`` may push: requests in flight, seconds per request, bytes per body."""
-
-    concurrency: int = 32
-    timeout_s: float = 10.0
-    max_body_bytes: int = _MAX_BODY
-    #: Re-read pages on loopback, private and link-local addresses too. Off by default: the
-    #: receipts come from agents, and a ref (or a redirect) pointing inward would have the
-    #: checker read, and report on, pages of the network it runs in.
-    allow_private: bool = False
 
 
 class _PublicOnly(aiohttp.abc.AbstractResolver):

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from landed.receipts import plain
+
 __all__ = [
     "Approval",
     "BusinessOutcome",
@@ -106,6 +108,17 @@ class Receipt(_Open):
     verdict_by: str | None = None
     settled_at: datetime | None = None
     landed: LandedExtension | None = None
+
+    @property
+    def done(self) -> bool:
+        """True only when the task settled verified or reconciled: its outcome was read back
+        and holds. Any other verdict, and a receipt not settled yet, is not done."""
+        return plain.is_done(self)
+
+    @property
+    def why(self) -> str:
+        """One sentence of why the task is done or not done (what the read-back found)."""
+        return plain.why(self)
 
 
 def attempt_of(receipt: Receipt) -> int:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from landed.receipts.grading import RawGrade
 from landed.receipts.ladder import ProofLevel, Status
+from landed.receipts.latest import LatestRows, ledger_row
 
 __all__ = ["ScoreTally", "Scorecard", "fleet_figures", "format_money", "format_rate"]
 
@@ -83,7 +84,8 @@ class ScoreTally:
 
     Dollar sums are kept exact (as integers of 2**-82 dollars, with a Fraction for the rare value
     too small for that grid), so tallies of parts of a file merge into exactly the tally of the
-    whole, in any order."""
+    whole, in any order. A ledger export's rows are one task per task id, counted by its latest
+    row when the scorecard is read (``landed.receipts.latest``)."""
 
     __slots__ = (
         "cost",
@@ -93,6 +95,7 @@ class ScoreTally:
         "done_proven",
         "harness_releases",
         "held",
+        "latest",
         "revenue",
         "revenue_rest",
         "reversed",
@@ -116,8 +119,19 @@ class ScoreTally:
         self.verify_cost = Fraction(0)
         self.verify_logged = 0
         self.harness_releases = 0
+        self.latest = LatestRows()
 
     def add(self, view: ScoredView, graded: RawGrade) -> None:
+        landed = view.landed
+        if landed is not None and ledger_row(landed):
+            task_id = getattr(view, "task_id", None)
+            if isinstance(task_id, str):
+                # Counted when the scorecard is read, if it is still its task's latest row.
+                self.latest.offer(task_id, view.verdict, view.cost, landed, graded)
+                return
+        self._count(view, graded)
+
+    def _count(self, view: ScoredView, graded: RawGrade) -> None:
         self.settled += 1
         if view.verdict == "reversed":
             self.reversed += 1
@@ -160,11 +174,27 @@ class ScoreTally:
         self.harness_releases += releases
 
     def merge(self, other: ScoreTally) -> None:
-        """Add the counts of ``other`` (a tally of another part of the input) to this one."""
+        """Add the counts of ``other`` (a tally of the part of the input after this one's) to
+        this one."""
+        self._add_counts(other)
+        self.latest.merge(other.latest)
+
+    def _add_counts(self, other: ScoreTally) -> None:
         for name in self.__slots__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+            if name != "latest":
+                setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def scorecard(self) -> Scorecard:
+        """The figures: every line counted as it came, and each ledger task's latest row."""
+        if not self.latest.rows:
+            return self._card()
+        counted = ScoreTally()
+        counted._add_counts(self)
+        for kept in self.latest.rows.values():
+            counted._count(kept, kept.graded)
+        return counted._card()
+
+    def _card(self) -> Scorecard:
         total = _float(Fraction(self.cost, _SCALE_INT) + self.cost_rest)
         revenue = _float(Fraction(self.revenue, _SCALE_INT) + self.revenue_rest)
         verify = round(_float(self.verify_cost), 6) if self.verify_logged else None

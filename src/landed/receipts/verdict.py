@@ -24,6 +24,7 @@ __all__ = [
     "FrameCheck",
     "PlanStep",
     "TaskVerdict",
+    "frame_findings",
     "hold_to_confirmation",
     "hold_to_frames",
     "hold_to_plan",
@@ -80,15 +81,19 @@ def hold_to_frames(
     with a finding naming the frame, whatever the plan's steps show. Not applied by ``landed
     check``: a receipt does not carry its frames' two readings.
     """
-    broken = [(i, f) for i, f in enumerate(frames) if f.problem is not None]
-    if not broken:
-        return verdict
-    findings = tuple(
+    findings = frame_findings(frames)
+    return _capped(verdict, claims_done, findings) if findings else verdict
+
+
+def frame_findings(frames: Sequence[FrameCheck]) -> tuple[str, ...]:
+    """The FRAME finding of each frame that did not hold, in receipt form (frame numbers are
+    the frame's place in ``frames``)."""
+    return tuple(
         f"FRAME: frame #{i + 1} ({frame.action!r}) must be left as it was, but {frame.problem}; "
         "the task is not done"
-        for i, frame in broken
+        for i, frame in enumerate(frames)
+        if frame.problem is not None
     )
-    return _capped(verdict, claims_done, findings)
 
 
 def hold_to_plan(verdict: TaskVerdict, claims_done: bool, steps: Sequence[PlanStep]) -> TaskVerdict:

@@ -4,11 +4,14 @@ A claim is what an agent says it did, sent after the fact (``landed reconcile``)
 
 - ``receipt``: a DoD receipt (it has a ``dod`` key, or says ``"kind": "receipt"``);
 - ``log``: a loose log line (``{"task_id": ..., "claimed_status": "done"}``, no proof);
-- ``contract``: a task's contract with its probe plan (``outcome`` + ``proof_plan``), the agent
-  saying "this now holds; here is how to check" (``claimed_status`` defaults to ``done``).
+- ``contract``: an outcome the agent says now holds: an outcome class of the operator's claim
+  contracts and its parameters (``outcome`` + ``params``), or a probe plan of its own
+  (``outcome`` + ``proof_plan``) (``claimed_status`` defaults to ``done``).
 
-Any kind may carry a ``proof_plan``: the verifier reads it back. A claim without one, or of a
-kind landed does not know, settles at the level its own evidence proves (``claim_grade``).
+Any kind may name an outcome class with ``params``: the runner reads it back by the contract the
+operator declared for that class (``claim_contracts``). A plan the claim brings itself is a check
+the claimant chose: it is never read back as proof and settles at most P2; so does a claim with
+neither, or of a kind landed does not know (``claim_grade``).
 Everything here is a pure function of the line's bytes: the CLI, the workflow and the unit
 tests call it alike.
 """
@@ -25,6 +28,13 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from landed.probes.contract import Contract
 from landed.receipts.intake import normalize_loose
 from landed.receipts.model import Receipt
+from landed.task.claim_contracts import (
+    CLASS_NAME,
+    ClaimContracts,
+    ClaimOutcome,
+    ParamValue,
+    judge_claim,
+)
 from landed.util.strictjson import DuplicateKey, loads
 
 __all__ = [
@@ -37,6 +47,7 @@ __all__ = [
     "claim_of",
     "claim_workflow_id",
     "parse_claim",
+    "pin_claim",
 ]
 
 #: The longest line read as one claim; a longer one is reported and skipped unbuffered.
@@ -69,7 +80,17 @@ class VerifyClaimInput(BaseModel):
     )
     claim: Receipt = Field(description="The claim in receipt form: the agent's words, as given.")
     attempt: int = Field(default=1, ge=1, description="Which attempt of the task it claims.")
-    proof_plan: list[Contract] = Field(default_factory=list)
+    proof_plan: list[Contract] = Field(
+        default_factory=list, description="A plan the claimant supplied: never read as proof."
+    )
+    outcome_class: str | None = Field(
+        default=None, description="The operator's outcome class the claim names (its params)."
+    )
+    params: dict[str, ParamValue] = Field(default_factory=dict)
+    contracts_sha256: str | None = Field(
+        default=None,
+        description="Set by `landed reconcile --contracts`: the runner judges by this file only.",
+    )
     loop: str | None = Field(default=None, description="The loop the claimed task belongs to.")
     digest: str = Field(description="claim_digest(): which task the claim is of.")
     line: int | None = Field(default=None, description="Where it came from (not its identity).")
@@ -80,8 +101,8 @@ class VerifyClaimInput(BaseModel):
 
     @property
     def can_read_back(self) -> bool:
-        """A plan to read and a kind whose plan landed knows how to take."""
-        return bool(self.proof_plan) and self.kind != "unknown"
+        """An operator's outcome class to read by, and a kind landed knows how to take."""
+        return self.outcome_class is not None and self.kind != "unknown"
 
 
 def claim_workflow_id(task_id: str, attempt: int) -> str:
@@ -97,17 +118,21 @@ def claim_of(asker: str, task_id: str) -> bool:
     return asker.startswith(prefix) and asker[len(prefix) :].isdigit()
 
 
-def claim_digest(claim: Receipt, plan: list[Contract]) -> str:
-    """sha256 of what the claim is about (task id, owner, outcome, target, plan), not of what it
-    says (status, report): two attempts of one task are one task to the ledger, and a line that
-    reuses a task id for other work is told apart."""
-    body = {
+def claim_digest(
+    claim: Receipt, plan: list[Contract], params: dict[str, ParamValue] | None = None
+) -> str:
+    """sha256 of what the claim is about (task id, owner, outcome, target, plan, and an outcome
+    class's parameters), not of what it says (status, report): two attempts of one task are one
+    task to the ledger, and a line that reuses a task id for other work is told apart."""
+    body: dict[str, Any] = {
         "task_id": claim.task_id,
         "owner": claim.owner,
         "outcome": claim.outcome,
         "target": claim.target,
         "proof_plan": [c.model_dump(mode="json", exclude_defaults=True) for c in plan],
     }
+    if params is not None:
+        body["params"] = params
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return "claim1:" + hashlib.sha256(text.encode()).hexdigest()
 
@@ -132,6 +157,19 @@ def parse_claim(line: int, data: bytes) -> VerifyClaimInput | BadClaim | None:
         return BadClaim(line=line, reason=str(exc))
 
 
+def pin_claim(inp: VerifyClaimInput, contracts: ClaimContracts) -> VerifyClaimInput | BadClaim:
+    """``landed reconcile --contracts``: a claim its file cannot judge is a bad line, named
+    before anything starts; one it can is pinned to the file, so a runner holding other
+    contracts refuses it instead of judging it by them."""
+    if inp.outcome_class is None:
+        return inp
+    asked = ClaimOutcome(outcome_class=inp.outcome_class, params=inp.params)
+    judged = judge_claim(contracts, asked)
+    if judged.refused is not None:
+        return BadClaim(line=inp.line or 0, reason=judged.refused)
+    return inp.model_copy(update={"contracts_sha256": contracts.sha256})
+
+
 class _Refused(ValueError):
     pass
 
@@ -152,7 +190,8 @@ def _claim(line: int, value: dict[str, Any]) -> VerifyClaimInput:
             "_.:@/- starting with a letter or digit; rename it"
         )
     plan = _plan_of(value)
-    record = {k: v for k, v in value.items() if k not in ("kind", "proof_plan")}
+    params = _params_of(value, plan)
+    record = {k: v for k, v in value.items() if k not in ("kind", "proof_plan", "params")}
     if kind == "contract":
         record.setdefault("claimed_status", "done")
     try:
@@ -165,8 +204,10 @@ def _claim(line: int, value: dict[str, Any]) -> VerifyClaimInput:
         claim=claim,
         attempt=_attempt_of(value, claim),
         proof_plan=plan,
+        outcome_class=claim.outcome if params is not None else None,
+        params=params or {},
         loop=_loop_of(value, claim),
-        digest=claim_digest(claim, plan),
+        digest=claim_digest(claim, plan, params),
         line=line,
     )
 
@@ -181,7 +222,7 @@ def _kind_of(value: dict[str, Any]) -> tuple[ClaimKind, str | None]:
     if "dod" in value:
         return "receipt", None
     said = any(k in value for k in ("claimed_status", "status", "state"))
-    if "proof_plan" in value and not said:
+    if ("proof_plan" in value or "params" in value) and not said:
         return "contract", None
     return "log", None
 
@@ -192,6 +233,32 @@ def _plan_of(value: dict[str, Any]) -> list[Contract]:
         return _PLAN.validate_python(plan)
     except ValidationError as exc:
         raise _Refused(f"proof_plan: {_explain(exc)}") from None
+
+
+def _params_of(value: dict[str, Any], plan: list[Contract]) -> dict[str, ParamValue] | None:
+    """An outcome class's parameters: flat JSON scalars, named in ``outcome``; or None."""
+    if "params" not in value:
+        return None
+    params, outcome = value["params"], value.get("outcome")
+    if plan:
+        raise _Refused(
+            "a claim names an outcome class (params) or brings a proof_plan, not both; drop "
+            "the proof_plan: the operator's contract for the class is what is read"
+        )
+    if not isinstance(outcome, str) or not CLASS_NAME.match(outcome):
+        raise _Refused(
+            f"outcome {str(outcome)[:60]!r}: with params, outcome names an outcome class of the "
+            "operator's claim contracts (dotted lower-case words, e.g. orders.created)"
+        )
+    if not isinstance(params, dict) or len(params) > 32:
+        raise _Refused('params must be an object of at most 32 values: {"batch": "b-17"}')
+    for key, v in params.items():
+        if not isinstance(v, str | int | float) or (isinstance(v, str) and len(v) > 500):
+            raise _Refused(
+                f"params.{key[:40]}: a parameter is a string (up to 500 characters), a number "
+                "or a boolean; fix it"
+            )
+    return dict(params)
 
 
 def _attempt_of(value: dict[str, Any], claim: Receipt) -> int:

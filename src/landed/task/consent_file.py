@@ -30,7 +30,7 @@ CONSENT_FILE_CAP = 8 * 1024 * 1024
 _SHAPE = (
     'one JSON object {"do_not_contact": [{"recipient": ..., "channel": ...}], "consent": '
     '[{"recipient": ..., "channel": ...}]} with channel "message", "call" or "*", each key once '
-    "(README: Consent before contact)"
+    "(docs/governance.md: Consent before contact)"
 )
 
 

@@ -1,12 +1,12 @@
 """Whether a verified outcome holds: the confirmation read, late landing and the lifecycle.
 
-Plain functions of data (the workflow passes in the readings and the time); see the README's
-"Verdicts that hold" section for why each exists.
+Plain functions of data (the workflow passes in the readings and the time); see docs/tasks.md,
+section "Verdicts that hold", for why each exists.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from landed.probes.contract import Observation, Outcome
 from landed.receipts.model import LandedExtension, ProofItem, Receipt
+from landed.receipts.verdict import FrameCheck, frame_findings
 from landed.task.messages import Routing, VerifyReading
 from landed.task.spec import TaskSpec
 
@@ -120,17 +121,26 @@ def unconfirmed_findings(
 
 
 def recheck_holds(
-    readings: Mapping[int, VerifyReading], steps: int
+    readings: Mapping[int, VerifyReading],
+    steps: int,
+    frames: Sequence[FrameCheck | None] = (),
 ) -> Literal["confirmed", "reversed", "unobserved"]:
-    """What a recheck after the horizon found: every step still passes (confirmed), a step
-    read something else (reversed), or a step could not be observed (neither: fail closed,
-    the verified receipt stays as it was and no confirmation is recorded)."""
+    """What a recheck after the horizon found: every step still passes and every frame reads
+    as it did (confirmed), a step read something else or a frame changed (reversed), or a step
+    or frame could not be observed (neither: fail closed, the verified receipt stays as it was
+    and no confirmation is recorded). A frame seen changed reverses whatever else was unseen:
+    a confirmation needs everything read, a reversal needs one thing seen not to hold.
+    ``frames`` is ``landed.task.frames.recheck_frames``'s answer (None: not observed)."""
+    if any(f is not None and f.problem is not None for f in frames):
+        return "reversed"
     outcomes: list[Any] = [
         readings[i].observation.outcome if i in readings else None for i in range(steps)
     ]
     if any(o is None or o == Outcome.PROBE_ERROR for o in outcomes):
         return "unobserved"
-    return "confirmed" if all(o == Outcome.PASS for o in outcomes) else "reversed"
+    if not all(o == Outcome.PASS for o in outcomes):
+        return "reversed"
+    return "unobserved" if any(f is None for f in frames) else "confirmed"
 
 
 def recheck_workflow_id(task_id: str) -> str:
@@ -153,6 +163,11 @@ class RecheckInput(BaseModel):
     attempt: int = Field(ge=1)
     settled: Receipt
     actors: list[str] = Field(default_factory=list)
+    frames_before: list[Observation | None] = Field(
+        default_factory=list,
+        description="Each frame's reading before the act (empty: a recheck started before "
+        "rechecks read frames, which cannot confirm a task with frames).",
+    )
 
 
 def lifecycle_receipt(
@@ -161,10 +176,12 @@ def lifecycle_receipt(
     stage: Literal["confirmed", "reversed"],
     *,
     at: datetime,
+    frames: Sequence[FrameCheck | None] = (),
 ) -> Receipt:
     """The row a recheck appends: the settled receipt with the recheck's read-backs in place
-    of the settle's, at ``stage``; a reversal's verdict is ``reversed`` and says which step no
-    longer holds. The settled row stays as it was (the ledger is append-only)."""
+    of the settle's, at ``stage``; a reversal's verdict is ``reversed`` and says which step or
+    frame (``frames``, as the recheck read them) no longer holds. The settled row stays as it
+    was (the ledger is append-only)."""
     settled, steps = inp.settled, len(inp.spec.proof_plan)
     kept = settled.proof[: len(settled.proof) - steps] if steps else list(settled.proof)
     ext: dict[str, Any] = settled.landed.model_dump() if settled.landed else {}
@@ -181,6 +198,15 @@ def lifecycle_receipt(
                     f"back pass when it settled and {proof.result} {horizon.total_seconds():g} s "
                     "later; the outcome did not hold"
                 )
+        # A frame the recheck could not read is no finding of change (its place is kept, so
+        # each finding names its frame's number).
+        findings.extend(frame_findings([f or FrameCheck("", None) for f in frames]))
+    if frames:
+        # Which frames the recheck saw hold (one it could not read holds nothing).
+        ext["frames"] = [
+            {"action": a.action, "held": f is not None and f.problem is None}
+            for a, f in zip(inp.spec.frames, frames, strict=True)
+        ]
     ext.update(
         lifecycle=stage,
         findings=findings,

@@ -17,7 +17,7 @@ from landed.probes.contract import Observation, Outcome
 from landed.receipts.verdict import FrameCheck
 from landed.task.spec import TaskSpec
 
-__all__ = ["frame_checks", "frame_problem", "frame_view", "pre_read_count"]
+__all__ = ["frame_checks", "frame_problem", "frame_view", "pre_read_count", "recheck_frames"]
 
 _SHOWN = 80
 
@@ -49,30 +49,33 @@ def _same(before: Observation, after: Observation) -> bool:
     return then.sha256 == now.sha256
 
 
-def frame_problem(before: Observation | None, after: Observation | None) -> str | None:
+def frame_problem(
+    before: Observation | None, after: Observation | None, *, when: str = "after the act"
+) -> str | None:
     """Why a frame does not show the act left it alone (None: it held). Fail closed: a frame
-    not read, or read as nothing observed, holds nothing."""
+    not read, or read as nothing observed, holds nothing. ``when`` says when ``after`` was
+    read (a recheck reads it again long after the act)."""
     if before is None:
         return (
             "it was not read before the act (the runner read no before-state), so nothing "
             "shows it unchanged"
         )
     if after is None:
-        return "it was not read back after the act, so nothing shows it unchanged"
-    for when, obs in (("before the act", before), ("after the act", after)):
+        return f"it was not read back {when}, so nothing shows it unchanged"
+    for at, obs in (("before the act", before), (when, after)):
         if obs.outcome is Outcome.PROBE_ERROR:
-            return f"its reading {when} observed nothing ({obs.message})"
+            return f"its reading {at} observed nothing ({obs.message})"
     if before.outcome is not Outcome.PASS:
         return (
             f"it did not hold before the act ({before.outcome}: {before.message}); a frame must "
             "pass its expectation in the pre-read"
         )
     if after.outcome is not Outcome.PASS:
-        return f"it changed: after the act it reads {after.outcome} ({after.message})"
+        return f"it changed: {when} it reads {after.outcome} ({after.message})"
     if not _same(before, after):
         return (
             f"it changed: it read {_show(before.value)} before the act and {_show(after.value)} "
-            "after it (the probe's output differs)"
+            f"{when} (the probe's output differs)"
         )
     return None
 
@@ -95,3 +98,25 @@ def frame_checks(
 
 def _at(readings: Sequence[Observation | None], i: int) -> Observation | None:
     return readings[i] if i < len(readings) else None
+
+
+def recheck_frames(
+    spec: TaskSpec,
+    before: Sequence[Observation | None],
+    again: Sequence[Observation | None],
+    *,
+    when: str,
+) -> list[FrameCheck | None]:
+    """Each frame as a recheck read it again ``when``, against its reading before the act:
+    why it no longer holds (its problem), or None where the recheck cannot tell: the frame
+    was not observed now, or the recheck holds no before-state for it (a recheck started
+    before rechecks read frames). A frame that held at settle read the same before and after
+    the act, so comparing with its before-state is comparing with what the task settled on."""
+    checks: list[FrameCheck | None] = []
+    for i, frame in enumerate(spec.frames):
+        then, now = _at(before, i), _at(again, i)
+        if then is None or now is None or now.outcome is Outcome.PROBE_ERROR:
+            checks.append(None)
+        else:
+            checks.append(FrameCheck(frame.action, frame_problem(then, now, when=when)))
+    return checks

@@ -33,7 +33,7 @@ class Contacts(BaseModel):
     """GOV-6: the person the act reaches, checked for consent and do-not-contact before it runs.
 
     The check reads the verifier's source ``consent_source`` (a SQL database holding the tables
-    ``do_not_contact`` and ``contact_consent``, see the README), under the verifier's identity.
+    ``do_not_contact`` and ``contact_consent``; docs/governance.md), under the verifier's identity.
     """
 
     model_config = ConfigDict(extra="forbid")

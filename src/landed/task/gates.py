@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from landed.receipts.model import Approval, Receipt
+from landed.task.approval_sig import SignedDecision
+from landed.task.approvers import is_actor, may_approve, same_name
 from landed.task.messages import ActReport
 from landed.task.spec import TaskSpec
 
@@ -32,19 +34,23 @@ __all__ = [
 
 
 class Approve(BaseModel):
-    """The ``approve`` Update's argument: who approves, and why."""
+    """The ``approve`` Update's argument: who approves, and why, signed with the approver's key
+    (``signed``; an unsigned decision is refused)."""
 
     model_config = ConfigDict(extra="forbid")
     by: str = Field(min_length=1, max_length=200)
     note: str | None = Field(default=None, max_length=2000)
+    signed: SignedDecision | None = None
 
 
 class Reject(BaseModel):
-    """The ``reject`` Update's argument: who rejects, and why (a reason is required)."""
+    """The ``reject`` Update's argument: who rejects, and why (a reason is required), signed
+    as an approval is: a forged rejection would stop someone else's task in a person's name."""
 
     model_config = ConfigDict(extra="forbid")
     by: str = Field(min_length=1, max_length=200)
     reason: str = Field(min_length=1, max_length=2000)
+    signed: SignedDecision | None = None
 
 
 class ApprovalDecision(BaseModel):
@@ -54,6 +60,9 @@ class ApprovalDecision(BaseModel):
     by: str | None = None
     note: str | None = None
     at: datetime
+    signed: SignedDecision | None = Field(
+        default=None, description="The decision as the approver's key signed it."
+    )
 
 
 class GateView(BaseModel):
@@ -78,14 +87,19 @@ def gate_kind(spec: TaskSpec) -> str | None:
     return "approval" if spec.approval.required else None
 
 
-def _same(a: str, b: str) -> bool:
-    return a.strip().casefold() == b.strip().casefold()
-
-
 def refusal(
-    spec: TaskSpec, by: str, *, waiting: bool, decided: ApprovalDecision | None, actors: list[str]
+    spec: TaskSpec,
+    by: str,
+    *,
+    waiting: bool,
+    decided: ApprovalDecision | None,
+    actors: list[str],
+    groups: dict[str, list[str]] | None = None,
 ) -> str | None:
-    """Why a decision by ``by`` is refused (None: it is accepted). Each reason names the fix."""
+    """Why a decision by ``by`` is refused (None: it is accepted). Each reason names the fix.
+    ``actors``: the actor role's configured identities and those seen acting; ``groups``: the
+    runner's approver groups, which ``approval.approver`` may name. The signature is checked
+    apart (``landed.task.approvers.signed_refusal``)."""
     if decided is not None:
         return (
             f"task {spec.task_id!r} was already {decided.decision} by "
@@ -99,15 +113,15 @@ def refusal(
     who = by.strip()
     if not who:
         return "the approver's name is empty; give --by NAME"
-    if _same(who, spec.owner):
+    if same_name(who, spec.owner):
         return (
             f"{who!r} owns task {spec.task_id!r}; an owner cannot approve its own task: ask "
             "another person (GOV-5)"
         )
-    if any(_same(who, a) for a in actors):
+    if is_actor(who, actors):
         return f"{who!r} is the identity that acts for task {spec.task_id!r}; ask a person"
     named = spec.approval.approver
-    if named and not _same(who, named):
+    if not may_approve(who, named, groups or {}):
         return f"task {spec.task_id!r} names {named!r} as its approver, not {who!r}"
     return None
 

@@ -18,6 +18,8 @@ from pydantic import (
 
 from landed.probes.contract import Contract, Observation
 from landed.receipts.model import Cost, ProofItem, Receipt
+from landed.task.approvers import ApproverTrust
+from landed.task.claim_contracts import ClaimOutcome, ResolvedClaim
 from landed.task.spec import ActSpec, TaskSpec
 
 __all__ = [
@@ -167,6 +169,14 @@ class Routing(BaseModel):
         description="The operator's price of one second of the verifier's probe time, so the "
         "verify phase's dollars count in the cost per verified task.",
     )
+    # GOV-5: who may decide at the approval gate (None: nobody; a held task cannot be approved).
+    approval: ApproverTrust | None = Field(
+        default=None,
+        description="The approver keys the runner trusts, their groups, and the actor's "
+        "identities (LANDED_RUNNER_APPROVERS, _APPROVER_GROUPS, _ACTOR_IDENTITY).",
+    )
+    # A claim by outcome class: the operator's contract for it, resolved by the runner.
+    claim_contract: ResolvedClaim | None = None
 
 
 class PlanInput(BaseModel):
@@ -192,6 +202,9 @@ class PlanInput(BaseModel):
     )
     owner: str | None = Field(default=None, description="The task's owner, for its claim.")
     loop: str | None = Field(default=None, description="The task's loop, for its claim.")
+    claim_outcome: ClaimOutcome | None = Field(
+        default=None, description="A VerifyClaim's outcome class: the runner resolves its plan."
+    )
     # --- fleet: the kill switch (GOV-4) ---
     gated: bool = Field(
         default=False,
@@ -293,6 +306,11 @@ class VerifyOutput(BaseModel):
 
 class SettleInput(BaseModel):
     receipt: Receipt
+    run_started_at: datetime | None = Field(
+        default=None,
+        description="When the task's workflow run started (from its history), for the "
+        "task-duration histogram; not part of the receipt.",
+    )
     after_unknown_write: bool = Field(
         default=False,
         description="An act attempt ended in an error: a later attempt of this task may be "

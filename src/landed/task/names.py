@@ -91,3 +91,16 @@ __all__ += ["HELD_EVENT", "LAST_TRIP_ACTIVITY", "RECORD_TRIP_ACTIVITY", "TRIP_EV
 # --- fleet-wide harness cool-down (GOV-10) ---
 #: The control workflow's signal a runner sends when a task's harness was unavailable.
 FLEET_HARNESS_SIGNAL = "harness-failed"
+# --- deploying (deploy/k8s/overlays/worker-controller) ---
+#: Runs one canary task on a new build before it takes traffic (landed.task.canary).
+ROLLOUT_GATE_WORKFLOW = "LandedRolloutGate"
+CANARY_FACTS_ACTIVITY = "landed.canary_facts"
+CANARY_VERIFIER_ACTIVITY = "landed.canary_verifier"
+#: The error type of a gate whose canary did not prove the build.
+ROLLOUT_GATE_FAILED = "RolloutGateFailed"
+__all__ += [
+    "CANARY_FACTS_ACTIVITY",
+    "CANARY_VERIFIER_ACTIVITY",
+    "ROLLOUT_GATE_FAILED",
+    "ROLLOUT_GATE_WORKFLOW",
+]

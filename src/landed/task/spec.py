@@ -26,6 +26,7 @@ from landed.task.gate_spec import (
 __all__ = [
     "DEFAULT_CONFIRM_AFTER",
     "DEFAULT_TIME_CAP",
+    "MAX_TIME_CAP",
     "ActSpec",
     "ApprovalGate",
     "ConsentGate",
@@ -39,6 +40,8 @@ __all__ = [
 
 #: GOV-4: every task has a time cap; thirty minutes unless the task names another.
 DEFAULT_TIME_CAP = timedelta(minutes=30)
+#: The longest time cap a task may name (deploy/k8s sizes a drained version's sunset on it).
+MAX_TIME_CAP = timedelta(days=7)
 
 # Probe kind -> the DoD proof kind its read-back is filed under on the receipt. Kinds the DoD
 # lists as read-back (record, http_contains, ...) can carry P3; file and git land as artifacts
@@ -272,7 +275,7 @@ class TaskSpec(_Strict):
     @classmethod
     def _time_cap_bounds(cls, value: timedelta) -> timedelta:
         # A field validator, so the error names the field (time_cap), not the document.
-        low, high = timedelta(seconds=1), timedelta(days=7)
+        low, high = timedelta(seconds=1), MAX_TIME_CAP
         return _within(value, low, high, "time_cap (GOV-4)", "PT30M")
 
     @model_validator(mode="after")

@@ -22,6 +22,7 @@ from landed.receipts.ladder import ProofLevel, Status
 from landed.receipts.model import Receipt, run_id_of
 from landed.receipts.scorecard import fleet_figures
 from landed.telemetry.labels import LabelCap, bounded
+from landed.telemetry.task_metrics import exemplar_labels
 from landed.telemetry.trips import TripBoard
 
 __all__ = ["BUCKETS", "Board", "Settled"]
@@ -46,16 +47,24 @@ class Settled:
     run_id: str
 
 
+#: A bucket's exemplar: the trace id of its latest traced observation, and its value (served
+#: without a timestamp: Prometheus stamps it at the scrape, so a re-read ledger is in order).
+Exemplar = tuple[dict[str, str], float]
+
+
 @dataclass
 class Histogram:
     buckets: list[int] = field(default_factory=lambda: [0] * len(BUCKETS))
     total: float = 0.0
     count: int = 0
+    exemplars: list[Exemplar | None] = field(default_factory=lambda: [None] * len(BUCKETS))
 
-    def observe(self, seconds: float) -> None:
+    def observe(self, seconds: float, exemplar: dict[str, str] | None = None) -> None:
         for i, bound in enumerate(BUCKETS):
             if seconds <= bound:
                 self.buckets[i] += 1
+                if exemplar:  # the last traced observation leads from the bucket to its trace
+                    self.exemplars[i] = (exemplar, seconds)
                 break
         self.total += seconds
         self.count += 1
@@ -177,7 +186,9 @@ class Board:
             self.count("landed_probe_observations_total", (kind, str(obs.get("outcome", ""))))
             ms = obs.get("duration_ms")
             if isinstance(ms, int | float) and math.isfinite(ms) and ms >= 0:
-                self.probe_durations.setdefault(kind, Histogram()).observe(ms / 1000)
+                hist = self.probe_durations.setdefault(kind, Histogram())
+                trace = _trace_of(extra)
+                hist.observe(ms / 1000, exemplar_labels(trace, receipt.task_id) if trace else None)
 
     def _hold(self, task_id: str, row: Settled, held: bool) -> None:
         self.holds.pop(task_id, None)  # the task's latest row decides; re-added at the end
@@ -185,6 +196,17 @@ class Board:
             self.holds[task_id] = row
             if len(self.holds) > self._max_holds:
                 del self.holds[next(iter(self.holds))]
+
+
+def _trace_of(extra: dict[str, Any]) -> str | None:
+    """The verifier's trace id of a reading (landed.trace_id: 32 hex digits), if it has one."""
+    trace = extra.get("trace_id")
+    if isinstance(trace, str) and len(trace) == 32 and all(c in _HEX for c in trace):
+        return trace
+    return None
+
+
+_HEX = frozenset("0123456789abcdef")
 
 
 def _spent(usd: float | None) -> bool:

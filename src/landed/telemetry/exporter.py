@@ -10,13 +10,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from pathlib import Path
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 
 from landed.ledger.factory import default_url
 from landed.ledger.scan import open_scan, shown
 from landed.telemetry.aggregate import Board
+from landed.telemetry.chain_reader import ChainCollector, ChainReader
+from landed.telemetry.heads import HeadsCollector
+from landed.telemetry.openmetrics import negotiate, render
 from landed.telemetry.page import render_page
 from landed.telemetry.reader import Reader
 from landed.telemetry.scorecard_metrics import ScorecardCollector
@@ -39,10 +43,14 @@ class Exporter:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
         self.reader = Reader(open_scan(self.ledger_url), self.board, settings.claim_lag_seconds)
+        self.chain = ChainReader(self.reader.scan, settings.head_trust(), settings.foreign_after)
+        self.registry.register(ChainCollector(self.chain))
+        self.heads = HeadsCollector(self.ledger_url, settings.head_trust())
+        self.registry.register(self.heads)
         self.catch_up_seconds = 0.0
         self.last_error = ""
         self._lock = asyncio.Lock()
-        self._rendered: tuple[tuple[int, bool], bytes] = ((-1, False), b"")
+        self._rendered: dict[bool, tuple[tuple[object, ...], bytes]] = {}
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -51,6 +59,7 @@ class Exporter:
         async with self._lock:
             try:
                 await self.reader.read(max_pages)
+                await self.heads.read()
             except Exception as exc:  # a scrape must answer whatever the ledger did
                 if self.collector.up or str(exc) != self.last_error:
                     log.warning("landed exporter: the ledger could not be read: %s", exc)
@@ -59,6 +68,7 @@ class Exporter:
                 return
             self.collector.up = True
             self.last_error = ""
+            await self.chain.read_or_flag(max_pages)
 
     async def start(self) -> str:
         """Catch up with the whole ledger once, then listen; returns the URL served."""
@@ -84,18 +94,20 @@ class Exporter:
             self._runner = None
         await self.reader.scan.close()
 
-    async def scrape(self) -> bytes:
+    async def scrape(self, openmetrics: bool = False) -> bytes:
         await self.refresh(self.settings.max_pages_per_scrape)
         # Rendering costs as much as the series, not the ledger; a scrape that found nothing
-        # new serves the text of the last one.
-        key = (self.board.version, self.collector.up)
-        if key != self._rendered[0]:
-            self._rendered = (key, generate_latest(self.registry))
-        return self._rendered[1]
+        # new serves the text of the last one (one per format).
+        key = (self.board.version, self.collector.up, *self.chain.key(), self.heads.version)
+        last = self._rendered.get(openmetrics)
+        if last is None or key != last[0]:
+            last = self._rendered[openmetrics] = (key, render(self.registry, openmetrics))
+        return last[1]
 
     async def _metrics(self, request: web.Request) -> web.Response:
-        body = await self.scrape()
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        openmetrics, content_type = negotiate(request.headers.get("Accept", ""))
+        body = await self.scrape(openmetrics)
+        return web.Response(body=body, headers={"Content-Type": content_type})
 
     async def _page(self, request: web.Request) -> web.Response:
         await self.refresh(self.settings.max_pages_per_scrape)
@@ -109,10 +121,15 @@ class Exporter:
         return web.Response(text=html, content_type="text/html", charset="utf-8")
 
 
-async def serve_beside(ledger_url: str, temporal_ui: str | None, port: int) -> Exporter:
+async def serve_beside(
+    ledger_url: str, temporal_ui: str | None, port: int, head_keys: list[Path] | None = None
+) -> Exporter:
     """The exporter that ``landed dev`` and ``landed demo`` start beside their stack, on
-    ``port`` (0: a free one); LANDED_EXPORTER__* settings apply otherwise."""
+    ``port`` (0: a free one), trusting the stack's runner head keys; LANDED_EXPORTER__*
+    settings apply otherwise."""
     overrides: dict[str, object] = {"ledger_url": ledger_url, "port": port}
+    if head_keys:
+        overrides["head_keys"] = head_keys
     if temporal_ui:
         overrides["temporal_ui"] = temporal_ui
     exporter = Exporter(ExporterSettings(**overrides))  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ class LabelCap:
     restart that reads it again: a series never changes its labels between two exporters.
     """
 
-    __slots__ = ("_cap", "_seen")
+    __slots__ = ("_cap", "_seen", "folds")
 
     def __init__(self, cap: int) -> None:
         if cap < 1:
@@ -30,6 +30,8 @@ class LabelCap:
             )
         self._cap = cap
         self._seen: set[str] = set()
+        #: Values counted under "other" (landed_label_folds_total): each time, not each name.
+        self.folds = 0
 
     def fold(self, value: str | None) -> str:
         # "" (no owner, no loop) and "other" itself never use up a place.
@@ -39,6 +41,7 @@ class LabelCap:
         if len(self._seen) < self._cap:
             self._seen.add(text)
             return text
+        self.folds += 1
         return OTHER
 
     def __len__(self) -> int:

@@ -11,6 +11,7 @@ from prometheus_client.core import (
     Metric,
 )
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Exemplar
 
 from landed.telemetry.aggregate import BUCKETS, Board
 
@@ -94,9 +95,11 @@ class ScorecardCollector(Collector):
         )
         for kind, h in sorted(board.probe_durations.items()):
             running, buckets = 0, []
-            for bound, n in zip(BUCKETS, h.buckets, strict=True):
+            for bound, n, ex in zip(BUCKETS, h.buckets, h.exemplars, strict=True):
                 running += n
-                buckets.append(("+Inf" if bound == float("inf") else repr(bound), running))
+                le = "+Inf" if bound == float("inf") else repr(bound)
+                # Shown in OpenMetrics only: a trace id leads from a slow bucket to its task.
+                buckets.append((le, running, Exemplar(ex[0], ex[1])) if ex else (le, running))
             hist.add_metric([kind], buckets, h.total)
         yield hist
 
@@ -145,3 +148,12 @@ class ScorecardCollector(Collector):
         )
         rejected.add_metric([], self.board.rejected)
         yield rejected
+        folds = _counter(
+            "landed_label_folds_total",
+            "Values past LANDED_EXPORTER__MAX_LABEL_VALUES counted under 'other', by label.",
+            ["label"],
+        )
+        board = self.board
+        for label, cap in (("kind", board.kinds), ("loop", board.loops), ("owner", board.owners)):
+            folds.add_metric([label], cap.folds)
+        yield folds

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from landed.ledger.chain import DEFAULT_FOREIGN_AFTER_S
+from landed.signing import TrustStore
 
 __all__ = ["DEFAULT_EXPORTER_PORT", "ExporterSettings"]
 
@@ -37,6 +43,20 @@ class ExporterSettings(BaseSettings):
         default="http://127.0.0.1:8233", description="The Temporal Web UI the page links to."
     )
     namespace: str = Field(default="default", description="The Temporal namespace of the tasks.")
+    head_keys: list[Path] = Field(
+        default_factory=list,
+        description="The runner's head public key(s) (.pub files or folders): rows no signed "
+        "head vouches for are counted as landed_ledger_foreign_rows.",
+    )
+    foreign_after: float = Field(
+        default=DEFAULT_FOREIGN_AFTER_S,
+        ge=0,
+        description="Seconds after which a row no trusted head vouches for is foreign.",
+    )
     max_pages_per_scrape: int = Field(
         default=5, ge=1, description="Pages of 2,000 rows read per scrape after the catch-up."
     )
+
+    def head_trust(self) -> dict[str, Ed25519PublicKey] | None:
+        """The head keys to trust, loaded (None: check the links alone)."""
+        return dict(TrustStore.load(self.head_keys)) if self.head_keys else None

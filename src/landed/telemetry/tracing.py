@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 # process without OTEL_* pays nothing for them.
 if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
     from opentelemetry.trace import Tracer
     from temporalio.contrib.opentelemetry import TracingInterceptor
@@ -31,6 +31,7 @@ __all__ = [
     "install",
     "interceptor",
     "protocol",
+    "redacting",
     "shutdown",
     "tracer",
 ]
@@ -117,11 +118,22 @@ def configure(service: str) -> TracerProvider | None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    processor = BatchSpanProcessor(_exporter(os.environ))
+    # Every span leaves through the receipt's redaction: the SDK's activity spans record each
+    # exception's message and stack trace (landed.telemetry.trace_redact).
+    processor = redacting(BatchSpanProcessor(_exporter(os.environ)))
     provider = TracerProvider(resource=_resource(service))
     provider.add_span_processor(processor)
     install(provider)
     return provider
+
+
+def redacting(processor: SpanProcessor) -> SpanProcessor:
+    """``processor`` handed every span with its exception texts and status description through
+    the receipt's redaction. ``configure`` puts its exporter behind it; an application that
+    gives landed its own provider (``install``) adds its exporting processor through it."""
+    from landed.telemetry.trace_redact import RedactingSpanProcessor
+
+    return RedactingSpanProcessor(processor)
 
 
 def ensure(service: str) -> None:
@@ -133,7 +145,8 @@ def ensure(service: str) -> None:
 
 def install(provider: TracerProvider | None) -> None:
     """Make ``provider`` this process's tracing (None: off). Tests install one with an
-    in-memory exporter; the global OpenTelemetry provider is left to the application."""
+    in-memory exporter; the global OpenTelemetry provider is left to the application, whose
+    exporting processor should come through ``redacting`` (spans carry exception texts)."""
     _state.clear()
     if provider is not None:
         from temporalio.contrib.opentelemetry import TracingInterceptor

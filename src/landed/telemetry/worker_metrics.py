@@ -18,6 +18,7 @@ from aiohttp import web
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from landed.telemetry.health import Readiness
+from landed.telemetry.worker_text import page
 
 __all__ = ["WorkerMetrics"]
 
@@ -119,7 +120,5 @@ class WorkerMetrics:
             "# TYPE landed_worker_last_poll_timestamp_seconds gauge\n"
             f'landed_worker_last_poll_timestamp_seconds{{role="{role}"}} {self.last_poll}\n'
         )
-        body = core.rstrip("\n") + "\n" + own if core else own
-        return web.Response(
-            body=body.encode(), headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}
-        )
+        body, content_type = page(core, own, self.role, request.headers.get("Accept", ""))
+        return web.Response(body=body, headers={"Content-Type": content_type})

@@ -1,14 +1,18 @@
 """A person's side of the approval gate (GOV-5): approve or reject a waiting task, and list
 what waits (``landed held``).
 
-A decision is a Workflow Update: the task's validator refuses it (owner, actor, not waiting,
-already decided) before anything is recorded, and the refusal comes back here as
+A decision is a Workflow Update signed with the approver's Ed25519 key over the task id, the
+run the task started as, its spec digest, the decision, its time and note: the task's validator
+refuses it (unsigned, an untrusted key, signed for another task or run, owner, actor, not
+waiting, already decided) before anything is recorded, and the refusal comes back here as
 ``ApprovalRefused`` with the task's own words.
 """
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -20,12 +24,28 @@ from temporalio.client import (
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import SearchAttributeKey
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
+from landed.signing import KeyPair, SigningError
+from landed.task.approval_sig import sign_decision
 from landed.task.gates import Approve, GateView, Reject
+from landed.task.messages import spec_digest
 from landed.task.names import AGENT_TASK_WORKFLOW, APPROVE_UPDATE, REJECT_UPDATE
+from landed.task.spec import TaskSpec
 
-__all__ = ["GATE_MEMO", "ApprovalRefused", "HeldTask", "decide", "list_held"]
+__all__ = [
+    "APPROVER_KEY_ENV",
+    "GATE_MEMO",
+    "ApprovalRefused",
+    "HeldTask",
+    "approver_key",
+    "decide",
+    "list_held",
+]
+
+#: Where ``landed approve`` and ``handle.approve()`` find the approver's key when none is given.
+APPROVER_KEY_ENV = "LANDED_APPROVER_KEY"
 
 #: The memo key the workflow sets while it waits (workflows/gates.py).
 GATE_MEMO = "landed.gate"
@@ -52,13 +72,50 @@ class HeldTask(BaseModel):
     approvers: str = ""
 
 
+def approver_key(key: KeyPair | Path | str | None) -> KeyPair:
+    """The approver's key: the one given, else the file LANDED_APPROVER_KEY names."""
+    if isinstance(key, KeyPair):
+        return key
+    where = key if key is not None else os.environ.get(APPROVER_KEY_ENV)
+    if not where:
+        raise ApprovalRefused(
+            "no approver key: a decision counts only when signed with an approver's key; pass "
+            f"--key APPROVER.key (or key= in Python, or set {APPROVER_KEY_ENV}); make one with "
+            "`landed keys new --role approver --name NAME` and have the runner trust its .pub"
+        )
+    try:
+        return KeyPair.load(where)
+    except SigningError as exc:
+        raise ApprovalRefused(f"the approver key cannot be used: {exc}") from exc
+
+
+async def _started(handle: WorkflowHandle[Any, Any], run_id: str) -> tuple[str, str]:
+    """The spec digest and the run the task started as, from its first history event: what a
+    signed decision is bound to."""
+    async for event in handle.fetch_history_events():
+        attrs = event.workflow_execution_started_event_attributes
+        try:
+            (spec,) = pydantic_data_converter.payload_converter.from_payloads(
+                list(attrs.input.payloads), [TaskSpec]
+            )
+        except (ValueError, TypeError, RuntimeError) as exc:
+            raise ApprovalRefused(
+                f"workflow {handle.id!r} was not started with a landed task ({exc}); only a "
+                "landed task can be approved"
+            ) from exc
+        return spec_digest(spec), attrs.original_execution_run_id or run_id
+    raise ApprovalRefused(f"task {handle.id!r} has no history to sign a decision for")
+
+
 async def decide(
     handle: WorkflowHandle[Any, Any],
     decision: Approve | Reject,
     *,
+    key: KeyPair | Path | str | None = None,
     timeout: timedelta | None = None,
 ) -> GateView:
-    """Send ``decision`` to the task; its validator may refuse it (ApprovalRefused)."""
+    """Sign ``decision`` with the approver's ``key`` and send it to the task; its validator
+    may refuse it (ApprovalRefused)."""
     task_id = handle.id
     try:
         desc = await handle.describe()
@@ -75,6 +132,20 @@ async def decide(
             f"task {task_id!r} is no longer running ({state}): it has settled, and no decision "
             f"can change a settled receipt; see `landed status {task_id}`"
         )
+    signer = approver_key(key)
+    digest, run_id = await _started(handle, desc.run_id)
+    approve = isinstance(decision, Approve)
+    signed = sign_decision(
+        signer,
+        task_id=task_id,
+        run_id=run_id,
+        spec_sha256=digest,
+        decision="approve" if approve else "reject",
+        by=decision.by.strip(),
+        at=datetime.now(UTC),
+        note=decision.note if isinstance(decision, Approve) else decision.reason,
+    )
+    decision = decision.model_copy(update={"signed": signed})
     name = APPROVE_UPDATE if isinstance(decision, Approve) else REJECT_UPDATE
     wait = timeout or DECIDE_TIMEOUT
     try:

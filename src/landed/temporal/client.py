@@ -7,9 +7,10 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 from temporalio.client import Client as TemporalClient
@@ -32,6 +33,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from landed.ledger.base import LedgerError
 from landed.receipts.model import Receipt
+from landed.signing import KeyPair
 
 # Governance gates: a person's decision at the approval gate.
 from landed.task.gates import Approve, GateView, Reject
@@ -48,17 +50,21 @@ from landed.task.spec import TaskSpec
 from landed.task.validate import check_spec
 from landed.telemetry import tracing
 from landed.temporal.approvals import HeldTask, decide, list_held
-from landed.temporal.plugin import connect, worker_identity
+from landed.temporal.plugin import connect, connect_options, worker_identity
+from landed.temporal.role_check import RoleCheck, TaskRefused
 from landed.temporal.settings import DEFAULT_RUNNER_QUEUE
 
 __all__ = [
     "Client",
     "NamespaceNotReady",
+    "NotDone",
     "RunnerNotAnswering",
     "TaskHandle",
     "TaskIdReused",
     "TaskNotSettled",
+    "TaskRefused",
     "TaskStatus",
+    "TemporalUnreachable",
 ]
 
 _OWNER = SearchAttributeKey.for_keyword("LandedOwner")
@@ -73,6 +79,33 @@ class TaskIdReused(ValueError):
 
 class NamespaceNotReady(RuntimeError):
     """The namespace lacks landed's search attributes (no runner has registered them)."""
+
+
+class NotDone(RuntimeError):
+    """The task settled, and it is not done (``client.run(..., raise_if_not_done=True)``).
+
+    ``receipt`` is the settled receipt; the message says why in one sentence."""
+
+    def __init__(self, receipt: Receipt) -> None:
+        self.receipt = receipt
+        super().__init__(
+            f"task {receipt.task_id!r} is NOT DONE (verdict {receipt.verdict}): {receipt.why}"
+        )
+
+
+class TemporalUnreachable(ConnectionError, RuntimeError):
+    """``Client.connect`` could not reach Temporal; the message names the address and the fix.
+
+    Also a RuntimeError, which the SDK raised here before, so existing handlers still catch it."""
+
+
+def _unreachable(target: str, exc: BaseException) -> TemporalUnreachable:
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return TemporalUnreachable(
+        f"cannot reach Temporal at {target} ({first[:300]}); start it with `landed dev` (it "
+        "prints the address), or set TEMPORAL_ADDRESS (or pass address=) to your server's "
+        "host:port"
+    )
 
 
 class TaskNotSettled(RuntimeError):
@@ -96,6 +129,9 @@ _QUERY_TIMEOUT = timedelta(seconds=10)
 
 # How long a lookup of a forgotten task's receipt waits for a runner to read the ledger.
 _LOOKUP_TIMEOUT = timedelta(seconds=30)
+
+
+_T = TypeVar("_T")
 
 
 class RunnerNotAnswering(RuntimeError):
@@ -133,6 +169,24 @@ async def wait_result(handle: WorkflowHandle[Any, Receipt]) -> Receipt:
             elif err.status == RPCStatusCode.RESOURCE_EXHAUSTED:
                 unavailable_since = None
             else:
+                raise
+        await asyncio.sleep(random.uniform(pause / 2, pause))
+        pause = min(pause * 2, _BUSY_MAX_S)
+
+
+async def through_restart(call: Callable[[], Awaitable[_T]]) -> _T:
+    """``call()`` again while the server answers UNAVAILABLE ("shard status unknown" while it
+    recovers, a restart), for as long as a waiter waits: a start refused that way started nothing
+    (and a start that did land is found by its task id on the next try)."""
+    pause = _BUSY_FIRST_S
+    since: float | None = None
+    while True:
+        try:
+            return await call()
+        except RPCError as err:
+            now = time.monotonic()
+            since = since or now
+            if err.status != RPCStatusCode.UNAVAILABLE or now - since > _UNAVAILABLE_FOR_S:
                 raise
         await asyncio.sleep(random.uniform(pause / 2, pause))
         pause = min(pause * 2, _BUSY_MAX_S)
@@ -193,14 +247,21 @@ class TaskHandle:
 
     # --- the approval gate (GOV-5; landed.temporal.approvals) ---------------------------------
 
-    async def approve(self, by: str, note: str | None = None) -> GateView:
-        """Approve the task waiting at its gate, as the person ``by``; ApprovalRefused when
-        the task refuses (an owner, not waiting, already decided, unknown or settled)."""
-        return await decide(self._handle, Approve(by=by, note=note))
+    async def approve(
+        self, by: str, note: str | None = None, *, key: KeyPair | Path | str | None = None
+    ) -> GateView:
+        """Approve the task waiting at its gate, as the person ``by``, signed with ``by``'s
+        approver key (a KeyPair or its .key file; default: LANDED_APPROVER_KEY); ApprovalRefused
+        when the task refuses (unsigned, a key the runner does not trust for it, an owner, not
+        waiting, already decided, unknown or settled)."""
+        return await decide(self._handle, Approve(by=by, note=note), key=key)
 
-    async def reject(self, by: str, reason: str) -> GateView:
-        """Reject the task waiting at its gate: it settles held, nothing done."""
-        return await decide(self._handle, Reject(by=by, reason=reason))
+    async def reject(
+        self, by: str, reason: str, *, key: KeyPair | Path | str | None = None
+    ) -> GateView:
+        """Reject the task waiting at its gate, signed as an approval is: it settles held,
+        nothing done."""
+        return await decide(self._handle, Reject(by=by, reason=reason), key=key)
 
 
 class Client:
@@ -212,9 +273,13 @@ class Client:
         *,
         task_queue: str = DEFAULT_RUNNER_QUEUE,
         lookup_timeout: timedelta = _LOOKUP_TIMEOUT,
+        check_roles: bool = True,
     ):
         self._temporal = temporal
         self._task_queue = task_queue
+        # No act without a check that can run: ask the roles before a task starts (False:
+        # start it anyway; the workflow still settles blocked, with no act, if nothing can).
+        self._roles = RoleCheck(temporal, task_queue) if check_roles else None
         # How long reading a forgotten task's receipt waits for a runner to answer.
         self._lookup_timeout = lookup_timeout
 
@@ -227,6 +292,7 @@ class Client:
         profile: str | None = None,
         task_queue: str | None = None,
         identity: str | None = None,
+        check_roles: bool = True,
     ) -> Client:
         """Connect like every landed process: Temporal's environment configuration
         (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS) unless given here.
@@ -236,14 +302,18 @@ class Client:
         (``landed.telemetry.tracing.install`` with the application's own provider), tracing is
         configured here (service ``landed-client``), so ``run()`` starts the task's trace."""
         tracing.ensure("landed-client")
-        temporal = await connect(
-            identity=identity or worker_identity("client"),
-            address=address,
-            namespace=namespace,
-            profile=profile,
-        )
+        try:
+            temporal = await connect(
+                identity=identity or worker_identity("client"),
+                address=address,
+                namespace=namespace,
+                profile=profile,
+            )
+        except RuntimeError as exc:  # the SDK's bare "Failed client connect: ..."
+            target = connect_options(address=address, namespace=namespace, profile=profile)
+            raise _unreachable(str(target["target_host"]), exc) from exc
         queue = task_queue or os.environ.get("LANDED_TASK_QUEUE") or DEFAULT_RUNNER_QUEUE
-        return cls(temporal, task_queue=queue)
+        return cls(temporal, task_queue=queue, check_roles=check_roles)
 
     @property
     def temporal(self) -> TemporalClient:
@@ -260,28 +330,16 @@ class Client:
 
         Raises TaskSpecError (field and reason) for an invalid spec. The id can never start a
         second run, whether the first is running or closed: it attaches to that run, and raises
-        TaskIdReused when that run is of another spec.
+        TaskIdReused when that run is of another spec. Raises TaskRefused, naming the fix,
+        when a running role cannot run or check the task, or did not answer (unless the
+        client was made with ``check_roles=False``).
         """
         check = check_spec(task)
         spec = check.spec
+        await self._check_roles(spec)
         try:
-            handle: WorkflowHandle[Any, Receipt] = await self._temporal.start_workflow(
-                AGENT_TASK_WORKFLOW,
-                spec,
-                id=spec.task_id,
-                task_queue=self._task_queue,
-                result_type=Receipt,
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                # A running task of this id is reported, not joined blind: it may be another's.
-                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-                search_attributes=TypedSearchAttributes(
-                    [
-                        SearchAttributePair(_OWNER, spec.owner),
-                        SearchAttributePair(_RUNG, "planned"),
-                        # GOV-9: a loop's task is searchable by its loop.
-                        *([SearchAttributePair(_LOOP, spec.loop)] if spec.loop else []),
-                    ]
-                ),
+            handle: WorkflowHandle[Any, Receipt] = await through_restart(
+                lambda: self._start_workflow(spec)
             )
             existing = False
         except WorkflowAlreadyStartedError:
@@ -315,6 +373,46 @@ class Client:
             raise
         return TaskHandle(handle, check.warnings, existing)
 
+    async def _start_workflow(self, spec: TaskSpec) -> WorkflowHandle[Any, Receipt]:
+        return await self._temporal.start_workflow(
+            AGENT_TASK_WORKFLOW,
+            spec,
+            id=spec.task_id,
+            task_queue=self._task_queue,
+            result_type=Receipt,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            # A running task of this id is reported, not joined blind: it may be another's.
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            search_attributes=TypedSearchAttributes(
+                [
+                    SearchAttributePair(_OWNER, spec.owner),
+                    SearchAttributePair(_RUNG, "planned"),
+                    # GOV-9: a loop's task is searchable by its loop.
+                    *([SearchAttributePair(_LOOP, spec.loop)] if spec.loop else []),
+                ]
+            ),
+        )
+
+    async def _check_roles(self, spec: TaskSpec) -> None:
+        """TaskRefused unless the roles can run and check ``spec``; a task id that already
+        runs (or ran) attaches as always, whatever the roles say now."""
+        roles = self._roles
+        if roles is None:
+            return
+        try:
+            # A server restarting answers UNAVAILABLE: the check waits as the start does.
+            await through_restart(lambda: roles.check(spec))
+        except TaskRefused:
+            if not await self._exists(spec.task_id):
+                raise
+
+    async def _exists(self, task_id: str) -> bool:
+        try:
+            await self._temporal.get_workflow_handle(task_id).describe()
+        except RPCError:
+            return False
+        return True
+
     async def _started_digest(self, handle: WorkflowHandle[Any, Receipt]) -> str | None:
         """spec_digest() of the task the existing run was started with (its first event)."""
         async for event in handle.fetch_history_events():
@@ -339,10 +437,21 @@ class Client:
         """The tasks waiting at their approval gate (GOV-5), with age and who may approve."""
         return await list_held(self._temporal)
 
-    async def run(self, task: TaskSpec | Mapping[str, Any] | str | bytes) -> Receipt:
-        """Start (or attach to) a task and wait for its settled receipt."""
+    async def run(
+        self,
+        task: TaskSpec | Mapping[str, Any] | str | bytes,
+        *,
+        raise_if_not_done: bool = False,
+    ) -> Receipt:
+        """Start (or attach to) a task and wait for its settled receipt.
+
+        ``receipt.done`` says whether it is done and ``receipt.why`` why. With
+        ``raise_if_not_done``, a receipt that is not done raises ``NotDone`` carrying it."""
         handle = await self.start(task)
-        return await handle.result()
+        receipt = await handle.result()
+        if raise_if_not_done and not receipt.done:
+            raise NotDone(receipt)
+        return receipt
 
     async def status(self, task_id: str) -> TaskStatus:
         """The task's current step and verdict; raises RPCError(NOT_FOUND) for an id neither

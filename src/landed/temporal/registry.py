@@ -2,11 +2,10 @@
 
 Each role imports only its own code when its worker is built: the actor never loads the
 verifier's probes or the runner's workflows, and ``import landed.temporal.workers`` (the CLI,
-the dev stack) loads none of them until a role is chosen.
-
-mypy reads src/landed only: workflows/ and activities/ become landed.workflows and
-landed.activities through the install's package mapping, which it cannot follow, hence the
-ignores on their imports (the test suite runs them).
+the dev stack) loads none of them until a role is chosen. mypy checks these imports like any
+other: workflows/ and activities/ are src/landed/workflows and src/landed/activities. Each
+implementation is typed as its role's interface (landed.task.steps), the declaration the
+workflows call, so mypy checks that it implements every step as declared.
 """
 
 from __future__ import annotations
@@ -24,7 +23,20 @@ if TYPE_CHECKING:
     from landed.probes.sources import SourceRegistry
     from landed.signing import KeyPair
     from landed.task.acts import ActFn
+    from landed.task.claim_contracts import ClaimContracts
     from landed.task.messages import Routing
+    from landed.task.steps import (
+        Act,
+        ActorAnswers,
+        CanarySteps,
+        Consent,
+        FleetGateStep,
+        LoopSteps,
+        RunnerAnswers,
+        RunnerSteps,
+        VerifierAnswers,
+        Verify,
+    )
 
 __all__ = ["RoleWork", "actor", "actor_acts", "fleet", "runner", "verifier"]
 
@@ -40,7 +52,7 @@ class RoleWork:
 def actor_acts(modules: Iterable[str]) -> dict[str, ActFn]:
     """landed's built-in acts and those of the user's act modules (LANDED_ACTOR_ACTS)."""
     # GOV-9: person_act holds the act of a repair a person did (landed.person).
-    from landed.activities import builtin_acts, person_act  # type: ignore[import-not-found]
+    from landed.activities import builtin_acts, person_act
 
     return collect_acts([builtin_acts, person_act, *modules])
 
@@ -50,49 +62,83 @@ def actor(
 ) -> RoleWork:
     """The actor runs the act step: the one activity that changes the world; its sync acts on
     ``threads`` threads of its own."""
-    from landed.activities.act import ActActivities  # type: ignore[import-not-found]
+    from landed.activities.act import ActActivities
 
-    act = ActActivities(acts, credentials, identity, threads=threads)
-    return RoleWork(activities=[act.act])
+    act: Act = ActActivities(acts, credentials, identity, threads=threads)
+    # No act without a check that can run: the client asks which acts are here first.
+    from landed.activities.role_check import ActorCheck
+
+    answers: ActorAnswers = ActorCheck(acts, identity)
+    return RoleWork(activities=[act.act, answers.act_known])
 
 
 def verifier(registry: SourceRegistry, identity: str, key: KeyPair) -> RoleWork:
     """The verifier reads the world back through its own sources and signs what it read."""
-    from landed.activities.verify import VerifyActivities  # type: ignore[import-not-found]
+    from landed.activities.verify import VerifyActivities
 
-    verify = VerifyActivities(registry, identity, key)
+    verify: Verify = VerifyActivities(registry, identity, key)
     # GOV-6: consent and do-not-contact read before contact, under the verifier's identity.
-    from landed.activities.consent import ConsentActivities  # type: ignore[import-not-found]
+    from landed.activities.consent import ConsentActivities
 
-    consent = ConsentActivities(registry, identity)
-    return RoleWork(activities=[verify.verify, consent.consent])
+    consent: Consent = ConsentActivities(registry, identity)
+    from landed.activities.config_check import VerifierCheck
+
+    answers: VerifierAnswers = VerifierCheck(registry, identity)
+    return RoleWork(activities=[verify.verify, consent.consent, answers.check_config])
 
 
-def runner(ledger: Ledger, routing: Routing) -> RoleWork:
+def runner(ledger: Ledger, routing: Routing, contracts: ClaimContracts | None = None) -> RoleWork:
     """The runner runs the workflows, and plans, claims, settles and looks up in its ledger."""
-    from landed.activities.runner import RunnerActivities  # type: ignore[import-not-found]
-    from landed.workflows.agent_task import AgentTask  # type: ignore[import-not-found]
-    from landed.workflows.receipt_lookup import ReceiptLookup  # type: ignore[import-not-found]
-    from landed.workflows.recheck import Recheck  # type: ignore[import-not-found]
+    from landed.activities.role_check import RunnerCheck
+
+    # The rollout gate: a canary task on a new build before it takes traffic.
+    from landed.activities.rollout_gate import RolloutGateActivities
+    from landed.activities.runner import RunnerActivities
+    from landed.workflows.agent_task import AgentTask
+    from landed.workflows.receipt_lookup import ReceiptLookup
+    from landed.workflows.recheck import Recheck
+    from landed.workflows.role_check import LandedPreflight
+    from landed.workflows.rollout_gate import RolloutGate
 
     # The claim-stream reconciler: claims from agents acting outside Temporal (no act).
-    from landed.workflows.verify_claim import VerifyClaim  # type: ignore[import-not-found]
+    from landed.workflows.verify_claim import VerifyClaim
 
-    steps = RunnerActivities(ledger, routing)
+    # The ledger's witness: the runner's signed heads, outside the ledger.
+    from landed.workflows.witness import Witness
+
+    steps: RunnerSteps = RunnerActivities(ledger, routing, contracts)
+    gate: CanarySteps = RolloutGateActivities(ledger, routing)
     work = RoleWork(
-        workflows=[AgentTask, ReceiptLookup, Recheck, VerifyClaim],
-        activities=[steps.plan, steps.claim, steps.settle, steps.lookup],
+        workflows=[
+            AgentTask,
+            ReceiptLookup,
+            Recheck,
+            VerifyClaim,
+            LandedPreflight,
+            RolloutGate,
+            Witness,
+        ],
+        activities=[
+            steps.plan,
+            steps.claim,
+            steps.settle,
+            steps.lookup,
+            gate.facts,
+            gate.verifier_current,
+        ],
     )
+    answers: RunnerAnswers = RunnerCheck(routing)
+    work = RoleWork(work.workflows, [*work.activities, answers.queues])
     return _with_loops(work, ledger)
 
 
 def _with_loops(work: RoleWork, ledger: Ledger) -> RoleWork:
     """GOV-9: the runner also runs each loop's tripwire and the Schedules' loop runs."""
-    from landed.activities.loops import LoopActivities  # type: ignore[import-not-found]
-    from landed.workflows.loop_run import LoopRun  # type: ignore[import-not-found]
-    from landed.workflows.tripwire import Tripwire  # type: ignore[import-not-found]
+    from landed.activities.loops import LoopActivities
+    from landed.workflows.loop_run import LoopRun
+    from landed.workflows.tripwire import Tripwire
 
-    loops = LoopActivities(ledger)
+    loops: LoopSteps = LoopActivities(ledger)
     return RoleWork(
         workflows=[*work.workflows, Tripwire, LoopRun],
         activities=[*work.activities, loops.catch_up, loops.record_trip, loops.last_trip],
@@ -102,8 +148,8 @@ def _with_loops(work: RoleWork, ledger: Ledger) -> RoleWork:
 # --- fleet: the kill switch (GOV-4) ---
 def fleet(client: Client, fleet_id: str) -> RoleWork:
     """The runner also holds the fleet's switch and the gate each act waits at."""
-    from landed.activities.fleet import FleetActivities  # type: ignore[import-not-found]
-    from landed.workflows.fleet import Fleet  # type: ignore[import-not-found]
+    from landed.activities.fleet import FleetActivities
+    from landed.workflows.fleet import Fleet
 
-    gate = FleetActivities(client, fleet_id)
+    gate: FleetGateStep = FleetActivities(client, fleet_id)
     return RoleWork(workflows=[Fleet], activities=[gate.gate])

@@ -10,7 +10,11 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from landed.ledger.chain import DEFAULT_HEAD_EVERY, DEFAULT_HEAD_INTERVAL_S
+from landed.ledger.chain import (
+    DEFAULT_FOREIGN_AFTER_S,
+    DEFAULT_HEAD_EVERY,
+    DEFAULT_HEAD_INTERVAL_S,
+)
 from landed.temporal.connection import worker_identity
 
 __all__ = [
@@ -87,9 +91,10 @@ class RoleSettings(BaseSettings):
     )
     build_id: str | None = Field(
         default=None,
-        validation_alias=AliasChoices("LANDED_BUILD_ID"),
-        description="This release's build id, one for all roles (LANDED_BUILD_ID). Default: "
-        "the installed landed version.",
+        # TEMPORAL_WORKER_BUILD_ID: the one the Temporal Worker Controller gives each pod.
+        validation_alias=AliasChoices("LANDED_BUILD_ID", "TEMPORAL_WORKER_BUILD_ID"),
+        description="This release's build id, one for all roles (LANDED_BUILD_ID, else the "
+        "Worker Controller's TEMPORAL_WORKER_BUILD_ID). Default: the installed landed version.",
     )
 
     def resolved_identity(self) -> str:
@@ -244,6 +249,12 @@ class RunnerSettings(RoleSettings):
         "interval (durability.confirm_after) before it settles as done; off only to measure "
         "what the confirmation costs.",
     )
+    claim_contracts: Path | None = Field(
+        default=None,
+        description="The operator's claim contracts (JSON: a proof plan per outcome class, with "
+        "declared parameters): a claim by outcome class is read back by its contract; linted "
+        "at start, and a contract a bad write would pass stops the runner.",
+    )
     head_key: Path | None = Field(
         default=None,
         description="The runner's own PEM Ed25519 key for signing the ledger's chain head "
@@ -258,6 +269,18 @@ class RunnerSettings(RoleSettings):
         gt=0,
         le=86_400,
         description="... and at least this often while appends are unsigned.",
+    )
+    witness: bool = Field(
+        default=True,
+        description="Send each signed head to the ledger's witness (a Temporal workflow, one "
+        "per head key) too, so `landed ledger verify --witness` sees a ledger cut back to an "
+        "earlier head; best effort, never in a task's way.",
+    )
+    head_foreign_after_s: float = Field(
+        default=DEFAULT_FOREIGN_AFTER_S,
+        ge=0,
+        description="A ledger row this runner did not write, vouched for by no head of its "
+        "key for this long, is foreign: the runner stops signing heads and logs it.",
     )
 
     # GOV-4: the deployment's time cap (landed.task.time_cap has the precedence).
@@ -299,11 +322,31 @@ class RunnerSettings(RoleSettings):
 
     _split_pool = field_validator("actor_pool", mode="before")(_split)
 
+    # --- GOV-5: who may decide at the approval gate (landed.temporal.approver_keys) ---
+    approvers: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Trusted approver public keys: NAME=KEY.pub (or NAME=DIR), or the "
+        "approver-NAME-KEYID.pub files `landed keys new --role approver` writes (files or "
+        "directories). Unset: no held task can be approved.",
+    )
+    approver_groups: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description='Groups a task\'s approval.approver may name, as JSON: {"finance": ["dana"]}.',
+    )
+    actor_identity: str | None = Field(
+        default=None,
+        description="The actor role's Temporal identity, which may never approve (an actor@... "
+        "identity never may, whatever this says).",
+    )
+
+    _split_approvers = field_validator("approvers", mode="before")(_split)
+
     def public_view(self) -> dict[str, Any]:
         return {
             **super().public_view(),
             "actor_task_queue": self.actor_task_queue,
             "verifier_task_queue": self.verifier_task_queue,
             "trusted_keys": len(self.trust),
+            "approver_keys": len(self.approvers),
             "head_key": bool(self.head_key),
         }

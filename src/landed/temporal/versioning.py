@@ -56,7 +56,8 @@ PLACEHOLDER_BUILD_ID = "set-per-release"
 # How the server names "no version": the unversioned workers (routing_config.current_version).
 UNVERSIONED = "__unversioned__"
 # Temporal splits "<deployment>.<build id>" at the first dot, and bounds a build id.
-_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,200}$")
+# The Worker Controller names a deployment "<k8s namespace>/<name>", hence the slash.
+_NAME = re.compile(r"^[A-Za-z0-9_\-/]{1,200}$")
 _BUILD = re.compile(r"^[A-Za-z0-9_\-.+:]{1,255}$")
 
 
@@ -81,7 +82,7 @@ def deployment_name(settings: RoleSettings) -> str:
     if not _NAME.match(name):
         raise VersioningError(
             f"LANDED_{settings.role.upper()}_DEPLOYMENT_NAME {name!r} is not a deployment name: "
-            "use letters, digits, '-' and '_' only (no dots; Temporal splits a version at the "
+            "use letters, digits, '-', '_' and '/' only (no dots; Temporal splits a version at the "
             "first dot)"
         )
     return name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -24,9 +25,13 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from landed.probes.sources import SourceRegistry, load_registry
 
 if TYPE_CHECKING:
+    from landed.ledger.base import Ledger
     from landed.ledger.chain import HeadSigner
+    from landed.task.approvers import ApproverTrust
+    from landed.task.claim_contracts import ClaimContracts
     from landed.telemetry.health import ReadyCheck
     from landed.telemetry.worker_metrics import WorkerMetrics
+    from landed.temporal.witness import WitnessSender
 from landed.task.messages import Routing
 from landed.task.names import SEARCH_ATTRIBUTES
 from landed.telemetry import logs, tracing
@@ -46,6 +51,7 @@ __all__ = [
     "actor_env_problems",
     "build_worker",
     "check_settings",
+    "confine",
     "ensure_search_attributes",
     "private_to_owner",
     "read_pems",
@@ -258,10 +264,15 @@ async def _runner_worker(
 ) -> Built:
     from landed.ledger.factory import open_ledger
 
-    routing = _routing(settings, identity, read_pems(settings.trust))
+    routing = _routing(settings, identity, read_pems(settings.trust)).model_copy(
+        update={"approval": _approvers(settings)}
+    )
     await ensure_search_attributes(client)
-    ledger = await open_ledger(settings.ledger_url, signer=_head_signer(settings))
-    work = roles.runner(ledger, routing)
+    contracts = claim_contracts(settings)
+    signer = _head_signer(settings)
+    ledger = await open_ledger(settings.ledger_url, signer=signer)
+    witness = _witness(settings, client, signer)
+    work = roles.runner(ledger, routing, contracts)
     fleet = roles.fleet(client, settings.fleet_id)
     view["ledger"] = ledger.url
 
@@ -291,7 +302,69 @@ async def _runner_worker(
         workflow_runner=sandbox,
         interceptors=list(interceptors),
     )
-    return worker, view, ledger.close
+
+    # The chain walk the runner's reads vouch by, done once now in the background (a budget
+    # at a time): the lookups and catch-ups that follow find it warm, whatever the ledger's
+    # size, instead of each walking its share inside its own time limit.
+    warm = asyncio.get_running_loop().create_task(_walk_chain(ledger))
+
+    async def close() -> None:
+        warm.cancel()
+        await asyncio.gather(warm, return_exceptions=True)
+        await ledger.close()  # signs the last head, which the witness is then given
+        if witness is not None:
+            await witness.close()
+
+    return worker, view, close
+
+
+async def _walk_chain(ledger: Ledger) -> None:
+    from landed.ledger.base import LedgerError
+
+    try:
+        await ledger.walk_chain()
+    except LedgerError as exc:  # the reads walk on by themselves, and say what failed
+        logging.getLogger(__name__).warning("the ledger's chain walk at start stopped: %s", exc)
+
+
+def _witness(
+    settings: RunnerSettings, client: Client, signer: HeadSigner | None
+) -> WitnessSender | None:
+    """The sender of each signed head to the ledger's witness (one per head key)."""
+    if signer is None or not settings.witness:
+        return None
+    from landed.ledger.witness import witness_id
+    from landed.temporal.witness import WitnessSender
+
+    pem = signer.key.public_pem().decode()
+    sender = WitnessSender(client, witness_id(signer.key.key_id), settings.task_queue, pem)
+    signer.on_signed = sender.offer
+    return sender
+
+
+def _approvers(settings: RunnerSettings) -> ApproverTrust:
+    """The approver keys the runner trusts (GOV-5), checked apart from every other role's."""
+    from landed.signing import SigningError, TrustStore
+    from landed.temporal.approver_keys import load_approvers
+
+    try:
+        return load_approvers(settings, TrustStore.load(settings.trust).keys())
+    except SigningError as exc:
+        raise RoleError(str(exc)) from exc
+
+
+def claim_contracts(settings: RunnerSettings) -> ClaimContracts | None:
+    """The operator's claim contracts, linted: a contract a bad write would pass stops the
+    runner before it judges a claim by it."""
+    if settings.claim_contracts is None:
+        return None
+    from landed.task.claim_contracts import ContractsError
+    from landed.task.claim_contracts_lint import load_claim_contracts
+
+    try:
+        return load_claim_contracts(settings.claim_contracts)
+    except ContractsError as exc:
+        raise RoleError(f"LANDED_RUNNER_CLAIM_CONTRACTS: {exc}") from exc
 
 
 def _head_signer(settings: RunnerSettings) -> HeadSigner | None:
@@ -313,7 +386,12 @@ def _head_signer(settings: RunnerSettings) -> HeadSigner | None:
             f"{key.key_id}, trusted in LANDED_RUNNER_TRUST); the runner never holds the "
             "verifier's key: make it a key of its own with `landed keys new`"
         )
-    return HeadSigner(key, every=settings.head_every, interval_s=settings.head_interval_s)
+    return HeadSigner(
+        key,
+        every=settings.head_every,
+        interval_s=settings.head_interval_s,
+        foreign_after=settings.head_foreign_after_s,
+    )
 
 
 def _routing(settings: RunnerSettings, identity: str, pems: list[str]) -> Routing:
@@ -357,6 +435,8 @@ def check_settings(settings: RoleSettings) -> None:
                 "LANDED_RUNNER_TRUST to the verifier's .pub file (from `landed keys new`)"
             )
         _head_signer(settings)  # a bad or borrowed head key is refused before connecting
+        _approvers(settings)  # so is a bad or borrowed approver key
+        claim_contracts(settings)  # so is a claim contract a bad write would pass
         if settings.verifier_task_queue == settings.actor_task_queue:
             raise RoleError(
                 "LANDED_RUNNER_VERIFIER_TASK_QUEUE equals LANDED_RUNNER_ACTOR_TASK_QUEUE; the "
@@ -378,6 +458,18 @@ def _wire_readiness(metrics: WorkerMetrics, client: Client, checks: dict[str, Re
     metrics.readiness.temporal(temporal_answers)
     for name, check in checks.items():
         metrics.readiness.add(name, check)
+
+
+def confine(role: str, settings: RoleSettings) -> None:
+    """The role makes itself unreadable to, or confined away from, the other roles on one
+    machine (landed.util.confine; LANDED_<ROLE>_CONFINE)."""
+    from landed.util.confine import ConfineError, confine_role
+
+    credentials = settings.credentials if isinstance(settings, ActorSettings) else {}
+    try:
+        confine_role(role, os.environ, credentials)
+    except ConfineError as exc:
+        raise RoleError(str(exc)) from None
 
 
 def settings_for(role: str) -> RoleSettings:
@@ -402,6 +494,8 @@ async def run_role(
     settings = settings_for(role)
     identity = settings.resolved_identity()
     check_settings(settings)  # before any connection: refuse early, and say why
+    # Before any thread, connection or act import: Landlock binds the threads to come.
+    confine(role, settings)
     registry = None
     if isinstance(settings, VerifierSettings):
         # A bad source is named even where Temporal is unreachable.

@@ -1,5 +1,6 @@
 """``landed demo``'s approval scenario (GOV-5, GOV-7): an invoice email that cannot be unsent
-waits, held, until a named person approves it; then it is sent once and read back.
+waits, held, until a named person approves it with their signed approver key (made for the
+demo, its public half trusted by the demo's runner); then it is sent once and read back.
 
 The act lives here and is imported by ``landed.cli.demo`` (the module the demo's actor loads),
 so the actor registers it with the six scenarios' acts.
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "APPROVER",
     "approval_row",
+    "make_approver",
     "make_outbox",
     "send_invoice",
     "sent_count",
@@ -47,6 +49,24 @@ def send_invoice(spec: dict[str, Any], ctx: ActContext) -> ActReport:
             [spec["invoice"], spec["recipient"], ctx.idempotency_key],
         )
     return ActReport(claimed_status="done", report=f"Emailed invoice {spec['invoice']}.")
+
+
+def make_approver(home: Path) -> Path:
+    """APPROVER's key (made once): the private key under ``home/approver-key``, its public half
+    in ``home/approvers``, the directory ``landed dev``'s runner trusts. Returns the .key file."""
+    from landed.signing import KeyPair
+    from landed.temporal.approver_keys import approver_file_name
+
+    own = home / "approver-key"
+    existing = sorted(own.glob("approver-*.key")) if own.is_dir() else []
+    if existing:
+        return existing[0].resolve()
+    key = KeyPair.generate()
+    private, public = key.save(own, approver_file_name(APPROVER, key.key_id))
+    trusted = home / "approvers"
+    trusted.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (trusted / public.name).write_bytes(public.read_bytes())
+    return private.resolve()
 
 
 def make_outbox(shop: Path) -> None:
@@ -84,9 +104,9 @@ def _task(run: str) -> dict[str, Any]:
     }
 
 
-async def start_approval(client: Client, run: str) -> tuple[Receipt, bool]:
-    """Submit the task, see it held, approve it as APPROVER, and wait for its receipt; also
-    whether it was seen held (with nothing sent) before the approval."""
+async def start_approval(client: Client, run: str, key: Path) -> tuple[Receipt, bool]:
+    """Submit the task, see it held, approve it as APPROVER signed with ``key``, and wait for
+    its receipt; also whether it was seen held (with nothing sent) before the approval."""
     handle = await client.start(_task(run))
     deadline = time.monotonic() + _HELD_WITHIN_S
     held = False
@@ -95,7 +115,7 @@ async def start_approval(client: Client, run: str) -> tuple[Receipt, bool]:
         if not held:
             await asyncio.sleep(0.1)
     if held:
-        await handle.approve(APPROVER, note="amount checked against the order")
+        await handle.approve(APPROVER, note="amount checked against the order", key=key)
     return await handle.result(), held
 
 
@@ -106,7 +126,10 @@ def approval_row(receipt: Receipt, held: bool, in_ledger: bool, sent: int) -> di
     read_back = backs[0].result if backs else "none"
     approved_by = receipt.approval.approved_by if receipt.approval else None
     landed = receipt.landed
-    ok = held and approved_by == APPROVER and sent == 1 and in_ledger
+    gate = getattr(landed, "approval", None) or {}
+    signed = gate.get("signed") if isinstance(gate, dict) else None
+    key_id = signed.get("key_id") if isinstance(signed, dict) else None
+    ok = held and approved_by == APPROVER and key_id is not None and sent == 1 and in_ledger
     ok = ok and receipt.verdict == "verified" and read_back == "pass"
     return {
         "scenario": "approval",
@@ -122,6 +145,7 @@ def approval_row(receipt: Receipt, held: bool, in_ledger: bool, sent: int) -> di
         "findings": list(getattr(landed, "findings", []) or []),
         "held_before_approval": held,
         "approved_by": approved_by,
+        "approver_key_id": key_id,
         "emails_sent": sent,
     }
 

@@ -1,5 +1,6 @@
 """``landed demo``'s claim-stream scenario: an agent that acts outside Temporal logs its claims
-to a JSONL file, and ``landed reconcile`` reads each one back (a lying one among them)."""
+to a JSONL file, and ``landed reconcile`` reads each one back by the operator's contract for its
+outcome class (a lying one among them, and one that brings its own probe)."""
 
 from __future__ import annotations
 
@@ -13,60 +14,97 @@ from rich.markup import escape
 from rich.table import Table
 from temporalio.client import Client as TemporalClient
 
-__all__ = ["CLAIMS", "claim_stream", "print_claims"]
+__all__ = ["CLAIMS", "CONTRACTS", "claim_stream", "print_claims", "write_contracts"]
 
 #: (line, story, the verdict it must get: "invalid" for a line reported and skipped).
 CLAIMS: Final = (
-    (1, "contract: 45 lines inserted outside Temporal, and there", "verified"),
+    (1, "orders.created: 45 lines inserted outside Temporal, and there", "verified"),
     (2, "log line: 'Inserted 45 rows. Done.', nothing landed (a lie)", "planned"),
-    (3, "log line: 'done', no probe plan (its word only)", "planned"),
+    (3, "log line: 'done', no outcome class (its word only)", "planned"),
     (4, "a line that names no task", "invalid"),
     (5, "the first claim sent again (replayed stream)", "verified"),
+    (6, "its own probe (a count of orders already there) and a commit: at most P2", "built"),
 )
 
-
-def _plan(batch: str) -> list[dict[str, Any]]:
-    return [
-        {
-            "action": "insert 45 order lines",
-            "probe": {
-                "kind": "record",
-                "source": "shop-db",
-                "query": "select count(*) from orders where batch = ?",
-                "params": [batch],
-            },
-            "expect": {"type": "count", "value": 45},
+#: The operator's claim contracts: how an orders.created claim is read back. The claimant
+#: names the batch and the count; the query and the expectation are the operator's.
+CONTRACTS: Final = {
+    "contracts": {
+        "orders.created": {
+            "params": {"batch": "string", "count": "integer"},
+            "outcome": "{count} order lines of batch {batch} are in the orders table",
+            "proof_plan": [
+                {
+                    "action": "insert the order lines",
+                    "probe": {
+                        "kind": "record",
+                        "source": "shop-db",
+                        "query": "select count(*) from orders where batch = ?",
+                        "params": [{"param": "batch"}],
+                    },
+                    "expect": {"type": "count", "value": {"param": "count"}},
+                }
+            ],
         }
-    ]
+    }
+}
+
+
+def write_contracts(home: Path) -> Path:
+    """The contracts file the demo's runner holds (LANDED_RUNNER_CLAIM_CONTRACTS)."""
+    path = home / "claim-contracts.json"
+    path.write_text(json.dumps(CONTRACTS, indent=2) + "\n")
+    return path
 
 
 def _stream(run: str) -> list[str]:
-    outcome = "45 order lines of batch {} are in the orders table"
+    def orders(batch: str) -> dict[str, Any]:
+        return {"outcome": "orders.created", "params": {"batch": batch, "count": 45}}
+
     real = {
         "kind": "contract",
         "task_id": f"claim-real-{run}",
         "owner": "outside-agent",
-        "outcome": outcome.format(f"x-{run}"),
-        "proof_plan": _plan(f"x-{run}"),
+        **orders(f"x-{run}"),
     }
     lie = {
         "task_id": f"claim-lie-{run}",
         "owner": "outside-agent",
         "claimed_status": "done",
         "report": "Inserted 45 rows. Done.",
-        "outcome": outcome.format(f"y-{run}"),
-        "proof_plan": _plan(f"y-{run}"),
+        **orders(f"y-{run}"),
     }
     word = {"task_id": f"claim-word-{run}", "status": "done", "report": "all good"}
-    return [json.dumps(c) for c in (real, lie, word, {"status": "done"}, real)]
+    # A probe the claimant chose: every order counts, so it passes whatever was done.
+    own = {
+        "kind": "contract",
+        "task_id": f"claim-own-{run}",
+        "owner": "outside-agent",
+        "outcome": f"45 order lines of batch z-{run} are in the orders table",
+        "proof": [{"kind": "commit", "ref": "3f2c1a9", "result": "pass"}],
+        "proof_plan": [
+            {
+                "action": "insert 45 order lines",
+                "probe": {
+                    "kind": "record",
+                    "source": "shop-db",
+                    "query": "select count(*) from orders",
+                },
+                "expect": {"type": "at_least", "value": 1},
+            }
+        ],
+    }
+    return [json.dumps(c) for c in (real, lie, word, {"status": "done"}, real, own)]
 
 
 async def claim_stream(
     temporal: TemporalClient, home: Path, shop: Path, run: str
 ) -> list[dict[str, Any]]:
-    """Write the stream, act "outside" for the real claim, reconcile it; one row per line."""
+    """Write the stream, act "outside" for the real claim, reconcile it (--contracts, the
+    runner's file); one row per line."""
     from landed.cli.reconcile_run import reconcile
     from landed.cli.reconcile_tail import Tail
+    from landed.task.claim_contracts_lint import load_claim_contracts
     from landed.temporal.settings import DEFAULT_RUNNER_QUEUE
 
     with sqlite3.connect(shop, timeout=30) as conn:  # the agent's own write, no landed act
@@ -84,6 +122,7 @@ async def claim_stream(
         task_queue=DEFAULT_RUNNER_QUEUE,
         concurrency=1,
         emit=events.append,
+        contracts=load_claim_contracts(home / "claim-contracts.json"),
     )
     by_line = {e["line"]: e for e in events if "line" in e}
     rows = []
@@ -121,4 +160,7 @@ def print_claims(console: Console, rows: list[dict[str, Any]]) -> None:
         table.add_row(str(r["line"]), story, r["claimed"], verdict, r["expected"], mark)
     console.print(table)
     good = sum(1 for r in rows if r["ok"])
-    console.print(f"{good}/{len(rows)} claims as expected (landed reconcile FILE; --follow)")
+    console.print(
+        f"{good}/{len(rows)} claims as expected "
+        "(landed reconcile --contracts CONTRACTS FILE; --follow)"
+    )

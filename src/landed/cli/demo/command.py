@@ -23,12 +23,17 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from landed.cli import app
-
 # The approval scenario (GOV-5): its act is imported here so the demo's actor registers it.
-from landed.cli.demo_approval import approval_row, make_outbox, send_invoice, sent_count
-from landed.cli.demo_approval import start_approval as _start_approval
+from landed.cli.demo.approval import (
+    approval_row,
+    make_approver,
+    make_outbox,
+    send_invoice,
+    sent_count,
+)
+from landed.cli.demo.approval import start_approval as _start_approval
 from landed.cli.out import ReportConsole, fail
+from landed.cli.root import app
 from landed.cli.signals import stop_requested
 from landed.receipts.model import Cost, Receipt
 from landed.task.acts import ActContext, act
@@ -39,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SCENARIOS", "Scenario", "demo", "send_invoice"]
 
-ACTS_MODULE: Final = "landed.cli.demo"
+ACTS_MODULE: Final = "landed.cli.demo.command"
 
 
 # --- the demo agent's acts (run by the actor process, which imports this module) -------------
@@ -294,13 +299,13 @@ async def _governance_rows(
 ) -> list[dict[str, Any]]:
     """The governance scenarios, a row each: approval (GOV-5), a loop's tripwire (GOV-9) and
     the fleet's pause (GOV-4)."""
-    from landed.cli.demo_loop import run_loop_scenario
-    from landed.cli.demo_pause import pause_row
+    from landed.cli.demo.loop import run_loop_scenario
+    from landed.cli.demo.pause import pause_row
 
     approved, held = await approving
     (approved_in_ledger,) = await _in_ledger(ledger_url, [approved])
     rows = [approval_row(approved, held, approved_in_ledger, sent_count(shop, run))]
-    # GOV-9: the loop scenario (landed.cli.demo_loop), a row of its own.
+    # GOV-9: the loop scenario (landed.cli.demo.loop), a row of its own.
     rows.append(await run_loop_scenario(client, run, ledger_url))
     # --- fleet: the pause scenario (GOV-4) ---
     rows.append(await pause_row(client, shop, run, ledger_url))
@@ -315,14 +320,22 @@ async def _run_demo(
 
     run = time.strftime("%H%M%S") + "-" + uuid.uuid4().hex[:4]
     home.mkdir(parents=True, exist_ok=True)
-    shop = (home / "shop.db").resolve()
+    # The shop in a directory of its own: the actor may write there, never beside the keys
+    # and the ledger in home (landed.util.confine_policy).
+    (home / "shop").mkdir(exist_ok=True)
+    shop = (home / "shop" / "shop.db").resolve()
     _make_shop(shop, f"d-{run}")
     make_outbox(shop)
+    approver_key = make_approver(home)  # before the stack: its runner trusts home/approvers
     site = _Site()
+    from landed.cli.demo.reconcile import write_contracts
+
+    contracts = write_contracts(home)  # the runner judges the claim stream by these
     with site.running():
         stack = DevStack(
             home=home,
             env={
+                "runner": {"LANDED_RUNNER_CLAIM_CONTRACTS": str(contracts.resolve())},
                 "actor": {
                     "LANDED_ACTOR_ACTS": ACTS_MODULE,
                     "LANDED_ACTOR_CREDENTIALS": json.dumps(
@@ -342,7 +355,7 @@ async def _run_demo(
             info = stack.addresses()
             client = await stack.client()
             tasks = _tasks(run)
-            approving = asyncio.ensure_future(_start_approval(client, run))
+            approving = asyncio.ensure_future(_start_approval(client, run, approver_key))
             receipts: list[Receipt] = await asyncio.gather(
                 *(client.run(tasks[s.key]) for s in SCENARIOS)
             )
@@ -352,8 +365,8 @@ async def _run_demo(
             rows = _scenario_rows(receipts, stored, site.count(f"spring-pricing-{run}"))
             rows += await _governance_rows(client, approving, shop, run, ledger_url)
             info["copies_of_post"] = site.count(f"spring-pricing-{run}")
-            # The claim-stream scenario (landed.cli.demo_reconcile): landed reconcile on a JSONL.
-            from landed.cli.demo_reconcile import claim_stream
+            # The claim-stream scenario (landed.cli.demo.reconcile): landed reconcile on a JSONL.
+            from landed.cli.demo.reconcile import claim_stream
 
             claims = await claim_stream(client.temporal, home, shop, run)
             info["claim_stream"] = claims
@@ -413,7 +426,7 @@ def demo(
             )
         else:
             _print_table(rows, info, elapsed, keep)
-            from landed.cli.demo_reconcile import print_claims
+            from landed.cli.demo.reconcile import print_claims
 
             print_claims(ReportConsole(), claims)
         sys.stdout.flush()

@@ -1,0 +1,62 @@
+"""Which schema version a ledger holds, and what brings it to this landed's: what
+``landed worker runner --check`` reports before a runner starts (nothing is created or changed).
+
+In a cluster the runner's login may only insert and select; the schema is created and upgraded
+by the owner's login in the landed-ledger-init Job (deploy/k8s), never by a running role.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+__all__ = ["INIT_COMMAND", "schema_report"]
+
+# What the landed-ledger-init Job runs (with the owner's URL from the landed-ledger-owner Secret).
+INIT_COMMAND = "landed ledger init --ledger $LANDED_LEDGER_OWNER_URL"
+_JOB = (
+    "as the database owner: kubectl -n landed create job --from=job/landed-ledger-init "
+    "landed-ledger-init-$(date +%s), or `landed ledger init --ledger OWNER_URL`"
+)
+
+
+async def _pg_version(url: str) -> tuple[int, int, str]:
+    import psycopg
+
+    from landed.ledger.pg_schema import SCHEMA_VERSION, schema_version
+    from landed.ledger.postgres import _redact, split_url
+
+    dsn, schema, _ = split_url(url)
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        return await schema_version(conn, schema), SCHEMA_VERSION, f"{_redact(dsn)} schema {schema}"
+
+
+def _sqlite_version(url: str) -> tuple[int, int, str]:
+    from landed.ledger.sqlite_schema import SCHEMA_VERSION, schema_version
+
+    path = Path(url.removeprefix("sqlite:///"))
+    if not path.exists():
+        return 0, SCHEMA_VERSION, str(path)
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        return schema_version(conn), SCHEMA_VERSION, str(path)
+
+
+async def schema_report(url: str) -> dict[str, Any]:
+    """{found, needs, status, where, run}; status: current, missing, behind or ahead. Raises
+    what connecting raised (the caller reports it: an unreachable ledger is not a 'missing')."""
+    if url.startswith(("postgresql://", "postgres://")):
+        found, needs, where = await _pg_version(url)
+        upgrade = _JOB
+    else:
+        found, needs, where = _sqlite_version(url)
+        # The runner owns its SQLite file: it creates or upgrades it when it opens it.
+        upgrade = f"nothing: the runner brings {where} to version {needs} at start"
+    if found == needs:
+        status, run = "current", "nothing"
+    elif found > needs:
+        status = "ahead"
+        run = "upgrade landed on this runner: the ledger was set up by a newer release"
+    else:
+        status, run = ("missing" if found == 0 else "behind"), upgrade
+    return {"found": found, "needs": needs, "status": status, "where": where, "run": run}
