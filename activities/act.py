@@ -12,6 +12,7 @@ from temporalio.exceptions import ApplicationError
 
 from landed.task.acts import ActContext, ActFn, irreversible_kind
 from landed.task.checkable import UNKNOWN_ACT, act_problem
+from landed.task.credentials import Credentials
 from landed.task.harness import HARNESS_UNAVAILABLE, HarnessUnavailable
 from landed.task.messages import ActInput, ActReport
 from landed.task.names import ACT_ACTIVITY, APPROVAL_REQUIRED, CLAIM_OF_ANOTHER_RUN
@@ -44,7 +45,7 @@ class ActActivities:
         threads: int = DEFAULT_ACT_THREADS,
     ):
         self._acts = dict(acts)
-        self._credentials = dict(credentials)
+        self._credentials = Credentials(credentials)
         self._identity = identity
         # Sync acts run here, one thread per act in flight up to the actor's activity
         # concurrency (threads start only when needed), never queued behind asyncio's small

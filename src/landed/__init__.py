@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from landed.receipts.scorecard import Scorecard
     from landed.signing import KeyPair, TrustStore, sign_proof, verify_proof
     from landed.task.acts import ActContext, act
+    from landed.task.credentials import Credentials
     from landed.task.harness import HarnessUnavailable
     from landed.task.messages import ActReport
     from landed.task.spec import (
@@ -198,6 +199,7 @@ _EXPORTS: dict[str, str] = {
     "HarnessUnavailable": "landed.task.harness",
     # --- scripts ---
     "run_main": "landed.util.leave",
+    "Credentials": "landed.task.credentials",
 }
 
 
@@ -224,6 +226,7 @@ __all__ = [
     "Contract",
     "Cost",
     "Count",
+    "Credentials",
     "DeploymentProbe",
     "Duplicated",
     "Empty",

@@ -95,6 +95,14 @@ def test_exit_1_when_a_done_claim_misses_its_bar(tmp_path: Path) -> None:
     proc = run("check", str(path))
     assert proc.returncode == 1
     assert b"line-2" in proc.stdout and b"DOD-6" in proc.stdout
+    rows = {
+        line.split("│")[2].strip(): line
+        for line in proc.stdout.decode().splitlines()
+        if "│" in line
+    }
+    # the proven claim reads DONE on its row, the unproven one NOT DONE
+    assert "DONE" in rows["a"] and "NOT DONE" not in rows["a"]
+    assert "NOT DONE" in rows["line-2"]
 
 
 @pytest.mark.slow

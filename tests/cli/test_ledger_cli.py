@@ -250,6 +250,7 @@ def _unsigned(task_id: str, attempt: int, verdict: str, owner: str = "agent-a") 
         claimed_status="done",
         verdict=verdict,
         verdict_by="runner",
+        settled_at=datetime(2026, 1, 1, tzinfo=UTC),
         landed=LandedExtension(attempt=attempt),
     )
 
@@ -390,7 +391,14 @@ async def test_the_board_and_check_count_a_reversal(tmp_path: Path) -> None:
     assert shown["reversed"] == 1
     assert [t["verdict"] for t in shown["tasks"]] == ["reversed", "verified"]
     table = landed("board", "--ledger", url, cwd=tmp_path)
-    assert "2 task(s), 1 reversed" in table.stdout
+    assert "2 task(s): 1 DONE, 1 NOT DONE; 1 reversed" in table.stdout
+    # the reversed task reads NOT DONE on its row, the verified one DONE
+    lines = {
+        line.split()[1]: line
+        for line in table.stdout.splitlines()
+        if " t1 " in line or " t2 " in line
+    }
+    assert "NOT DONE" in lines["t1"] and "NOT DONE" not in lines["t2"] and "DONE" in lines["t2"]
     export = landed("receipts", "export", "--ledger", url, cwd=tmp_path)
     (tmp_path / "r.jsonl").write_text(export.stdout)
     checked = landed("check", tmp_path / "r.jsonl", "--json", cwd=tmp_path)

@@ -58,6 +58,8 @@ def test_a_receipt_not_settled_yet_is_not_done_whatever_its_verdict_reads() -> N
     receipt = _receipt("verified", [_read_back("pass", 3)], settled_at=None)
     assert receipt.done is False
     assert receipt.why == "the task has not settled yet (verdict so far: verified)."
+    fresh = _receipt(None, [], settled_at=None)  # type: ignore[arg-type]
+    assert fresh.why == "the task has not settled yet and has no verdict so far."
 
 
 def test_why_names_what_a_mismatching_read_back_found() -> None:

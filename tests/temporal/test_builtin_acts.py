@@ -18,6 +18,7 @@ from helpers.wait import until, until_sync
 from landed.activities._threads import to_the_end
 from landed.activities.builtin_acts import command, http_request, sql_execute
 from landed.task.acts import ActContext
+from landed.task.credentials import Credentials
 
 TOKEN = "CANARYtok9f3a"
 QUERY_SECRET = "CANARYq77x"
@@ -33,7 +34,11 @@ def server() -> Iterator[LocalHTTP]:
 
 def _ctx(**credentials: str) -> ActContext:
     return ActContext(
-        task_id="t", attempt=1, idempotency_key="k", identity="actor@t", credentials=credentials
+        task_id="t",
+        attempt=1,
+        idempotency_key="k",
+        identity="actor@t",
+        credentials=Credentials(credentials),
     )
 
 

@@ -46,13 +46,14 @@ def render_text(report: CheckReport, scorecard: Scorecard, console: Console) -> 
         table.add_column("task", overflow="fold")
         table.add_column("claimed", overflow="fold")
         table.add_column("proven", no_wrap=True)
-        table.add_column("meets bar", justify="center", no_wrap=True)
+        table.add_column("done", justify="center", no_wrap=True)
         table.add_column("findings by rule", overflow="fold")
         for line, task_id, claimed, graded in report.rows:
             if not graded.claims_done:
                 bar = "[dim]no claim[/dim]"
             else:
-                bar = "[green]yes[/green]" if graded.meets_bar else "[bold red]NO[/bold red]"
+                # a claim of done is DONE only when its proof meets the bar its action requires
+                bar = "[green]DONE[/green]" if graded.meets_bar else "[bold red]NOT DONE[/bold red]"
             rules = " ".join(dict.fromkeys(rule for rule, _ in graded.findings)) or "-"
             proven = f"{graded.proof_level.label} {graded.proven_status.value}"
             table.add_row(str(line), _cell(task_id), _cell(claimed, 24), proven, bar, rules)

@@ -33,6 +33,7 @@ from landed.cli.root import app
 from landed.ledger.base import LedgerError, canonical_json
 from landed.ledger.factory import open_ledger
 from landed.receipts.model import Receipt, attempt_of
+from landed.receipts.plain import is_done
 
 __all__ = ["board", "export", "init"]
 
@@ -74,6 +75,7 @@ def _row(receipt: Receipt) -> dict[str, Any]:
         "claimed_status": receipt.claimed_status,
         "verdict": receipt.verdict,
         "verdict_by": receipt.verdict_by,
+        "done": is_done(receipt),
         "rung": ext.rung if ext else None,
         "settled_at": receipt.settled_at.isoformat() if receipt.settled_at else None,
         "signed_proofs": signed,
@@ -239,31 +241,44 @@ def board(
         }
         emit(json.dumps(body).encode() + b"\n")
         return
+    _print_board(place, rows, reversed_, untrusted)
+
+
+_BOARD_COLUMNS = (
+    "task",
+    "attempt",
+    "owner",
+    "claimed",
+    "done",
+    "verdict",
+    "rung",
+    "settled at",
+    "signed",
+    "chain",
+)
+
+
+def _done_cell(row: dict[str, Any]) -> Text:
+    """DONE only for a trusted row whose receipt is done (``Receipt.done``: settled, with a
+    verdict that proves the outcome); a row the chain does not prove is never DONE."""
+    done = row["done"] and row["chain"] != "untrusted"
+    return Text("DONE", style="green") if done else Text("NOT DONE", style="yellow")
+
+
+def _print_board(place: str, rows: list[dict[str, Any]], reversed_: int, untrusted: int) -> None:
     table = Table(title=Text(f"landed board: {place}"), title_justify="left")
-    columns = (
-        "task",
-        "attempt",
-        "owner",
-        "claimed",
-        "verdict",
-        "rung",
-        "settled at",
-        "signed",
-        "chain",
-    )
-    for column in columns:
+    for column in _BOARD_COLUMNS:
         justify: Literal["left", "right"] = "right" if column == "attempt" else "left"
         table.add_column(column, overflow="fold", justify=justify)
     for row in rows:
-        verdict = row["verdict"] or "-"
-        style = "green" if verdict in {"verified", "reconciled", "done"} else "yellow"
         # Every cell is plain text: a task id or owner such as "[/]" is not rich markup.
         table.add_row(
             Text(_safe(row["task_id"])),
             str(row["attempt"]),
             Text(_safe(row["owner"] or "-")),
             Text(_safe(row["claimed_status"])),
-            Text(_safe(verdict), style=style),
+            _done_cell(row),
+            Text(_safe(row["verdict"] or "-")),
             Text(_safe(row["rung"] or "-")),
             row["settled_at"] or "-",
             str(row["signed_proofs"]),
@@ -272,7 +287,11 @@ def board(
     # A pipe or file gets a wide table rather than rich's 80-column default.
     console = ReportConsole(width=None if sys.stdout.isatty() else 160)
     console.print(table)
-    console.print(f"{len(rows)} task(s), {reversed_} reversed", highlight=False)
+    done = sum(1 for row in rows if _done_cell(row).plain == "DONE")
+    console.print(
+        f"{len(rows)} task(s): {done} DONE, {len(rows) - done} NOT DONE; {reversed_} reversed",
+        highlight=False,
+    )
     if untrusted:
         console.print(
             f"[red]{untrusted} row(s) UNTRUSTED[/red]: past a break in the hash chain or "

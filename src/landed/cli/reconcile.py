@@ -214,6 +214,6 @@ def _say(err: Console, event: dict[str, Any], *, quiet: bool) -> None:
         extra = f" [red]{escape(event['conflict'])}[/red]" if "conflict" in event else ""
         print(
             f"line {event['line']}: {event['task_id']} attempt {event['attempt']}: "
-            f"{event['verdict']}{again}{extra}",
+            f"{'DONE' if event['done'] else 'NOT DONE'} ({event['verdict']}){again}{extra}",
             flush=True,
         )

@@ -19,6 +19,7 @@ from temporalio.client import Client as TemporalClient
 
 from landed.cli.reconcile_tail import Line, Notice, Offset, Tail, save_offset
 from landed.receipts.model import Receipt
+from landed.receipts.plain import DONE_VERDICTS
 from landed.task.claim_contracts import ClaimContracts
 from landed.task.claims_in import BadClaim, VerifyClaimInput, parse_claim, pin_claim
 from landed.temporal.claims import other_claim, start_claim, wait_result
@@ -172,7 +173,7 @@ class _Run:
     ) -> None:
         conflict = other_claim(claim, receipt)
         self.tally.settled += 1
-        ok = conflict is None and receipt.verdict in ("verified", "reconciled")
+        ok = conflict is None and receipt.verdict in DONE_VERDICTS
         self.tally.verified += ok
         self.tally.not_verified += not ok
         event: Event = {
@@ -183,6 +184,7 @@ class _Run:
             "workflow_id": workflow_id,
             "existing": existing,
             "verdict": receipt.verdict,
+            "done": ok,
             "receipt": receipt.model_dump(mode="json", by_alias=True, exclude_none=True),
         }
         if conflict is not None:

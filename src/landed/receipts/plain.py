@@ -54,8 +54,9 @@ def is_done(receipt: Receipt) -> bool:
 def why(receipt: Receipt) -> str:
     """One sentence saying why the receipt is done or not done."""
     if receipt.settled_at is None:
-        so_far = receipt.verdict or "none yet"
-        return f"the task has not settled yet (verdict so far: {so_far})."
+        if not receipt.verdict:
+            return "the task has not settled yet and has no verdict so far."
+        return f"the task has not settled yet (verdict so far: {receipt.verdict})."
     reads = [p for p in receipt.proof if p.kind in READ_BACK_KINDS]
     if is_done(receipt):
         return _done_sentence(reads)

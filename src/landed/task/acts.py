@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, TypeVar
 
+from landed.task.credentials import Credentials
 from landed.task.gate_spec import IRREVERSIBLE_KINDS
 from landed.task.messages import ActReport
 
@@ -30,19 +31,17 @@ class ActContext:
     attempt: int
     idempotency_key: str
     identity: str
-    credentials: Mapping[str, str] = field(default_factory=dict)
+    credentials: Credentials = field(default_factory=Credentials)
     heartbeat: Callable[..., None] = field(default=lambda *details: None)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.credentials, Credentials):  # a plain mapping of name -> URL
+            object.__setattr__(self, "credentials", Credentials(self.credentials))
+
     def credential(self, name: str) -> str:
-        """The actor credential called ``name``; a clear error when the actor has none."""
-        try:
-            return self.credentials[name]
-        except KeyError:
-            known = ", ".join(sorted(self.credentials)) or "none"
-            raise KeyError(
-                f"the actor has no credential named {name!r} (configured: {known}); add it to "
-                f"LANDED_ACTOR_CREDENTIALS as a JSON object of name -> URL/DSN"
-            ) from None
+        """The actor credential called ``name`` as configured (a URL or DSN string); a clear
+        error when the actor has none. ``ctx.credentials.sql/url/http(name)`` give it parsed."""
+        return self.credentials[name]
 
 
 def act(name: str, *, irreversible: str | None = None) -> Callable[[F], F]:

@@ -138,6 +138,7 @@ def approval_row(receipt: Receipt, held: bool, in_ledger: bool, sent: int) -> di
         "claimed": receipt.claimed_status,
         "read_back": read_back,
         "verdict": receipt.verdict,
+        "done": receipt.done,
         "proof_level": getattr(landed, "proof_level", None),
         "expected": "verified",
         "in_ledger": in_ledger,

@@ -284,6 +284,7 @@ def _scenario_rows(
                 "claimed": "(no answer)" if act_error else receipt.claimed_status,
                 "read_back": read_back,
                 "verdict": receipt.verdict,
+                "done": receipt.done,
                 "proof_level": getattr(landed, "proof_level", None),
                 "expected": scenario.expected,
                 "in_ledger": in_ledger,
@@ -444,6 +445,14 @@ def demo(
     raise typer.Exit(1 if any(not r["ok"] for r in rows) else 0)
 
 
+def _verdict_cell(row: dict[str, Any]) -> str:
+    """The verdict and its proof level, after DONE or NOT DONE where the row is about tasks."""
+    verdict = f"{row['verdict']} ({row['proof_level']})"
+    if row.get("done") is None:  # the loop's row: a tripwire's state, not one task's verdict
+        return verdict
+    return ("[green]DONE[/] " if row["done"] else "[yellow]NOT DONE[/] ") + verdict
+
+
 def _print_table(
     rows: list[dict[str, Any]], info: dict[str, Any], elapsed: float, keep: bool
 ) -> None:
@@ -461,7 +470,7 @@ def _print_table(
             f"{r['scenario']}\n[dim]{r['story']}[/]",
             r["claimed"],
             r["read_back"],
-            f"{r['verdict']} ({r['proof_level']})",
+            _verdict_cell(r),
             r["expected"],
             mark,
         )

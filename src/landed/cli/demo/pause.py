@@ -90,6 +90,7 @@ async def pause_row(client: Client, shop: Path, run: str, ledger_url: str) -> di
         "claimed": ", ".join(sorted({r.claimed_status for r in receipts})),
         "read_back": "pass" if acted_while_paused == 0 else f"{acted_while_paused} lines early",
         "verdict": ", ".join(verdicts),
+        "done": all(r.done for r in receipts),
         "proof_level": ", ".join(
             sorted({str(getattr(r.landed, "proof_level", None) or "-") for r in receipts})
         ),
