@@ -10,10 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from landed.governance.harness import HARNESS_UNAVAILABLE, HarnessUnavailable
 from landed.task.acts import ActContext, ActFn, irreversible_kind
 from landed.task.checkable import UNKNOWN_ACT, act_problem
 from landed.task.credentials import Credentials
-from landed.task.harness import HARNESS_UNAVAILABLE, HarnessUnavailable
 from landed.task.messages import ActInput, ActReport
 from landed.task.names import ACT_ACTIVITY, APPROVAL_REQUIRED, CLAIM_OF_ANOTHER_RUN
 from landed.telemetry.logs import task_event

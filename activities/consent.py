@@ -1,7 +1,7 @@
 """The verifier's consent and do-not-contact check before an act that contacts a person (GOV-6).
 
 It runs under the verifier's identity, on the verifier's own named source, with landed's one
-fixed query (``landed.task.consent``): the task names whom it contacts, never what is read.
+fixed query (``landed.governance.consent``): the task names whom it contacts, never what is read.
 """
 
 from __future__ import annotations
@@ -11,18 +11,13 @@ from urllib.parse import urlsplit
 
 from temporalio import activity
 
+from landed.governance.consent import consent_probe, judge_consent, unreadable
+from landed.governance.consent_file import CONSENT_FILE_CAP, judge_consent_file
 from landed.probes.reading import Limits, ProbeError
 from landed.probes.settings import ConfigError
 from landed.probes.sources import SourceRegistry
 from landed.probes.sql import read_record
-from landed.task.consent import (
-    ConsentInput,
-    ConsentOutput,
-    consent_probe,
-    judge_consent,
-    unreadable,
-)
-from landed.task.consent_file import CONSENT_FILE_CAP, judge_consent_file
+from landed.task.gate_messages import ConsentInput, ConsentOutput
 from landed.task.gate_spec import Contacts
 from landed.task.names import CONSENT_ACTIVITY
 from landed.telemetry.logs import task_event

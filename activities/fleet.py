@@ -14,9 +14,8 @@ import time
 from temporalio import activity
 from temporalio.client import Client
 
-from landed.task.fleet import FleetGateAnswer, FleetGateInput
-from landed.task.fleet_read import read_switch
-from landed.task.harness import HarnessFailure
+from landed.governance.fleet_read import read_switch
+from landed.task.gate_messages import FleetGateAnswer, FleetGateInput, HarnessFailure
 from landed.task.names import FLEET_GATE_ACTIVITY, FLEET_HARNESS_SIGNAL, FLEET_WORKFLOW
 
 __all__ = ["FleetActivities", "SwitchReader"]

@@ -12,6 +12,9 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
+    from landed.governance.gates import Approve, GateView, Reject
+    from landed.governance.receipt import fleet_fields
+    from landed.governance.time_cap import effective_time_cap, past_time_cap, time_capped
     from landed.probes.contract import Observation
     from landed.receipts.model import Receipt
     from landed.signing import TrustStore
@@ -21,8 +24,6 @@ with workflow.unsafe.imports_passed_through():
     # Governance gates (GOV-4, GOV-5, GOV-6).
     from landed.task.decisions import RunFacts, cancelled_before_act_report, graded_receipt
     from landed.task.frames import pre_read_count
-    from landed.task.gates import Approve, GateView, Reject
-    from landed.task.governance import fleet_fields
     from landed.task.messages import (
         ActReport,
         ClaimOutput,
@@ -46,7 +47,6 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.readings import ReadScope, independent, of_step
     from landed.task.spec import TaskSpec
     from landed.task.steps import RunnerSteps
-    from landed.task.time_cap import effective_time_cap, past_time_cap, time_capped
 
 from landed.workflows.acting import Attempts
 from landed.workflows.claims import SETTLE_RETRY, claim_holds, ledger_policy
@@ -143,7 +143,7 @@ class AgentTask:
         )
         return ReceiptQuery(receipt=_pending(partial), settled=False)
 
-    # --- the approval gate (GOV-5): a person decides; landed.task.gates says who may -----------
+    # --- the approval gate (GOV-5): a person decides; landed.governance.gates says who may ----
 
     @workflow.query(name=GATE_QUERY)
     def gate(self) -> GateView:

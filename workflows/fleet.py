@@ -17,18 +17,21 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from landed.task.decisions import past_cap
-    from landed.task.fleet import (
+    from landed.governance.fleet import (
         FleetFlip,
-        FleetGateAnswer,
-        FleetGateInput,
-        FleetSwitch,
         apply_flip,
         blocked_by_switch,
         pause_wait,
     )
-    from landed.task.fleet_read import HARNESS_MEMO, SWITCH_MEMO
-    from landed.task.harness import HarnessFailure, HarnessHealth, fleet_failed
+    from landed.governance.fleet_read import HARNESS_MEMO, SWITCH_MEMO
+    from landed.governance.harness import HarnessHealth, fleet_failed
+    from landed.task.decisions import past_cap
+    from landed.task.gate_messages import (
+        FleetGateAnswer,
+        FleetGateInput,
+        FleetSwitch,
+        HarnessFailure,
+    )
     from landed.task.messages import ActReport
     from landed.task.names import (
         FLEET_FLIP_SIGNAL,

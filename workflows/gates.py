@@ -1,6 +1,6 @@
 """The gates between plan and act: a person's approval (GOV-5) and consent before contact
-(GOV-6). Orchestration only: who may decide and what a refusal means is ``landed.task.gates``
-and ``landed.task.consent``.
+(GOV-6). Orchestration only: who may decide and what a refusal means is ``landed.governance.gates``
+and ``landed.governance.consent``.
 """
 
 from __future__ import annotations
@@ -14,16 +14,9 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from landed.receipts.model import Receipt
-    from landed.task.approvers import signed_refusal
-    from landed.task.consent import (
-        ConsentInput,
-        ConsentOutput,
-        blocked_report,
-        unreadable,
-        with_consent,
-    )
-    from landed.task.gates import (
+    from landed.governance.approvers import signed_refusal
+    from landed.governance.consent import blocked_report, unreadable, with_consent
+    from landed.governance.gates import (
         ApprovalDecision,
         Approve,
         GateView,
@@ -35,6 +28,8 @@ with workflow.unsafe.imports_passed_through():
         rejected_report,
         with_gate,
     )
+    from landed.receipts.model import Receipt
+    from landed.task.gate_messages import ConsentInput, ConsentOutput
     from landed.task.messages import ActReport, Routing, Step, spec_digest
     from landed.task.spec import TaskSpec
     from landed.task.steps import Consent

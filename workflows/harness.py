@@ -6,7 +6,7 @@ whose harness is unavailable (the act raised ``HarnessUnavailable``: expired aut
 limit, an outage) is released: not done, not failed, and not an act attempt of its own. It is
 read back first, as after any act error: a release whose write shows settles by that read and
 never acts again. Otherwise, after a backoff, it goes to the next healthy actor queue of the
-pool (``landed.task.harness``).
+pool (``landed.governance.harness``).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from landed.task.decisions import past_cap, remaining
-    from landed.task.harness import (
+    from landed.governance.harness import (
         HARNESS_UNAVAILABLE,
-        HarnessFailure,
         HarnessPool,
         HarnessRelease,
         pool_queues,
         release_backoff,
     )
+    from landed.task.decisions import past_cap, remaining
+    from landed.task.gate_messages import HarnessFailure
     from landed.task.messages import ActInput, ActReport, Routing
     from landed.task.spec import TaskSpec
     from landed.task.steps import Act
@@ -79,7 +79,7 @@ class Dispatch:
                     return blocked
                 self._unheard = []
             # Harnesses the fleet took out (other tasks' failures too) are skipped unattempted;
-            # the task's own count stays the fallback (landed.task.harness).
+            # the task's own count stays the fallback (landed.governance.harness).
             pool.heard(self.gate.cooling)
             choice = pool.choose(workflow.now())
             if choice.queue is None:

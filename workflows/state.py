@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from landed.governance.cost import VerifySpend
     from landed.probes.contract import Observation
     from landed.receipts.model import ProofItem, Receipt
-    from landed.task.cost import VerifySpend
     from landed.task.messages import ActReport, Routing, Step
 
 __all__ = ["ActFacts", "RunState"]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     # Type checkers and IDEs see every public name statically; at run time each is imported on
     # first use through __getattr__ below.
+    from landed.governance.harness import HarnessUnavailable
     from landed.ledger.base import Ledger, LedgerConflict, LedgerError
     from landed.ledger.factory import open_ledger
     from landed.probes.contract import (
@@ -76,7 +77,6 @@ if TYPE_CHECKING:
     from landed.signing import KeyPair, TrustStore, sign_proof, verify_proof
     from landed.task.acts import ActContext, act
     from landed.task.credentials import Credentials
-    from landed.task.harness import HarnessUnavailable
     from landed.task.messages import ActReport
     from landed.task.spec import (
         ActSpec,
@@ -196,7 +196,7 @@ _EXPORTS: dict[str, str] = {
     "Vacuous": "landed.probes.verdict",
     "Verdict": "landed.probes.verdict",
     # --- fleet (GOV-10) ---
-    "HarnessUnavailable": "landed.task.harness",
+    "HarnessUnavailable": "landed.governance.harness",
     # --- scripts ---
     "run_main": "landed.util.leave",
     "Credentials": "landed.task.credentials",

@@ -46,9 +46,9 @@ async def approve_other(spec: dict[str, Any], ctx: landed.ActContext) -> landed.
 
     from temporalio.client import WorkflowUpdateFailedError
 
+    from landed.governance.approval import sign_decision
+    from landed.governance.gates import Approve, GateView
     from landed.signing import KeyPair
-    from landed.task.approval_sig import sign_decision
-    from landed.task.gates import Approve, GateView
     from landed.temporal.plugin import connect
 
     client = await connect(identity=spec["identity"], address=spec["address"])

@@ -20,8 +20,8 @@ from temporalio.client import WorkflowUpdateFailedError
 
 import landed
 from landed.cli.check import run_check
+from landed.governance.gates import Approve, GateView
 from landed.signing import KeyPair, key_id_of, load_public_key
-from landed.task.gates import Approve, GateView
 from landed.task.messages import spec_digest
 from landed.task.spec import TaskSpec
 from landed.temporal.approvals import ApprovalRefused

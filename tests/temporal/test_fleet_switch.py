@@ -18,7 +18,7 @@ from helpers.roles import Roles, run_roles
 from helpers.sor import make_rows_db, rows_task
 from temporalio.worker import Replayer
 
-from landed.task.fleet_read import read_switch
+from landed.governance.fleet_read import read_switch
 from landed.temporal.fleet import flip
 from landed.temporal.plugin import landed_plugin
 from landed.workflows.agent_task import AgentTask

@@ -17,9 +17,9 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from landed.cli.fleet_harness import cooling_lines
+from landed.governance.harness import COOL_AFTER
 from landed.receipts.model import Receipt
-from landed.task.fleet import DEFAULT_FLEET_ID
-from landed.task.harness import COOL_AFTER
+from landed.task.gate_messages import DEFAULT_FLEET_ID
 from landed.temporal.fleet import read_switch
 from landed.temporal.plugin import landed_plugin
 from landed.workflows.agent_task import AgentTask

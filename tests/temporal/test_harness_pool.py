@@ -17,8 +17,8 @@ from helpers.sor import make_rows_db, rows_task
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
+from landed.governance.harness import COOL_AFTER
 from landed.receipts.model import Receipt
-from landed.task.harness import COOL_AFTER
 from landed.temporal.plugin import landed_plugin
 from landed.workflows.agent_task import AgentTask
 from landed.workflows.fleet import Fleet

@@ -72,7 +72,7 @@ def _load_trust(keys: str | Sequence[str] | None) -> SignatureCheck | None:
 def _load_approvers(keys: str | Sequence[str] | None) -> ApprovalCheck:
     """The approval check under --trust: a receipt that claims an approval must carry a
     decision signed by one of ``--trust-approver``'s keys (none given: no approval verifies)."""
-    from landed.task.approval_sig import receipt_approval_problem
+    from landed.governance.approval import receipt_approval_problem
 
     try:
         store = TrustStore.load([keys] if isinstance(keys, str) else keys or [])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from landed.task.harness import HarnessHealth, cooling_at
+from landed.governance.harness import HarnessHealth, cooling_at
 
 __all__ = ["cooling_lines"]
 

@@ -239,7 +239,7 @@ class RunFacts:
     unconfirmed: tuple[str, ...] = ()
     #: What the durability reads did (``landed.durability`` on the receipt), None: none ran.
     durability: Mapping[str, object] | None = None
-    # --- fleet: what the fleet's rules add under ``landed`` (landed.task.governance) ---
+    # --- fleet: what the fleet's rules add under ``landed`` (landed.governance.receipt) ---
     fleet: Mapping[str, object] | None = None
 
 

@@ -1,7 +1,8 @@
 """What a task declares for landed's governance gates: an irreversible act (GOV-5), the person
 it contacts (GOV-6), and how long a person has to decide.
 
-Only data and bounds here; the decisions live in ``landed.task.gates`` and ``landed.task.consent``.
+They are part of the submitted spec, so they belong to the wire contract: only data and bounds
+here; the decisions live in ``landed.governance.gates`` and ``landed.governance.consent``.
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ from pydantic import (
 
 from landed.probes.contract import Contract, Observation
 from landed.receipts.model import Cost, ProofItem, Receipt
-from landed.task.approvers import ApproverTrust
 from landed.task.claim_contracts import ClaimOutcome, ResolvedClaim
 from landed.task.spec import ActSpec, TaskSpec
+from landed.task.trust import ApproverTrust
 
 __all__ = [
     "ActInput",
@@ -238,7 +238,7 @@ class ActInput(BaseModel):
         default=None,
         description="The task's owner (the agent): the act's span names it (gen_ai.agent.name).",
     )
-    # GOV-5 (landed.task.gates): the person who approved this act at the approval gate.
+    # GOV-5 (landed.governance.gates): the person who approved this act at the approval gate.
     approved_by: str | None = Field(
         default=None,
         description="Who approved the act at the gate; an act registered irreversible runs "
@@ -366,7 +366,7 @@ class Step(StrEnum):
     VERIFY = "verify"
     SETTLE = "settle"
     SETTLED = "settled"
-    # Governance gates (landed.task.gates): waiting for a person, reading consent.
+    # Governance gates (landed.governance.gates): waiting for a person, reading consent.
     APPROVAL = "approval"
     CONSENT = "consent"
 

@@ -40,7 +40,7 @@ CLAIM_OF_ANOTHER_RUN = "ClaimOfAnotherRun"
 #: Custom search attributes (all Keyword) the workflow upserts, so the Web UI and
 #: ``temporal workflow list --query 'LandedVerdict="verified"'`` can filter settled tasks.
 
-# --- governance gates (landed.task.gates) -------------------------------------------------------
+# --- governance gates (landed.governance.gates) -------------------------------------------------
 #: The verifier's consent and do-not-contact check before an act that contacts a person (GOV-6).
 CONSENT_ACTIVITY = "landed.consent"
 #: The Workflow Updates by which a person decides at the approval gate (GOV-5), and its query.

@@ -85,7 +85,7 @@ class ApprovalGate(_Strict):
     ``required`` makes the task wait at the approval gate (as ``irreversible`` does, which also
     names what cannot be undone); ``approver`` names the one person who may approve. A submitted
     ``approved_by``/``approved_at`` is never an approval: the receipt's approval comes from the
-    decision made at the gate (``landed.task.gates``).
+    decision made at the gate (``landed.governance.gates``).
     """
 
     required: bool = False
@@ -297,7 +297,7 @@ class TaskSpec(_Strict):
     def can_reach_verified(self) -> bool:
         return bool(self.read_back_steps)
 
-    # --- governance gates (GOV-4, GOV-5, GOV-6; landed.task.gates) ---------------------------
+    # --- governance gates (GOV-4, GOV-5, GOV-6; landed.governance.gates) ---------------------
     irreversible: IrreversibleKind | None = Field(
         default=None,
         description="GOV-5: the act cannot be undone (send, publish, spend, provision, "

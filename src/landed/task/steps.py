@@ -28,8 +28,12 @@ from landed.task.checkable import (
     ConfigOutput,
     RoleQueues,
 )
-from landed.task.consent import ConsentInput, ConsentOutput
-from landed.task.fleet import FleetGateAnswer, FleetGateInput
+from landed.task.gate_messages import (
+    ConsentInput,
+    ConsentOutput,
+    FleetGateAnswer,
+    FleetGateInput,
+)
 from landed.task.messages import (
     ActInput,
     ActReport,

@@ -27,9 +27,9 @@ from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
+from landed.governance.approval import sign_decision
+from landed.governance.gates import Approve, GateView, Reject
 from landed.signing import KeyPair, SigningError
-from landed.task.approval_sig import sign_decision
-from landed.task.gates import Approve, GateView, Reject
 from landed.task.messages import spec_digest
 from landed.task.names import AGENT_TASK_WORKFLOW, APPROVE_UPDATE, REJECT_UPDATE
 from landed.task.spec import TaskSpec

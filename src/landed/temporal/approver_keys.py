@@ -12,8 +12,9 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 
+from landed.governance.approvers import APPROVERS_SETTING, is_actor
 from landed.signing import KeyPair, SigningError, key_id_of, load_public_key
-from landed.task.approvers import APPROVERS_SETTING, ApproverKey, ApproverTrust, is_actor
+from landed.task.trust import ApproverKey, ApproverTrust
 from landed.temporal.settings import RunnerSettings
 
 __all__ = ["approver_file_name", "load_approvers"]

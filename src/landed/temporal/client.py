@@ -31,12 +31,11 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 from temporalio.service import RPCError, RPCStatusCode
 
+# Governance gates: a person's decision at the approval gate.
+from landed.governance.gates import Approve, GateView, Reject
 from landed.ledger.base import LedgerError
 from landed.receipts.model import Receipt
 from landed.signing import KeyPair
-
-# Governance gates: a person's decision at the approval gate.
-from landed.task.gates import Approve, GateView, Reject
 from landed.task.messages import (
     LookupInput,
     LookupOutput,

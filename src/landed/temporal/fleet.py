@@ -14,8 +14,9 @@ from datetime import UTC, datetime
 from pydantic import BaseModel
 from temporalio.client import Client
 
-from landed.task.fleet import DEFAULT_FLEET_ID, FleetFlip, FleetSwitch
-from landed.task.fleet_read import SwitchRead, read_switch
+from landed.governance.fleet import FleetFlip
+from landed.governance.fleet_read import SwitchRead, read_switch
+from landed.task.gate_messages import DEFAULT_FLEET_ID, FleetSwitch
 from landed.task.names import FLEET_FLIP_SIGNAL, FLEET_WORKFLOW
 
 __all__ = ["FlipResult", "SwitchRead", "flip", "read_switch"]

@@ -83,13 +83,15 @@ SANDBOX_PASSTHROUGH: tuple[str, ...] = (
 
 # The rest of landed's core, room by room (a test fails when a room is added and not listed).
 # Under the strict runner the workflow module is re-imported per run; the rooms it imports
-# (probes, receipts, signing, task) are shared so each run does not execute them again. Every
-# room is shared, not only those: the house plan (make layers) keeps each from importing
-# workflows or activities, none does I/O or keeps run state at import, and workflow code calls
-# none of their I/O, so no room can bring a second, sandboxed copy of the core into a run.
+# (probes, receipts, signing, task, governance) are shared so each run does not execute them
+# again. Every room is shared, not only those: the house plan (make layers) keeps each from
+# importing workflows or activities, none does I/O or keeps run state at import, and workflow
+# code calls none of their I/O, so no room can bring a second, sandboxed copy of the core into
+# a run.
 _CORE_ROOMS: tuple[str, ...] = (
     "landed.cli",
     "landed.dev",
+    "landed.governance",
     "landed.ledger",
     "landed.probes",
     "landed.receipts",

@@ -283,7 +283,7 @@ class RunnerSettings(RoleSettings):
         "key for this long, is foreign: the runner stops signing heads and logs it.",
     )
 
-    # GOV-4: the deployment's time cap (landed.task.time_cap has the precedence).
+    # GOV-4: the deployment's time cap (landed.governance.time_cap has the precedence).
     time_cap: timedelta | None = Field(
         default=None,
         description="Time cap for tasks that name none (seconds or ISO 8601, e.g. PT10M); a "

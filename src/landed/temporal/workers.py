@@ -27,8 +27,8 @@ from landed.probes.sources import SourceRegistry, load_registry
 if TYPE_CHECKING:
     from landed.ledger.base import Ledger
     from landed.ledger.chain import HeadSigner
-    from landed.task.approvers import ApproverTrust
     from landed.task.claim_contracts import ClaimContracts
+    from landed.task.trust import ApproverTrust
     from landed.telemetry.health import ReadyCheck
     from landed.telemetry.worker_metrics import WorkerMetrics
     from landed.temporal.witness import WitnessSender

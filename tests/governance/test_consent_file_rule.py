@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from landed.task.consent_file import CONSENT_FILE_CAP, judge_consent_file
+from landed.governance.consent_file import CONSENT_FILE_CAP, judge_consent_file
 from landed.task.gate_spec import Contacts
 
 

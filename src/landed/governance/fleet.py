@@ -11,22 +11,15 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from landed.task.harness import HarnessFailure
+from landed.task.gate_messages import FleetGateAnswer, FleetSwitch
 from landed.task.messages import ActReport
 
 __all__ = [
-    "DEFAULT_FLEET_ID",
     "FleetFlip",
-    "FleetGateAnswer",
-    "FleetGateInput",
-    "FleetSwitch",
     "apply_flip",
     "blocked_by_switch",
     "pause_wait",
 ]
-
-#: The control workflow's id when the deployment names none (one per namespace).
-DEFAULT_FLEET_ID = "landed-fleet"
 
 
 class FleetFlip(BaseModel):
@@ -40,19 +33,6 @@ class FleetFlip(BaseModel):
     at: datetime = Field(description="When the operator flipped it (the client's clock).")
 
 
-class FleetSwitch(BaseModel):
-    """The switch as the control workflow holds it; never flipped: running."""
-
-    paused: bool = False
-    by: str | None = None
-    reason: str = ""
-    at: datetime | None = Field(default=None, description="When it was flipped (the operator).")
-    applied_at: datetime | None = Field(
-        default=None, description="When the control workflow recorded the flip."
-    )
-    flips: int = Field(default=0, description="Flips since the control workflow was created.")
-
-
 def apply_flip(switch: FleetSwitch, flip: FleetFlip, now: datetime) -> FleetSwitch:
     """The switch after ``flip``; every flip is recorded, a repeated one too (who and when)."""
     return FleetSwitch(
@@ -63,35 +43,6 @@ def apply_flip(switch: FleetSwitch, flip: FleetFlip, now: datetime) -> FleetSwit
         applied_at=now,
         flips=switch.flips + 1,
     )
-
-
-class FleetGateInput(BaseModel):
-    """What the gate step is asked before an act is dispatched."""
-
-    task_id: str
-    wait_s: float = Field(
-        default=30.0,
-        ge=0,
-        description="How long the step itself waits for a paused switch to be resumed before it "
-        "answers (the workflow asks again): a resume lets the task act within a fraction of a "
-        "second instead of at its next timer.",
-    )
-    # Fleet-wide harness cool-down (GOV-10): releases the fleet has not heard of yet.
-    failures: list[HarnessFailure] = Field(default_factory=list, max_length=50)
-
-
-class FleetGateAnswer(BaseModel):
-    """The gate's answer: act, or not, and why."""
-
-    may_act: bool
-    fleet_id: str = DEFAULT_FLEET_ID
-    switch: FleetSwitch | None = None
-    unreadable: str | None = Field(
-        default=None,
-        description="The switch could not be read: the task does not act (fail closed).",
-    )
-    # Fleet-wide harness cool-down (GOV-10): harnesses out of every pool, and until when.
-    cooling: dict[str, datetime] = Field(default_factory=dict)
 
 
 def pause_wait(waited: timedelta) -> timedelta:

@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from landed.task.consent import unreadable
+from landed.governance.consent import unreadable
 from landed.task.gate_spec import Contacts
 from landed.util.strictjson import DuplicateKey, loads
 

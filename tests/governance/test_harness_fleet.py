@@ -5,16 +5,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from landed.cli.fleet_harness import cooling_lines
-from landed.task.harness import (
+from landed.governance.harness import (
     COOL_AFTER,
     COOL_DOWN,
     COOL_WINDOW,
-    HarnessFailure,
     HarnessHealth,
     HarnessPool,
     cooling_at,
     fleet_failed,
 )
+from landed.task.gate_messages import HarnessFailure
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

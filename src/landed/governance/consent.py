@@ -15,17 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-
 from landed.probes.contract import RecordProbe
 from landed.receipts.model import Receipt
+from landed.task.gate_messages import ConsentOutput
 from landed.task.gate_spec import Contacts
 from landed.task.messages import ActReport
 
 __all__ = [
     "CONSENT_QUERY",
-    "ConsentInput",
-    "ConsentOutput",
     "blocked_report",
     "consent_probe",
     "judge_consent",
@@ -39,19 +36,6 @@ CONSENT_QUERY = (
     "(select count(*) from contact_consent where recipient = ? and channel in (?, '*')) "
     "as consent"
 )
-
-
-class ConsentInput(BaseModel):
-    task_id: str
-    contacts: Contacts
-
-
-class ConsentOutput(BaseModel):
-    """The verifier's answer: allowed, or the exact condition that refuses contact."""
-
-    allowed: bool
-    condition: str = ""
-    checked_by: str = ""
 
 
 def consent_probe(contacts: Contacts, *, postgres: bool = False) -> RecordProbe:

@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from landed.governance.approval import SignedDecision, same_name
+from landed.governance.approvers import is_actor, may_approve
 from landed.receipts.model import Approval, Receipt
-from landed.task.approval_sig import SignedDecision
-from landed.task.approvers import is_actor, may_approve, same_name
 from landed.task.messages import ActReport
 from landed.task.spec import TaskSpec
 
@@ -99,7 +99,7 @@ def refusal(
     """Why a decision by ``by`` is refused (None: it is accepted). Each reason names the fix.
     ``actors``: the actor role's configured identities and those seen acting; ``groups``: the
     runner's approver groups, which ``approval.approver`` may name. The signature is checked
-    apart (``landed.task.approvers.signed_refusal``)."""
+    apart (``landed.governance.approvers.signed_refusal``)."""
     if decided is not None:
         return (
             f"task {spec.task_id!r} was already {decided.decision} by "

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Annotated
 
 from pydantic import BaseModel, Field
 
+from landed.task.gate_messages import HarnessFailure
 from landed.task.messages import ActReport
 
 __all__ = [
@@ -23,7 +23,6 @@ __all__ = [
     "COOL_WINDOW",
     "HARNESS_UNAVAILABLE",
     "HarnessChoice",
-    "HarnessFailure",
     "HarnessHealth",
     "HarnessPool",
     "HarnessRelease",
@@ -159,16 +158,6 @@ class HarnessPool:
 
 
 # --- fleet-wide cool-down: one harness's failures counted across every task ------------------
-
-
-class HarnessFailure(BaseModel):
-    """A release reported to the fleet's control workflow; ``key`` makes a re-sent report
-    (a retried gate step) count once."""
-
-    queue: Annotated[str, Field(min_length=1, max_length=400)]
-    at: datetime
-    key: Annotated[str, Field(min_length=1, max_length=400)]
-    error: Annotated[str, Field(max_length=500)] = ""
 
 
 class HarnessHealth(BaseModel):

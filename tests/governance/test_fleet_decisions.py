@@ -5,19 +5,20 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from landed.receipts.grading import evaluate
-from landed.receipts.model import Cost, LandedExtension, Receipt
-from landed.receipts.scorecard import ScoreTally
-from landed.task.cost import VerifySpend, cost_by_phase
-from landed.task.fleet import FleetGateAnswer, FleetSwitch, blocked_by_switch, pause_wait
-from landed.task.governance import blocker_of
-from landed.task.harness import (
+from landed.governance.cost import VerifySpend, cost_by_phase
+from landed.governance.fleet import blocked_by_switch, pause_wait
+from landed.governance.harness import (
     COOL_AFTER,
     COOL_DOWN,
     HarnessPool,
     HarnessRelease,
     release_backoff,
 )
+from landed.governance.receipt import blocker_of
+from landed.receipts.grading import evaluate
+from landed.receipts.model import Cost, LandedExtension, Receipt
+from landed.receipts.scorecard import ScoreTally
+from landed.task.gate_messages import FleetGateAnswer, FleetSwitch
 from landed.task.messages import ActReport
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

@@ -10,12 +10,8 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 import landed
-from landed.receipts.grading import evaluate
-from landed.receipts.scorecard import ScoreTally
-from landed.signing import TrustStore
-from landed.task.consent import Contacts, blocked_report, judge_consent
-from landed.task.decisions import RunFacts, graded_receipt
-from landed.task.gates import (
+from landed.governance.consent import blocked_report, judge_consent
+from landed.governance.gates import (
     ApprovalDecision,
     gate_kind,
     held_report,
@@ -23,9 +19,14 @@ from landed.task.gates import (
     rejected_report,
     with_gate,
 )
+from landed.governance.time_cap import effective_time_cap, past_time_cap, time_capped
+from landed.receipts.grading import evaluate
+from landed.receipts.scorecard import ScoreTally
+from landed.signing import TrustStore
+from landed.task.decisions import RunFacts, graded_receipt
+from landed.task.gate_spec import Contacts
 from landed.task.messages import ActReport, spec_digest
 from landed.task.spec import TaskSpec
-from landed.task.time_cap import effective_time_cap, past_time_cap, time_capped
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 

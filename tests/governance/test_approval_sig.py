@@ -12,17 +12,18 @@ import pytest
 from typer.testing import CliRunner
 
 from landed.cli import app
-from landed.receipts.grading import evaluate, unapproved
-from landed.receipts.ladder import ProofLevel, Status
-from landed.receipts.model import Receipt
-from landed.signing import KeyPair, SigningError
-from landed.task.approval_sig import (
+from landed.governance.approval import (
     SignedDecision,
     receipt_approval_problem,
     sign_decision,
     signature_problem,
 )
-from landed.task.approvers import ApproverKey, ApproverTrust, signed_refusal
+from landed.governance.approvers import signed_refusal
+from landed.receipts.grading import evaluate, unapproved
+from landed.receipts.ladder import ProofLevel, Status
+from landed.receipts.model import Receipt
+from landed.signing import KeyPair, SigningError
+from landed.task.trust import ApproverKey, ApproverTrust
 from landed.temporal.approver_keys import approver_file_name, load_approvers
 from landed.temporal.settings import RunnerSettings
 

@@ -14,8 +14,8 @@ from temporalio.api.enums.v1 import WorkflowExecutionStatus
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from landed.task.fleet import FleetSwitch
-from landed.task.harness import HarnessHealth
+from landed.governance.harness import HarnessHealth
+from landed.task.gate_messages import FleetSwitch
 
 __all__ = ["HARNESS_MEMO", "SWITCH_MEMO", "SwitchRead", "read_switch"]
 

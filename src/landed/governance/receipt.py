@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from landed.task.cost import VerifySpend, cost_by_phase
-from landed.task.fleet import FleetGateAnswer
+from landed.governance.cost import VerifySpend, cost_by_phase
+from landed.task.gate_messages import FleetGateAnswer
 from landed.task.messages import ActReport
 
 __all__ = ["blocker_of", "fleet_fields"]

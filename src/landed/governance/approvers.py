@@ -1,32 +1,26 @@
-"""Who may approve, as the runner's operator configured it (GOV-5): the approvers' public keys,
-each bound to a person's name, the groups a task's ``approval.approver`` may name, and the actor
-identities that may never approve. Pure: the runner reads the files (``landed.temporal.
-approver_keys``) and hands this over in its routing, recorded in history.
+"""Who may approve, as the runner's operator configured it (GOV-5): whether a person is the
+task's approver or in the group it names, whether a name is the actor's (who may never approve),
+and whether a decision's signature counts. Pure: the runner reads the key files
+(``landed.temporal.approver_keys``) and hands them over in its routing, recorded in history, as
+the wire contract's ``landed.task.trust.ApproverTrust``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from pydantic import BaseModel, ConfigDict, Field
-
-from landed.signing import key_id_of
-from landed.task.approval_sig import (
+from landed.governance.approval import (
     SignedDecision,
     binding_problem,
     same_name,
     signature_problem,
 )
+from landed.task.trust import ApproverTrust
 
 __all__ = [
     "APPROVERS_SETTING",
-    "ApproverKey",
-    "ApproverTrust",
     "is_actor",
-    "same_name",
+    "may_approve",
     "signed_refusal",
 ]
 
@@ -36,40 +30,6 @@ _HOW = (
     "make one with `landed keys new --role approver --name NAME` and add its .pub file to "
     f"the runner's {APPROVERS_SETTING}"
 )
-
-
-class ApproverKey(BaseModel):
-    """One approver's public key and the person it stands for."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(min_length=1, max_length=200)
-    pem: str = Field(min_length=1, max_length=4096)
-
-
-class ApproverTrust(BaseModel):
-    """The runner's approver configuration, carried in its routing."""
-
-    model_config = ConfigDict(extra="forbid")
-    keys: list[ApproverKey] = Field(default_factory=list)
-    groups: dict[str, list[str]] = Field(
-        default_factory=dict, description="A group a task may name as its approver -> names."
-    )
-    actor_identities: list[str] = Field(
-        default_factory=list, description="The actor role's configured identities."
-    )
-
-    def public_keys(self) -> dict[str, tuple[str, Ed25519PublicKey]]:
-        """key id -> (name, key); a PEM that is not an Ed25519 public key is left out (fewer
-        trusted keys only ever refuse more)."""
-        out: dict[str, tuple[str, Ed25519PublicKey]] = {}
-        for entry in self.keys:
-            try:
-                key = serialization.load_pem_public_key(entry.pem.encode())
-            except (ValueError, TypeError, UnsupportedAlgorithm):
-                continue
-            if isinstance(key, Ed25519PublicKey):
-                out[key_id_of(key)] = (entry.name, key)
-        return out
 
 
 def is_actor(name: str, actors: list[str]) -> bool:
