@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 import pytest
+from helpers.histories import HISTORIES, keep
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
@@ -111,6 +112,7 @@ async def test_the_witness_holds_only_the_runners_heads_in_order(temporal_dev: s
     )
     await replayer.replay_workflow(history)
     await replayer.replay_workflow(first_history)
+    keep(first_history, HISTORIES / "witness" / "continued_as_new.json")
 
 
 async def _until(check: Callable[[], Awaitable[bool]], what: str) -> None:

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers.histories import HISTORIES, all_workflows, patches
 from helpers.source import parse_many
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
@@ -16,13 +17,8 @@ from temporalio.worker import Replayer
 from landed.task.names import TRIPWIRE_WORKFLOW
 from landed.temporal.plugin import landed_plugin
 from landed.workflows import versions
-from landed.workflows.agent_task import AgentTask
-from landed.workflows.recheck import Recheck
-from landed.workflows.rollout_gate import RolloutGate
-from landed.workflows.verify_claim import VerifyClaim
 
 ROOT = Path(__file__).resolve().parents[2]
-HISTORIES = ROOT / "tests" / "temporal" / "histories"
 # The patches the pinned workflows held when they became pinned: each goes in its release, and
 # no new one joins them (a pinned workflow changes by a new build).
 PINNED_KEPT = {
@@ -111,19 +107,8 @@ def test_the_claim_again_marker_keeps_the_ids_histories_hold() -> None:
     recorded = set()
     for path in (HISTORIES / "claim_then_timer").glob("*.json"):
         history = WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))
-        recorded |= set(_patches(history))
+        recorded |= set(patches(history))
     assert recorded == {versions.claim_again_patch(1), versions.claim_again_patch(2)}
-
-
-def _patches(history: WorkflowHistory) -> list[str]:
-    ids = []
-    for event in history.events:
-        if event.HasField("marker_recorded_event_attributes"):
-            marker = event.marker_recorded_event_attributes
-            if marker.marker_name == "core_patch":
-                for payloads in marker.details.values():
-                    ids += [json.loads(p.data).get("id") for p in payloads.payloads]
-    return ids
 
 
 # Recorded with a timer between the claim and the act (an interceptor of test_agent_task,
@@ -137,10 +122,26 @@ COMMITTED = sorted(
 @pytest.mark.parametrize("path", COMMITTED, ids=[str(p.relative_to(HISTORIES)) for p in COMMITTED])
 async def test_each_committed_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))
-    for patch in _patches(history):
+    for patch in patches(history):
         assert patch in {p.id for p in versions.PATCHES}, (path.name, patch)
-    replayer = Replayer(
-        workflows=[AgentTask, Recheck, VerifyClaim, RolloutGate], plugins=[landed_plugin()]
-    )
+    replayer = Replayer(workflows=all_workflows(), plugins=[landed_plugin()])
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, (path.name, result.replay_failure)
+
+
+def _workflow_type(path: Path) -> str:
+    for event in json.loads(path.read_text())["events"]:
+        started = event.get("workflowExecutionStartedEventAttributes")
+        if started:
+            return str(started["workflowType"]["name"])
+    raise AssertionError(f"{path}: no workflow start event")
+
+
+def test_every_workflow_has_a_committed_history() -> None:
+    """A workflow without one could change its commands unnoticed: its running instances
+    would then fail to replay after a deploy."""
+    kept = {_workflow_type(path) for path in HISTORIES.rglob("*.json")}
+    names = {getattr(cls, "__temporal_workflow_definition").name for cls in all_workflows()}
+    assert names - kept == set(), (
+        "record them: LANDED_RECORD_HISTORIES=1 pytest tests/temporal/test_small_histories.py"
+    )
