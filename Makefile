@@ -64,6 +64,7 @@ test-fast: $(STAMP)
 # site itself is built with --strict by that test, part of `make test`.
 docs: $(STAMP)
 	$(PY) docs/scripts/cli_reference.py
+	$(PY) docs/scripts/rooms.py
 
 bench: $(STAMP)
 	$(PY) -m bench

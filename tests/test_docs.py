@@ -84,9 +84,9 @@ class _IgnoreTags(yaml.SafeLoader):
 _IgnoreTags.add_multi_constructor("tag:yaml.org,2002:python/", lambda *_: None)
 
 
-def _generator() -> ModuleType:
-    path = DOCS / "scripts" / "cli_reference.py"
-    spec = importlib.util.spec_from_file_location("cli_reference", path)
+def _generator(name: str = "cli_reference") -> ModuleType:
+    path = DOCS / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -97,6 +97,17 @@ def test_the_cli_reference_is_the_apps() -> None:
     rendered = _generator().render()
     committed = (DOCS / "reference" / "cli.md").read_text()
     assert rendered == committed, "docs/reference/cli.md is stale: run `make docs`"
+
+
+def test_the_room_table_is_the_docstrings() -> None:
+    """docs/architecture.md's room table is rendered from each room's and module's docstring."""
+    rooms = _generator("rooms")
+    assert rooms.page() == (DOCS / "architecture.md").read_text(), (
+        "the room table of docs/architecture.md is stale: run `make docs`"
+    )
+    table = rooms.render()
+    for room in rooms.rooms():  # every room of the import contract has its row
+        assert f"| `{room}" in table, room
 
 
 def test_the_cli_reference_lists_every_command() -> None:
