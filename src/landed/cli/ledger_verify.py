@@ -50,44 +50,71 @@ async def _walk(
         return ledger.url, report
 
 
+HeadKeysOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--trust",
+        metavar="KEY.pub|DIR",
+        help="The runner's head public key(s) (LANDED_RUNNER_HEAD_KEY's .pub); repeatable.",
+    ),
+]
+ChainOnlyOption = Annotated[
+    bool,
+    typer.Option(
+        "--chain-only",
+        help="Check the links alone, without signed heads: a table owner who recomputes "
+        "the whole chain then passes.",
+    ),
+]
+MaxUnsignedOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-unsigned",
+        min=0,
+        metavar="N",
+        help="Also report more than N rows after the last trusted signed head.",
+    ),
+]
+ForeignAfterSecondsOption = Annotated[
+    float,
+    typer.Option(
+        "--foreign-after",
+        min=0,
+        metavar="SECONDS",
+        help="Name a row no trusted head vouches for, this old, as foreign (the runner "
+        "signs its own rows within its head interval).",
+    ),
+]
+
+
+def _trust_store(
+    trust: list[Path] | None, chain_only: bool, witnessed: bool, json_error: str | None
+) -> TrustStore | None:
+    """The runner's head keys to check the signed heads with (None: --chain-only)."""
+    if not trust and not chain_only:
+        raise fail(
+            "pass --trust RUNNER_HEAD_KEY.pub (the public half of the runner's "
+            "LANDED_RUNNER_HEAD_KEY) to check the signed heads, or --chain-only to check the "
+            "links alone",
+            EXIT_USAGE,
+            json_error=json_error,
+        )
+    try:
+        store = TrustStore.load(trust) if trust else None
+    except SigningError as exc:
+        raise fail(str(exc), EXIT_USAGE, json_error=json_error) from None
+    if witnessed and store is None:
+        raise fail("--witness needs --trust", EXIT_USAGE, json_error=json_error)
+    return store
+
+
 @ledger_app.command("verify")
 def verify_ledger(
     ledger: LedgerOption = None,
-    trust: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--trust",
-            metavar="KEY.pub|DIR",
-            help="The runner's head public key(s) (LANDED_RUNNER_HEAD_KEY's .pub); repeatable.",
-        ),
-    ] = None,
-    chain_only: Annotated[
-        bool,
-        typer.Option(
-            "--chain-only",
-            help="Check the links alone, without signed heads: a table owner who recomputes "
-            "the whole chain then passes.",
-        ),
-    ] = False,
-    max_unsigned: Annotated[
-        int | None,
-        typer.Option(
-            "--max-unsigned",
-            min=0,
-            metavar="N",
-            help="Also report more than N rows after the last trusted signed head.",
-        ),
-    ] = None,
-    foreign_after: Annotated[
-        float,
-        typer.Option(
-            "--foreign-after",
-            min=0,
-            metavar="SECONDS",
-            help="Name a row no trusted head vouches for, this old, as foreign (the runner "
-            "signs its own rows within its head interval).",
-        ),
-    ] = DEFAULT_FOREIGN_AFTER_S,
+    trust: HeadKeysOption = None,
+    chain_only: ChainOnlyOption = False,
+    max_unsigned: MaxUnsignedOption = None,
+    foreign_after: ForeignAfterSecondsOption = DEFAULT_FOREIGN_AFTER_S,
     as_json: Annotated[
         bool, typer.Option("--json", help="One JSON object: the report and its findings.")
     ] = False,
@@ -114,21 +141,8 @@ def verify_ledger(
     finding names the row's sequence); 2 usage (neither --trust nor --chain-only, a bad key
     file); 3 no ledger there, or it (or its witness) could not be read.
     """
-    json_error = "usage" if as_json else None
-    if not trust and not chain_only:
-        raise fail(
-            "pass --trust RUNNER_HEAD_KEY.pub (the public half of the runner's "
-            "LANDED_RUNNER_HEAD_KEY) to check the signed heads, or --chain-only to check the "
-            "links alone",
-            EXIT_USAGE,
-            json_error=json_error,
-        )
-    try:
-        store = TrustStore.load(trust) if trust else None
-    except SigningError as exc:
-        raise fail(str(exc), EXIT_USAGE, json_error=json_error) from None
-    if (witness or witness_file) and store is None:
-        raise fail("--witness needs --trust", EXIT_USAGE, json_error=json_error)
+    witnessed = witness or witness_file is not None
+    store = _trust_store(trust, chain_only, witnessed, "usage" if as_json else None)
     try:
         read = witness_reader(witness, witness_file, address, namespace)
         where, report = asyncio.run(_walk(ledger, store, max_unsigned, foreign_after, read))

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -17,6 +17,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 from landed.cli.out import fail
 from landed.cli.root import app
+
+if TYPE_CHECKING:
+    from landed.cli.reconcile_tail import Offset
 
 __all__ = ["reconcile_command"]
 
@@ -71,25 +74,10 @@ def reconcile_command(
     that is invalid or holds a contract a bad write would pass; 130 interrupted
     (claims already started run on, and a restart attaches to them).
     """
-    from landed.cli.reconcile_tail import Tail, load_offset, state_path_for
+    from landed.cli.reconcile_tail import Tail
 
     path = None if stream == "-" else Path(stream)
-    if follow and path is None:
-        raise fail(
-            "--follow needs a file, not stdin; give the path of the JSONL file",
-            2,
-            json_error="usage" if as_json else None,
-        )
-    state_file = (state or state_path_for(path)) if follow and path is not None else None
-    try:
-        resume = load_offset(state_file) if state_file is not None else None
-        if path is not None:
-            path.stat()
-    except (ValueError, OSError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise fail(
-            f"cannot read {stream}: {why}", 3, json_error="unreadable stream" if as_json else None
-        ) from None
+    state_file, resume = _resume_point(stream, path, follow, state, as_json)
     judge = _contracts(contracts, as_json)
     tail = Tail(path, max_line=max_line, follow=follow, resume=resume, idle=until_idle)
     try:
@@ -112,6 +100,32 @@ def reconcile_command(
         raise typer.Exit(1)
     if tally.invalid:
         raise typer.Exit(3)
+
+
+def _resume_point(
+    stream: str, path: Path | None, follow: bool, state: Path | None, as_json: bool
+) -> tuple[Path | None, Offset | None]:
+    """Where --follow keeps its committed offset, and the offset to resume from; the stream's
+    file must be there (exit 2 for --follow on stdin, 3 for a file or state that is unreadable)."""
+    from landed.cli.reconcile_tail import load_offset, state_path_for
+
+    if follow and path is None:
+        raise fail(
+            "--follow needs a file, not stdin; give the path of the JSONL file",
+            2,
+            json_error="usage" if as_json else None,
+        )
+    state_file = (state or state_path_for(path)) if follow and path is not None else None
+    try:
+        resume = load_offset(state_file) if state_file is not None else None
+        if path is not None:
+            path.stat()
+    except (ValueError, OSError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise fail(
+            f"cannot read {stream}: {why}", 3, json_error="unreadable stream" if as_json else None
+        ) from None
+    return state_file, resume
 
 
 def _contracts(path: Path | None, as_json: bool) -> Any:
