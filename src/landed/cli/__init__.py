@@ -25,6 +25,8 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "deploy": ("deploy",),
     "dev": ("dev",),
     "exporter": ("exporter",),
+    "explain": ("explain",),
+    "doctor": ("doctor",),
     "pause": ("fleet",),
     "resume": ("fleet",),
     "status": ("fleet",),

@@ -7,6 +7,7 @@ import contextlib
 import json
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +100,57 @@ async def _exporter(stack: DevStack, info: dict[str, Any]) -> Exporter:
     return await serve_beside(ledger_url, info["web_ui"], port, keys)
 
 
+def _say_reload(as_json: bool) -> Callable[[dict[str, Any]], None]:
+    """How ``--reload`` reports each restart of the actor: one line, JSON under --json."""
+
+    def say(event: dict[str, Any]) -> None:
+        if as_json:
+            print(json.dumps(event), flush=True)
+        elif event["event"] == "reloaded":
+            changed = ", ".join(event["changed"])
+            print(
+                f"landed dev: reloaded the actor ({changed} changed), pid {event['pid']}",
+                flush=True,
+            )
+        else:
+            print(f"landed dev: {event['message']}", file=sys.stderr, flush=True)
+
+    return say
+
+
+async def _serve(
+    stack: DevStack, logs: str, stop: asyncio.Event, as_json: bool, reload: bool
+) -> int:
+    """Run until asked to stop (0) or a process dies (1); with ``reload``, the actor restarts
+    when an act module changes, and an actor that failed to start after a change waits for
+    the next one instead of stopping the stack."""
+    from landed.dev.reload import ActReloader
+
+    reloader = ActReloader(stack, _say_reload(as_json)).prepare() if reload else None
+    watching = asyncio.ensure_future(reloader.run()) if reloader is not None else None
+    try:
+        while not stop.is_set():
+            held = ("actor",) if reloader is not None and reloader.holds_actor else ()
+            dead = stack.dead_role(ignore=held)
+            if dead is None and watching is not None and watching.done():
+                watching.result()  # the watch failed: say why
+            if dead is not None:
+                message = f"{dead} exited unexpectedly; stopping (see {logs})"
+                print(f"landed dev: {message}", file=sys.stderr)
+                if as_json:
+                    print(json.dumps({"event": "exited", "role": dead, "message": message}))
+                return 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=1.0)
+        return 0
+    finally:
+        if reloader is not None and watching is not None:
+            reloader.stop()
+            # A restart in progress may finish first; a stop is not held up longer than this.
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(watching, timeout=10.0)
+
+
 async def _run_dev(
     home: Path,
     in_memory: bool,
@@ -107,6 +159,7 @@ async def _run_dev(
     ui_port: int,
     as_json: bool,
     otlp: dict[str, dict[str, str]],
+    reload: bool = False,
 ) -> int:
     from landed.dev.stack import DevStack
 
@@ -166,17 +219,7 @@ async def _run_dev(
                     )
                 print(f"Submit tasks: TEMPORAL_ADDRESS={info['temporal']} landed submit task.json")
                 print("Ctrl-C stops everything.", flush=True)
-            while not stop.is_set():
-                dead = stack.dead_role()
-                if dead is not None:
-                    message = f"{dead} exited unexpectedly; stopping (see {info['logs']})"
-                    print(f"landed dev: {message}", file=sys.stderr)
-                    if as_json:
-                        print(json.dumps({"event": "exited", "role": dead, "message": message}))
-                    status = 1
-                    break
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=1.0)
+            status = await _serve(stack, info["logs"], stop, as_json, reload)
         finally:
             if exporter is not None:
                 await exporter.stop()
@@ -206,6 +249,12 @@ def dev(
     otlp_protocol: str = typer.Option(
         "http/protobuf", "--otlp-protocol", help="http/protobuf (port 4318) or grpc (4317)."
     ),
+    reload: bool = typer.Option(
+        False,
+        "--reload",
+        help="Restart the actor (only the actor) when an act module of LANDED_ACTOR_ACTS "
+        "changes on disk; one line per reload.",
+    ),
 ) -> None:
     """Start Temporal's dev server (SQLite under --dir, WAL, 127.0.0.1) and the actor, verifier
     and runner as separate processes; print every address; stop all on Ctrl-C or SIGTERM.
@@ -216,6 +265,11 @@ def dev(
     (comma-separated); its HOME is <dir>/actor unless HOME is named.
     No role reads your Temporal profile file.
 
+    With --reload, a change to an act module named in LANDED_ACTOR_ACTS (a package: any .py
+    file in it) restarts the actor alone, once its acts in flight finish; the next task runs
+    the changed act. Each reload prints one line ({"event": "reloaded"} under --json); an
+    actor that fails to start after a change says why and waits for the next save.
+
     Exit codes: 0 stopped on request; 1 a process died; 3 could not start (message names why;
     under --json also as one {"error", "message"} object on stdout).
     """
@@ -223,7 +277,9 @@ def dev(
 
     try:
         env = otlp_env(otlp, otlp_protocol)
-        status = asyncio.run(_run_dev(home, in_memory, headless, port, ui_port, as_json, env))
+        status = asyncio.run(
+            _run_dev(home, in_memory, headless, port, ui_port, as_json, env, reload)
+        )
     except DevError as exc:
         raise fail(f"landed dev: {exc}", 3, json_error="start" if as_json else None) from None
     except OSError as exc:  # the --dir cannot hold what the stack writes (a file where a

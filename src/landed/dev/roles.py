@@ -155,11 +155,16 @@ class RoleProcess:
     cwd: Path | None = None
     proc: subprocess.Popen[bytes] | None = None
     ready: dict[str, Any] | None = None
+    #: Add to the log instead of starting it afresh (a restart keeps the earlier run's lines).
+    append: bool = False
     _log: IO[bytes] | None = None
+    _log_start: int = 0
 
     def start(self) -> RoleProcess:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_file.open("wb")
+        self._log = self.log_file.open("ab" if self.append else "wb")
+        # The ready line is looked for only in what this run writes.
+        self._log_start = self._log.tell()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "landed", "worker", self.role],
             env=self.env,
@@ -181,7 +186,9 @@ class RoleProcess:
         """The role's ready line once it printed one; raises if the process already exited."""
         if self.ready is not None:
             return self.ready
-        text = self.log_file.read_text(errors="replace")
+        with self.log_file.open("rb") as log:
+            log.seek(self._log_start)
+            text = log.read().decode(errors="replace")
         for line in text.splitlines():
             if line.startswith("{"):
                 try:

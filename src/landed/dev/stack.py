@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -208,7 +208,9 @@ class DevStack:
                 await starting
             raise
 
-    def start_role(self, role: str) -> RoleProcess:
+    def start_role(self, role: str, *, append: bool = False) -> RoleProcess:
+        """Start ``role`` (stopping its running process first); ``append``: its log keeps the
+        earlier run's lines (``landed dev --reload``)."""
         old = self.roles.get(role)
         if old is not None:
             old.stop(grace=self._stop_grace(role))
@@ -217,6 +219,7 @@ class DevStack:
             env=self.role_environment(role),
             log_file=self.home / "logs" / f"{role}.log",
             cwd=self.role_dir(role),
+            append=append,
         ).start()
         self.roles[role] = proc
         return proc
@@ -245,8 +248,12 @@ class DevStack:
             },
         }
 
-    def dead_role(self) -> str | None:
+    def dead_role(self, ignore: Collection[str] = ()) -> str | None:
+        """The first process that exited: a role, or "temporal"; roles in ``ignore`` (the
+        actor while ``--reload`` restarts it) are not looked at."""
         for role, proc in self.roles.items():
+            if role in ignore:
+                continue
             if proc.proc is not None and proc.proc.poll() is not None:
                 return role
         server = self.server.proc if self.server is not None else None
