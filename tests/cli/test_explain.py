@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from landed.cli import app
-from landed.cli.rules import RULES, find_rule, rule_ids
+from landed.receipts.rules import RULES, find_rule, rule_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES_FILE = ROOT / "src" / "landed" / "cli" / "rules.py"
@@ -46,7 +46,7 @@ def test_every_rule_id_landed_names_is_in_the_catalogue() -> None:
     missing = {rule: str(path.relative_to(ROOT)) for rule, path in used.items()}
     for rule in rule_ids():
         missing.pop(rule, None)
-    assert missing == {}, "add these rules to landed.cli.rules"
+    assert missing == {}, "add these rules to landed.receipts.rules"
 
 
 def test_the_catalogue_holds_no_rule_landed_never_names() -> None:

@@ -1,5 +1,6 @@
 """``landed explain [RULE]``: what a rule of the Definition of Done or of landed's governance
-means, how landed holds it and where it shows, from the one catalogue (``landed.cli.rules``)."""
+means, how landed holds it and where it shows, from the one catalogue
+(``landed.receipts.rules``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from rich.table import Table
 
 from landed.cli.out import ReportConsole, emit, fail
 from landed.cli.root import app
-from landed.cli.rules import RULES, Rule, find_rule, rule_ids
+from landed.receipts.rules import RULES, Rule, find_rule, rule_ids
 
 __all__ = ["explain"]
 
