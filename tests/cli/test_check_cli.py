@@ -103,6 +103,7 @@ def test_exit_1_when_a_done_claim_misses_its_bar(tmp_path: Path) -> None:
     # the proven claim reads DONE on its row, the unproven one NOT DONE
     assert "DONE" in rows["a"] and "NOT DONE" not in rows["a"]
     assert "NOT DONE" in rows["line-2"]
+    assert b"landed explain RULE" in proc.stdout
 
 
 @pytest.mark.slow

@@ -67,6 +67,8 @@ def render_text(report: CheckReport, scorecard: Scorecard, console: Console) -> 
                 console.print(
                     f"    {rule:<6} {_safe(message)}", markup=False, highlight=False, soft_wrap=True
                 )
+        if explained:
+            console.print("  (landed explain RULE says what a rule means)", highlight=False)
     if report.hidden_tasks:
         console.print(
             f"... {report.hidden_tasks:,} more task(s) not shown, {report.hidden_missed:,} of "
