@@ -88,17 +88,16 @@ if TYPE_CHECKING:
         TaskSpecError,
     )
     from landed.task.validate import check_spec
-    from landed.temporal.client import (
-        Client,
+    from landed.temporal.client import Client
+    from landed.temporal.client_errors import (
         NamespaceNotReady,
         NotDone,
         RunnerNotAnswering,
-        TaskHandle,
         TaskIdReused,
         TaskNotSettled,
-        TaskStatus,
         TemporalUnreachable,
     )
+    from landed.temporal.handle import TaskHandle, TaskStatus
     from landed.temporal.role_check import TaskRefused
     from landed.util.leave import run_main
 
@@ -110,15 +109,15 @@ _EXPORTS: dict[str, str] = {
     "ActContext": "landed.task.acts",
     "act": "landed.task.acts",
     "Client": "landed.temporal.client",
-    "NotDone": "landed.temporal.client",
-    "RunnerNotAnswering": "landed.temporal.client",
-    "TemporalUnreachable": "landed.temporal.client",
-    "TaskHandle": "landed.temporal.client",
-    "TaskIdReused": "landed.temporal.client",
-    "TaskNotSettled": "landed.temporal.client",
+    "NotDone": "landed.temporal.client_errors",
+    "RunnerNotAnswering": "landed.temporal.client_errors",
+    "TemporalUnreachable": "landed.temporal.client_errors",
+    "TaskHandle": "landed.temporal.handle",
+    "TaskIdReused": "landed.temporal.client_errors",
+    "TaskNotSettled": "landed.temporal.client_errors",
     "TaskRefused": "landed.temporal.role_check",
-    "TaskStatus": "landed.temporal.client",
-    "NamespaceNotReady": "landed.temporal.client",
+    "TaskStatus": "landed.temporal.handle",
+    "NamespaceNotReady": "landed.temporal.client_errors",
     "AtLeast": "landed.probes.contract",
     "Change": "landed.probes.contract",
     "CallLogProbe": "landed.probes.contract",

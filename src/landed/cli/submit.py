@@ -229,7 +229,7 @@ def _submit_failure(exc: Exception) -> tuple[str, int, str]:
     from temporalio.client import WorkflowFailureError
     from temporalio.service import RPCError
 
-    from landed.temporal.client import (
+    from landed.temporal.client_errors import (
         NamespaceNotReady,
         TaskIdReused,
         TaskNotSettled,

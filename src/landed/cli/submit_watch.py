@@ -15,7 +15,7 @@ from temporalio.api.enums.v1 import EventType
 
 from landed.receipts.model import Receipt
 from landed.task.names import ACT_ACTIVITY, VERIFY_ACTIVITY
-from landed.temporal.client import TaskHandle
+from landed.temporal.handle import TaskHandle
 
 __all__ = ["STEPS", "watch", "web_ui_base", "web_ui_link"]
 

@@ -19,7 +19,7 @@ from landed.receipts.model import Receipt
 from landed.task.claim_grade import claim_spec
 from landed.task.claims_in import VerifyClaimInput, claim_workflow_id
 from landed.task.names import VERIFY_CLAIM_WORKFLOW
-from landed.temporal.client import wait_result
+from landed.temporal.waits import wait_result
 
 __all__ = ["ClaimStarted", "other_claim", "start_claim", "wait_result"]
 

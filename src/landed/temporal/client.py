@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import random
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from datetime import timedelta
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, Field
 from temporalio.client import Client as TemporalClient
 from temporalio.client import (
     WorkflowExecutionStatus,
@@ -27,15 +22,13 @@ from temporalio.common import (
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
-from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 # Governance gates: a person's decision at the approval gate.
-from landed.governance.gates import Approve, GateView, Reject
 from landed.ledger.base import LedgerError
 from landed.receipts.model import Receipt
-from landed.signing import KeyPair
 from landed.task.messages import (
     LookupInput,
     LookupOutput,
@@ -48,77 +41,27 @@ from landed.task.names import AGENT_TASK_WORKFLOW, LOOKUP_WORKFLOW, SEARCH_ATTRI
 from landed.task.spec import TaskSpec
 from landed.task.validate import check_spec
 from landed.telemetry import tracing
-from landed.temporal.approvals import HeldTask, decide, list_held
+from landed.temporal.approvals import HeldTask, list_held
+from landed.temporal.client_errors import (
+    NamespaceNotReady,
+    NotDone,
+    RunnerNotAnswering,
+    TaskIdReused,
+    TaskNotSettled,
+    not_settled,
+    unreachable,
+)
+from landed.temporal.handle import TaskHandle, TaskStatus
 from landed.temporal.plugin import connect, connect_options, worker_identity
 from landed.temporal.role_check import RoleCheck, TaskRefused
 from landed.temporal.settings import DEFAULT_RUNNER_QUEUE
+from landed.temporal.waits import through_restart, wait_result
 
-__all__ = [
-    "Client",
-    "NamespaceNotReady",
-    "NotDone",
-    "RunnerNotAnswering",
-    "TaskHandle",
-    "TaskIdReused",
-    "TaskNotSettled",
-    "TaskRefused",
-    "TaskStatus",
-    "TemporalUnreachable",
-]
+__all__ = ["Client"]
 
 _OWNER = SearchAttributeKey.for_keyword("LandedOwner")
 _RUNG = SearchAttributeKey.for_keyword("LandedRung")
 _LOOP = SearchAttributeKey.for_keyword("LandedLoop")
-
-
-class TaskIdReused(ValueError):
-    """The task id belongs to another task (another spec): it cannot start, and the other
-    task's receipt is not this one's. Give the new task its own task_id."""
-
-
-class NamespaceNotReady(RuntimeError):
-    """The namespace lacks landed's search attributes (no runner has registered them)."""
-
-
-class NotDone(RuntimeError):
-    """The task settled, and it is not done (``client.run(..., raise_if_not_done=True)``).
-
-    ``receipt`` is the settled receipt; the message says why in one sentence."""
-
-    def __init__(self, receipt: Receipt) -> None:
-        self.receipt = receipt
-        super().__init__(
-            f"task {receipt.task_id!r} is NOT DONE (verdict {receipt.verdict}): {receipt.why}"
-        )
-
-
-class TemporalUnreachable(ConnectionError, RuntimeError):
-    """``Client.connect`` could not reach Temporal; the message names the address and the fix.
-
-    Also a RuntimeError, which the SDK raised here before, so existing handlers still catch it."""
-
-
-def _unreachable(target: str, exc: BaseException) -> TemporalUnreachable:
-    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return TemporalUnreachable(
-        f"cannot reach Temporal at {target} ({first[:300]}); start it with `landed dev` (it "
-        "prints the address), or set TEMPORAL_ADDRESS (or pass address=) to your server's "
-        "host:port"
-    )
-
-
-class TaskNotSettled(RuntimeError):
-    """The task's workflow closed without settling a receipt (failed, terminated, timed
-    out): there is no receipt to hand back, and a graded one must not pass for settled."""
-
-
-def _not_settled(task_id: str, how: str) -> str:
-    return (
-        f"task {task_id!r} ended {how} without a settled receipt; read why with `temporal "
-        f"workflow show --workflow-id {task_id}` and the runner's log; to run it again, fix the "
-        f"cause and submit it under a new task_id (this id stays taken by the closed run, and "
-        f"once Temporal forgets that run, a new run of it reads back and settles without acting)"
-    )
 
 
 # A query is answered by the runner's worker; one that is down or stalled must not hold the
@@ -128,139 +71,6 @@ _QUERY_TIMEOUT = timedelta(seconds=10)
 
 # How long a lookup of a forgotten task's receipt waits for a runner to read the ledger.
 _LOOKUP_TIMEOUT = timedelta(seconds=30)
-
-
-_T = TypeVar("_T")
-
-
-class RunnerNotAnswering(RuntimeError):
-    """The task is running, but no runner answered the query in time (stopped or stalled)."""
-
-
-# Temporal caps how many long polls one namespace serves at once ("namespace concurrent poller
-# limit exceeded", RESOURCE_EXHAUSTED): thousands of waiters in one process hit it, and the
-# SDK's own retries give up after a few tries. A waiter that is turned away only waits longer:
-# it tries again after a jittered, growing pause, so the waiters spread out instead of retrying
-# in step.
-_BUSY_FIRST_S = 0.2
-_BUSY_MAX_S = 10.0
-
-
-# A server that restarts (a deploy, a crash) answers UNAVAILABLE for a moment; a waiter waits
-# that long, and no longer: past it the server is gone, which the caller must hear.
-_UNAVAILABLE_FOR_S = 120.0
-
-
-async def wait_result(handle: WorkflowHandle[Any, Receipt]) -> Receipt:
-    """``handle.result()`` that waits through Temporal's poller limit and a server restart
-    instead of raising them (nothing was observed either time: the task runs on)."""
-    pause = _BUSY_FIRST_S
-    unavailable_since: float | None = None
-    while True:
-        try:
-            return await handle.result()
-        except RPCError as err:
-            now = time.monotonic()
-            if err.status == RPCStatusCode.UNAVAILABLE:
-                unavailable_since = unavailable_since or now
-                if now - unavailable_since > _UNAVAILABLE_FOR_S:
-                    raise
-            elif err.status == RPCStatusCode.RESOURCE_EXHAUSTED:
-                unavailable_since = None
-            else:
-                raise
-        await asyncio.sleep(random.uniform(pause / 2, pause))
-        pause = min(pause * 2, _BUSY_MAX_S)
-
-
-async def through_restart(call: Callable[[], Awaitable[_T]]) -> _T:
-    """``call()`` again while the server answers UNAVAILABLE ("shard status unknown" while it
-    recovers, a restart), for as long as a waiter waits: a start refused that way started nothing
-    (and a start that did land is found by its task id on the next try)."""
-    pause = _BUSY_FIRST_S
-    since: float | None = None
-    while True:
-        try:
-            return await call()
-        except RPCError as err:
-            now = time.monotonic()
-            since = since or now
-            if err.status != RPCStatusCode.UNAVAILABLE or now - since > _UNAVAILABLE_FOR_S:
-                raise
-        await asyncio.sleep(random.uniform(pause / 2, pause))
-        pause = min(pause * 2, _BUSY_MAX_S)
-
-
-class TaskStatus(BaseModel):
-    """Where a task stands: Temporal's execution status and landed's step, rung and verdict."""
-
-    task_id: str
-    execution: str = Field(
-        description="RUNNING, COMPLETED, FAILED, TIMED_OUT, ..., or FORGOTTEN: Temporal no "
-        "longer holds the run (its retention) and the receipt comes from the runner's ledger"
-    )
-    step: str
-    rung: str
-    verdict: str | None = None
-    settled: bool = False
-
-
-class TaskHandle:
-    """A started (or already existing) task."""
-
-    def __init__(
-        self, handle: WorkflowHandle[Any, Receipt], warnings: list[str], existing: bool
-    ) -> None:
-        self._handle = handle
-        self.task_id = handle.id
-        self.warnings = warnings
-        #: True when this task id was already submitted: nothing new was started.
-        self.existing = existing
-
-    @property
-    def run_id(self) -> str | None:
-        """The workflow run this handle follows (None when not known)."""
-        return self._handle.result_run_id or self._handle.run_id
-
-    @property
-    def workflow(self) -> WorkflowHandle[Any, Receipt]:
-        """The task's Temporal workflow handle (its history, its run)."""
-        return self._handle
-
-    async def result(self) -> Receipt:
-        """Wait for the settled receipt; TaskIdReused when the runner found the id settled in
-        its ledger for another task."""
-        try:
-            return await wait_result(self._handle)
-        except WorkflowFailureError as err:
-            cause: BaseException | None = err.cause
-            while cause is not None:
-                if isinstance(cause, ApplicationError) and cause.type == "TaskIdReused":
-                    raise TaskIdReused(cause.message) from err
-                cause = cause.__cause__ or getattr(cause, "cause", None)
-            raise TaskNotSettled(_not_settled(self.task_id, f"with {err.cause or err}")) from err
-
-    async def progress(self) -> Progress:
-        answer: Progress = await self._handle.query("progress", result_type=Progress)
-        return answer
-
-    # --- the approval gate (GOV-5; landed.temporal.approvals) ---------------------------------
-
-    async def approve(
-        self, by: str, note: str | None = None, *, key: KeyPair | Path | str | None = None
-    ) -> GateView:
-        """Approve the task waiting at its gate, as the person ``by``, signed with ``by``'s
-        approver key (a KeyPair or its .key file; default: LANDED_APPROVER_KEY); ApprovalRefused
-        when the task refuses (unsigned, a key the runner does not trust for it, an owner, not
-        waiting, already decided, unknown or settled)."""
-        return await decide(self._handle, Approve(by=by, note=note), key=key)
-
-    async def reject(
-        self, by: str, reason: str, *, key: KeyPair | Path | str | None = None
-    ) -> GateView:
-        """Reject the task waiting at its gate, signed as an approval is: it settles held,
-        nothing done."""
-        return await decide(self._handle, Reject(by=by, reason=reason), key=key)
 
 
 class Client:
@@ -310,7 +120,7 @@ class Client:
             )
         except RuntimeError as exc:  # the SDK's bare "Failed client connect: ..."
             target = connect_options(address=address, namespace=namespace, profile=profile)
-            raise _unreachable(str(target["target_host"]), exc) from exc
+            raise unreachable(str(target["target_host"]), exc) from exc
         queue = task_queue or os.environ.get("LANDED_TASK_QUEUE") or DEFAULT_RUNNER_QUEUE
         return cls(temporal, task_queue=queue, check_roles=check_roles)
 
@@ -360,7 +170,7 @@ class Client:
                 WorkflowExecutionStatus.CONTINUED_AS_NEW,
             ):
                 state = desc.status.name if desc.status is not None else "UNKNOWN"
-                raise TaskNotSettled(_not_settled(spec.task_id, state)) from None
+                raise TaskNotSettled(not_settled(spec.task_id, state)) from None
         except RPCError as exc:
             if exc.status == RPCStatusCode.INVALID_ARGUMENT and "search attribute" in str(exc):
                 names = " ".join(f"--name {n} --type Keyword" for n in SEARCH_ATTRIBUTES)
@@ -523,7 +333,7 @@ class Client:
             return settled
         if desc.status != WorkflowExecutionStatus.RUNNING:
             state = desc.status.name if desc.status is not None else "UNKNOWN"
-            raise TaskNotSettled(_not_settled(task_id, state))
+            raise TaskNotSettled(not_settled(task_id, state))
         try:
             answer: ReceiptQuery = await handle.query(
                 "receipt", result_type=ReceiptQuery, rpc_timeout=_QUERY_TIMEOUT
