@@ -109,7 +109,7 @@ def env_names(pod: Doc, objs: list[Doc]) -> set[str]:
 def separation_problems(objs: list[Doc]) -> list[str]:
     """Where a role's pod can read another role's Secret, or the actor's environment holds a
     source, signing key or ledger URL (DOD-2). Empty when each role sees only its own."""
-    from landed.temporal.workers import actor_env_problems
+    from landed.temporal.role_setup import actor_env_problems
 
     owners = {
         o["metadata"]["name"]: o["metadata"].get("labels", {}).get("landed.dev/role")

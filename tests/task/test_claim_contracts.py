@@ -27,8 +27,8 @@ from landed.task.claim_contracts import (
 from landed.task.claim_contracts_lint import parse_claim_contracts
 from landed.task.claim_grade import SELF_CHOSEN, evidence_receipt, no_read_back_reason
 from landed.task.claims_in import BadClaim, VerifyClaimInput, parse_claim, pin_claim
+from landed.temporal.role_setup import RoleError, check_settings
 from landed.temporal.settings import RunnerSettings
-from landed.temporal.workers import RoleError, check_settings
 
 ORDERS: dict[str, Any] = {
     "params": {"batch": "string", "count": "integer"},

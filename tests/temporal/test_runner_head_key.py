@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from landed.signing import KeyPair
+from landed.temporal.role_setup import RoleError, check_settings
 from landed.temporal.settings import RunnerSettings
-from landed.temporal.workers import RoleError, check_settings
 
 
 def test_the_runner_refuses_the_verifiers_key_or_a_missing_one_as_its_head_key(

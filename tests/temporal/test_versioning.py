@@ -30,9 +30,10 @@ from temporalio.worker import (
 from landed.signing import KeyPair
 from landed.temporal.deployments import UnknownVersion, promote, state
 from landed.temporal.plugin import landed_plugin
+from landed.temporal.role_setup import RoleError
 from landed.temporal.settings import RunnerSettings
 from landed.temporal.versioning import VersioningError, bootstrap, role_version
-from landed.temporal.workers import RoleError, run_role
+from landed.temporal.workers import run_role
 
 pytestmark = pytest.mark.slow
 

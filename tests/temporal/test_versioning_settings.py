@@ -10,6 +10,7 @@ from temporalio.common import VersioningBehavior
 
 from landed.dev.server import DevServer
 from landed.dev.stack import DevStack
+from landed.temporal.role_setup import RoleError, check_settings
 from landed.temporal.settings import ActorSettings, RunnerSettings, VerifierSettings
 from landed.temporal.versioning import (
     PLACEHOLDER_BUILD_ID,
@@ -17,7 +18,6 @@ from landed.temporal.versioning import (
     deployment_config,
     role_version,
 )
-from landed.temporal.workers import RoleError, check_settings
 
 
 def test_each_role_has_its_own_deployment_and_the_landed_version_as_build(

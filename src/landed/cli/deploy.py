@@ -39,8 +39,8 @@ _NAMESPACE_OPT = typer.Option(None, help="Namespace (default: TEMPORAL_NAMESPACE
 
 def _deployments(roles: list[str] | None, as_json: bool) -> dict[str, str]:
     """role -> deployment name, from each role's own settings (LANDED_<ROLE>_DEPLOYMENT_NAME)."""
+    from landed.temporal.role_setup import settings_for
     from landed.temporal.versioning import VersioningError, deployment_name
-    from landed.temporal.workers import settings_for
 
     chosen = roles or list(ROLES)
     unknown = [r for r in chosen if r not in ROLES]
@@ -225,8 +225,8 @@ async def _promote(
 ) -> dict[str, str | None]:
     from landed.temporal.deployments import promote, require_version
     from landed.temporal.plugin import worker_identity
+    from landed.temporal.role_setup import settings_for
     from landed.temporal.rollout import gated_promote
-    from landed.temporal.workers import settings_for
 
     client = await _connect(address, ns)
     if canary is not None:

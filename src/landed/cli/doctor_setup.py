@@ -68,7 +68,7 @@ def _key_files(setting: list[Path], home: Path, pattern: str) -> tuple[list[Path
 def _signing_key(key: Path | None, home: Path) -> tuple[Check, str | None]:
     """The verifier's key check, and its key id when it loads."""
     from landed.signing import KeyPair
-    from landed.temporal.workers import private_to_owner
+    from landed.temporal.role_setup import private_to_owner
 
     name = "signing key"
     files, origin = _key_files([key] if key else [], home, "landed-*.key")

@@ -106,8 +106,8 @@ def worker(
     from landed.telemetry.logs import LogFormatError
     from landed.telemetry.tracing import TracingConfigError
     from landed.temporal.plugin import ConnectionSettingsError
+    from landed.temporal.role_setup import RoleError
     from landed.temporal.settings import SeparationError
-    from landed.temporal.workers import RoleError
 
     try:
         asyncio.run(_serve(role.value, address, namespace, check))

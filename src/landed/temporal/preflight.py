@@ -8,8 +8,7 @@ from typing import Any
 
 from landed.probes.sources import load_registry
 from landed.temporal import registry as roles
-from landed.temporal.settings import ActorSettings, RunnerSettings, VerifierSettings
-from landed.temporal.workers import (
+from landed.temporal.role_setup import (
     RoleError,
     actor_env_problems,
     check_settings,
@@ -17,6 +16,7 @@ from landed.temporal.workers import (
     read_pems,
     settings_for,
 )
+from landed.temporal.settings import ActorSettings, RunnerSettings, VerifierSettings
 
 __all__ = ["preflight", "refuse_actor_env"]
 
