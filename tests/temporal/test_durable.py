@@ -47,7 +47,7 @@ HISTORIES = Path(__file__).parent / "histories" / "durable"
 
 def _record(name: str, history: WorkflowHistory) -> None:
     """With LANDED_RECORD_HISTORIES=1, keep ``history`` as a committed fixture (see
-    test_agent_task._record_history): a later change to these reads must still replay it."""
+    helpers.replay.record_history): a later change to these reads must still replay it."""
     if os.environ.get("LANDED_RECORD_HISTORIES") == "1":
         HISTORIES.mkdir(parents=True, exist_ok=True)
         text = json.dumps(json.loads(history.to_json()), indent=1) + "\n"

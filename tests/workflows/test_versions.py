@@ -126,8 +126,8 @@ def _patches(history: WorkflowHistory) -> list[str]:
     return ids
 
 
-# Recorded with a timer between the claim and the act (an interceptor of test_agent_task,
-# which replays them with it).
+# Recorded with a timer between the claim and the act (an interceptor of
+# test_agent_task_resets, which replays them with it).
 _WITH_INTERCEPTOR = {"claim_then_timer"}
 COMMITTED = sorted(
     path for path in HISTORIES.rglob("*.json") if path.parent.name not in _WITH_INTERCEPTOR
