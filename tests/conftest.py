@@ -1,4 +1,5 @@
-"""Shared fixtures: real services on loopback, and a clean exit for processes that used the SDK."""
+"""Shared fixtures: real services on loopback (a site, a ledger on each backend), and a clean exit
+for processes that used the SDK."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from helpers.chain import Owner, pg_ledger
 from helpers.pg import dsn_as
+from helpers.sor import Site
 from hypothesis import settings
 
 if TYPE_CHECKING:
@@ -68,6 +71,25 @@ def pg_reader(admin_dsn: str) -> str:
             f"alter default privileges in schema public grant select on tables to {PG_READER}"
         )
     return dsn_as(admin_dsn, PG_READER)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
+def owner(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Owner]:
+    """One ledger per test, as its owner sees it: on SQLite and (slow) on PostgreSQL."""
+    if request.param == "sqlite":
+        path = tmp_path / "ledger.db"
+        yield Owner(f"sqlite:///{path}", path=path)
+        return
+    with pg_ledger(request.getfixturevalue("postgres_dsn")) as pg:
+        yield pg
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    """The local site a task publishes to (helpers.sor), started for one test."""
+    s = Site().start()
+    yield s
+    s.stop()
 
 
 # The machine's own settings must not steer a test: a developer's LANDED_RUNNER_PRE_READ=false

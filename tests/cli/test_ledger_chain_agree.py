@@ -8,11 +8,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.chain import Owner, forge, pg_ledger, receipt
+from helpers.chain import Owner, forge, receipt
 from helpers.exporter import Place, exporter_on, get, samples, total
 
 from landed.ledger.base import UntrustedRow
@@ -28,16 +27,6 @@ def landed(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(exe), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120
     )
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def owner(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Owner]:
-    if request.param == "sqlite":
-        path = tmp_path / "ledger.db"
-        yield Owner(f"sqlite:///{path}", path=path)
-        return
-    with pg_ledger(request.getfixturevalue("postgres_dsn")) as pg:
-        yield pg
 
 
 async def test_verify_board_export_the_exporter_and_latest_agree_on_a_tampered_ledger(

@@ -10,21 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from helpers.roles import Roles, run_roles
 from helpers.sor import Site
 from helpers.wait import until
 
 from landed.cli.reconcile_run import Tally, reconcile
 from landed.cli.reconcile_tail import Offset, Tail, load_offset, save_offset
-
-
-@pytest.fixture
-def site() -> Any:
-    s = Site().start()
-    yield s
-    s.stop()
-
 
 CONTRACTS = {
     "contracts": {

@@ -5,7 +5,6 @@ added to a ledger of the schema before them by the upgrade path."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,16 +25,6 @@ AT = datetime(2026, 12, 2, 17, 0, tzinfo=UTC)
 def event(n: int, loop: str = "feed", rule: str = "3 not-done in a row") -> LedgerEvent:
     body = {"number": n, "rule": rule, "receipts": [f"{loop}@{n}#1"], "repair_task_id": None}
     return LedgerEvent(key=f"trip:{loop}:{n}", kind="tripwire.trip", loop=loop, at=AT, body=body)
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def owner(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Owner]:
-    if request.param == "sqlite":
-        path = tmp_path / "ledger.db"
-        yield Owner(f"sqlite:///{path}", path=path)
-        return
-    with pg_ledger(request.getfixturevalue("postgres_dsn")) as pg:
-        yield pg
 
 
 def owner_sql(owner: Owner, statement: str) -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.histories import HISTORIES as ALL_HISTORIES
+from helpers.histories import keep
 from helpers.roles import rows_roles
 from helpers.sor import make_rows_db, row_count, rows_task
 from helpers.wait import until
@@ -42,16 +43,13 @@ def _lifecycle(receipt: Receipt) -> str | None:
     return getattr(receipt.landed, "lifecycle", None) if receipt.landed else None
 
 
-HISTORIES = Path(__file__).parent / "histories" / "durable"
+HISTORIES = ALL_HISTORIES / "durable"
 
 
 def _record(name: str, history: WorkflowHistory) -> None:
-    """With LANDED_RECORD_HISTORIES=1, keep ``history`` as a committed fixture (see
-    test_agent_task._record_history): a later change to these reads must still replay it."""
-    if os.environ.get("LANDED_RECORD_HISTORIES") == "1":
-        HISTORIES.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(json.loads(history.to_json()), indent=1) + "\n"
-        (HISTORIES / f"{name}.json").write_text(text)
+    """Kept as a committed fixture with LANDED_RECORD_HISTORIES=1 (helpers.histories.keep): a
+    later change to these reads must still replay it."""
+    keep(history, HISTORIES / f"{name}.json")
 
 
 async def test_recorded_durability_histories_replay() -> None:

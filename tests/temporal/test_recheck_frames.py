@@ -4,11 +4,12 @@ settled verified (another batch deleted before the horizon) is a reversal, not a
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
+from helpers.histories import HISTORIES as ALL_HISTORIES
+from helpers.histories import keep
 from helpers.roles import rows_roles
 from helpers.sor import make_rows_db, rows_task
 from helpers.wait import until
@@ -22,16 +23,13 @@ from landed.temporal.plugin import landed_plugin
 from landed.workflows.agent_task import AgentTask
 from landed.workflows.recheck import Recheck
 
-HISTORIES = Path(__file__).parent / "histories" / "recheck_frames"
+HISTORIES = ALL_HISTORIES / "recheck_frames"
 
 
 def _record(name: str, history: WorkflowHistory) -> None:
-    """With LANDED_RECORD_HISTORIES=1, keep ``history`` as a committed fixture (see
-    test_durable._record): a later change to the recheck must still replay it."""
-    if os.environ.get("LANDED_RECORD_HISTORIES") == "1":
-        HISTORIES.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(json.loads(history.to_json()), indent=1) + "\n"
-        (HISTORIES / f"{name}.json").write_text(text)
+    """Kept as a committed fixture with LANDED_RECORD_HISTORIES=1 (helpers.histories.keep): a
+    later change to these reads must still replay it."""
+    keep(history, HISTORIES / f"{name}.json")
 
 
 async def _replay(histories: list[WorkflowHistory]) -> None:

@@ -10,7 +10,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
 from helpers.roles import Roles, run_roles
 from helpers.sor import Site
 from helpers.wait import until
@@ -30,14 +29,6 @@ from landed.temporal.claims import start_claim, wait_result
 from landed.temporal.loops import UnknownLoop, loop_state
 from landed.temporal.plugin import landed_plugin, strict_workflow_runner
 from landed.workflows.verify_claim import VerifyClaim
-
-
-@pytest.fixture
-def site() -> Any:
-    s = Site().start()
-    yield s
-    s.stop()
-
 
 #: The operator's contract for a published post: the claimant chooses the slug, nothing else.
 CONTRACTS = {

@@ -111,8 +111,8 @@ def test_the_claim_again_marker_keeps_the_ids_histories_hold() -> None:
     assert recorded == {versions.claim_again_patch(1), versions.claim_again_patch(2)}
 
 
-# Recorded with a timer between the claim and the act (an interceptor of test_agent_task,
-# which replays them with it).
+# Recorded with a timer between the claim and the act (an interceptor of
+# test_agent_task_resets, which replays them with it).
 _WITH_INTERCEPTOR = {"claim_then_timer"}
 COMMITTED = sorted(
     path for path in HISTORIES.rglob("*.json") if path.parent.name not in _WITH_INTERCEPTOR

@@ -91,7 +91,8 @@ class ActReport(BaseModel):
 # Defined before Routing, which holds one: a model whose field types are all defined when
 # it is created has its validator built once, at import. Defined after, Routing's would be
 # built again by every TypeAdapter of it: once per workflow run in the runner (the
-# converter's adapter cache is per run), about a millisecond each (tests/test_task.py).
+# converter's adapter cache is per run), about a millisecond each
+# (tests/task/test_spec_validation.py).
 class ClaimOutput(BaseModel):
     """What the ledger knew when the claim was made."""
 
