@@ -1,0 +1,79 @@
+"""``landed mcp``: landed as a Model Context Protocol server, for MCP clients (coding agents,
+desktop assistants) to submit tasks and read landed's verdicts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from enum import StrEnum
+
+import typer
+
+from landed.cli.out import fail
+from landed.cli.root import app
+
+__all__ = ["mcp"]
+
+
+class Transport(StrEnum):
+    stdio = "stdio"
+    streamable_http = "streamable-http"
+
+
+async def _serve(
+    transport: Transport,
+    host: str,
+    port: int,
+    address: str | None,
+    namespace: str | None,
+    task_queue: str | None,
+) -> None:
+    from landed.agents.mcp_server import serve
+    from landed.agents.service import LandedTools
+    from landed.temporal.client import Client
+
+    client = await Client.connect(address, namespace=namespace, task_queue=task_queue)
+    await serve(LandedTools(client), transport.value, host=host, port=port)
+
+
+@app.command("mcp")
+def mcp(
+    transport: Transport = typer.Option(
+        Transport.stdio,
+        "--transport",
+        help="stdio (an MCP client starts `landed mcp`) or "
+        "streamable-http (one server for several clients, on --host and --port).",
+    ),
+    host: str = typer.Option("127.0.0.1", "--host", help="streamable-http: the address."),
+    port: int = typer.Option(8000, "--port", help="streamable-http: the port."),
+    address: str | None = typer.Option(
+        None, "--address", help="Temporal host:port (default: TEMPORAL_ADDRESS)."
+    ),
+    namespace: str | None = typer.Option(
+        None, "--namespace", help="Namespace (default: TEMPORAL_NAMESPACE)."
+    ),
+    task_queue: str | None = typer.Option(
+        None, "--task-queue", help="The runner's task queue (default: LANDED_TASK_QUEUE)."
+    ),
+) -> None:
+    """Serve landed's tools to an MCP client: submit, status, receipt, run, held and
+    request_approval. Each answer starts with DONE or NOT DONE and why. No tool approves:
+    a held task waits for a person's `landed approve`.
+
+    Exit codes: 0 the client left; 1 Temporal is unreachable; 2 the agents extra is missing.
+    """
+    try:
+        import landed.agents.mcp_server  # noqa: F401  (the `mcp` package, from the extra)
+    except ImportError as exc:
+        raise fail(
+            f"landed mcp needs the MCP package ({exc}); install it with pip install "
+            "'landed[agents]'",
+            2,
+        ) from None
+    # Requests for approval are logged on stderr; stdout carries the protocol under stdio.
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
+    try:
+        asyncio.run(_serve(transport, host, port, address, namespace, task_queue))
+    except ConnectionError as exc:  # TemporalUnreachable: the message names the fix
+        raise fail(str(exc), 1) from None
