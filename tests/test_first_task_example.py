@@ -127,3 +127,25 @@ def test_landed_submit_runs_the_example_task_file(first_task: tuple[Path, dict[s
     receipt = json.loads(done.stdout)["receipt"]
     assert receipt["verdict"] == "verified" and receipt["task_id"] == "first-task-2"
     assert _count(folder, 8) == 3
+
+
+def test_an_mcp_client_gets_the_verdict_through_landed_mcp(
+    first_task: tuple[Path, dict[str, Any]],
+) -> None:
+    # examples/agents/mcp_client.py starts `landed mcp` on stdio and runs a task file through it.
+    folder, ready = first_task
+    task = json.loads((folder / "task.json").read_text())
+    task["task_id"] = "first-task-mcp"
+    task["act"]["input"]["batch"] = 10
+    task["proof_plan"][0]["probe"]["params"] = [10]
+    (folder / "mcp_task.json").write_text(json.dumps(task))
+    client = ROOT / "examples" / "agents" / "mcp_client.py"
+    done = _run([sys.executable, str(client), "mcp_task.json"], folder, ready)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert (
+        lines[0] == "DONE: the read-back found what the plan expects: 'add 3 orders' read 3 "
+        "(count(3))."
+    ), done.stdout
+    assert lines[1:4] == ["task: first-task-mcp", "verdict: verified", "rung: verified"]
+    assert _count(folder, 10) == 3

@@ -73,6 +73,12 @@ async def test_done_and_not_done_reach_the_mcp_client(temporal_dev: str, tmp_pat
         ), receipt
         body = json.loads(lines[-1].removeprefix("receipt: "))
         assert body["task_id"] == f"mcp-short-{tag}" and body["claimed_status"] == "done"
+        slow = rows_task(f"mcp-slow-{tag}", db, expect=1, batch=f"slow-{tag}", write=1)
+        slow["act"]["input"]["sleep_before_s"] = 3
+        failed, waited = await _call(client, "run", task_spec_json=json.dumps(slow), timeout_s=0.5)
+        assert not failed and waited.startswith(
+            f"NOT DONE: task mcp-slow-{tag} has not settled within 0.5 s; it runs on"
+        ), waited
         failed, unknown = await _call(client, "receipt", task_id=f"mcp-nothing-{tag}")
         assert failed and "no task 'mcp-nothing-" in unknown and "check the id" in unknown
     assert row_count(db, f"full-{tag}") == 3 and row_count(db, f"short-{tag}") == 2

@@ -13,7 +13,7 @@ from typing import Any
 from temporalio.service import RPCError, RPCStatusCode
 
 from landed.agents import words
-from landed.agents.intent import Intent, IntentError, to_task
+from landed.agents.intent import Intent, to_task
 from landed.ledger.base import LedgerError
 from landed.task.claim_contracts import ClaimContracts
 from landed.task.spec import TaskSpec
@@ -108,7 +108,7 @@ class LandedTools:
             spec = to_task(
                 parsed, owner=self.owner, contracts=self.contracts, own_plans=self.own_plans
             )
-        except (IntentError, ValueError) as exc:
+        except ValueError as exc:  # IntentError, or arguments the Intent refuses
             raise AgentToolError(f"the action was not started: {exc}") from None
         return await self.run(spec, timeout_s)
 
