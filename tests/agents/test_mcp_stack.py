@@ -85,7 +85,7 @@ async def test_done_and_not_done_reach_the_mcp_client(temporal_dev: str, tmp_pat
 
 
 async def test_a_held_task_can_be_asked_about_never_approved(
-    temporal_dev: str, tmp_path: Path
+    temporal_dev: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     db = make_rows_db(tmp_path / "rows.db")
     tag = uuid.uuid4().hex[:8]
@@ -112,6 +112,10 @@ async def test_a_held_task_can_be_asked_about_never_approved(
         )
         assert not failed and asked.startswith(f"NOT DONE: task mcp-held-{tag} waits")
         assert "who may approve: dana" in asked and f"landed approve mcp-held-{tag}" in asked
+        logged = [r.getMessage() for r in caplog.records if r.name == "landed.agents"]
+        assert logged == [
+            f"approval requested for task mcp-held-{tag} by agent (ship it); who may approve: dana"
+        ]
         failed, refused = await _call(client, "request_approval", task_id=f"mcp-none-{tag}")
         assert failed and "not waiting for approval" in refused
         progress = await roles.client.task(f"mcp-held-{tag}").progress()

@@ -14,6 +14,7 @@ import pytest
 
 import landed
 from landed.agents import words
+from landed.agents.action import make_action
 from landed.agents.mcp_server import TOOLS, build_server
 from landed.agents.service import AgentToolError, LandedTools
 
@@ -69,6 +70,12 @@ async def test_bad_input_is_a_tool_error_naming_the_fix(
 async def test_a_refused_action_comes_back_to_the_model_as_not_done() -> None:
     with pytest.raises(AgentToolError, match="say how to read the result back"):
         await _offline().act({"act": "shop.add_orders", "outcome": "3 orders"})
+    # The framework tools' function hands the refusal to the model as text, so it can fix it.
+    act = make_action(_offline())
+    said = await act(act="shop.add_orders", input={}, outcome="3 orders")
+    assert said.startswith("NOT DONE: the action was not started: say how to read the result")
+    said = await act(act="", input={}, outcome="3 orders", proof_plan=[{"action": "x"}])
+    assert said.startswith("NOT DONE: the action was not started: ") and "act" in said
 
 
 def test_every_answer_starts_with_the_verdict_in_plain_words() -> None:

@@ -28,13 +28,14 @@ async def _serve(
     address: str | None,
     namespace: str | None,
     task_queue: str | None,
+    owner: str,
 ) -> None:
     from landed.agents.mcp_server import serve
     from landed.agents.service import LandedTools
     from landed.temporal.client import Client
 
     client = await Client.connect(address, namespace=namespace, task_queue=task_queue)
-    await serve(LandedTools(client), transport.value, host=host, port=port)
+    await serve(LandedTools(client, owner=owner), transport.value, host=host, port=port)
 
 
 @app.command("mcp")
@@ -56,6 +57,9 @@ def mcp(
     task_queue: str | None = typer.Option(
         None, "--task-queue", help="The runner's task queue (default: LANDED_TASK_QUEUE)."
     ),
+    owner: str = typer.Option(
+        "mcp-client", "--as", help="Who the MCP client is, as approval requests name it."
+    ),
 ) -> None:
     """Serve landed's tools to an MCP client: submit, status, receipt, run, held and
     request_approval. Each answer starts with DONE or NOT DONE and why. No tool approves:
@@ -74,6 +78,6 @@ def mcp(
     # Requests for approval are logged on stderr; stdout carries the protocol under stdio.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
     try:
-        asyncio.run(_serve(transport, host, port, address, namespace, task_queue))
+        asyncio.run(_serve(transport, host, port, address, namespace, task_queue, owner))
     except ConnectionError as exc:  # TemporalUnreachable: the message names the fix
         raise fail(str(exc), 1) from None
