@@ -149,3 +149,23 @@ def test_an_mcp_client_gets_the_verdict_through_landed_mcp(
     ), done.stdout
     assert lines[1:4] == ["task: first-task-mcp", "verdict: verified", "rung: verified"]
     assert _count(folder, 10) == 3
+
+
+def test_the_pydantic_ai_example_hands_the_models_call_to_landed(
+    first_task: tuple[Path, dict[str, Any]],
+) -> None:
+    # pydantic-ai's "test" model calls every tool with made-up arguments (no network): this one
+    # names no proof plan, and landed's refusal, naming the fix, is what the model reads.
+    folder, ready = first_task
+    example = ROOT / "examples" / "agents" / "pydantic_ai_agent.py"
+    env = {**_env(), "TEMPORAL_ADDRESS": ready["temporal"], "LANDED_EXAMPLE_MODEL": "test"}
+    done = subprocess.run(
+        [sys.executable, str(example)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "NOT DONE: the action was not started: " in done.stdout, done.stdout

@@ -67,6 +67,9 @@ def test_the_models_own_plan_becomes_the_tasks_plan() -> None:
     # Each call is its own task, unless the model names the one to attach to.
     assert to_task(_intent(), owner="a").task_id != to_task(_intent(), owner="a").task_id
     assert to_task(_intent(task_id="again-1"), owner="a").task_id == "again-1"
+    # An owner may hold characters a task id may not: the id keeps what it can of the name.
+    spaced = to_task(_intent(), owner="shop bot [eu]").task_id
+    assert spaced.startswith("shop-bot-eu-") and len(spaced) == len("shop-bot-eu-") + 12
 
 
 def test_a_named_contract_is_the_operators_plan_with_the_models_values() -> None:

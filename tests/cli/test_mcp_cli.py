@@ -22,3 +22,16 @@ def test_landed_mcp_without_temporal_exits_1_naming_the_fix() -> None:
     assert out.stdout == ""
     assert f"cannot reach Temporal at {address}" in out.stderr
     assert "landed dev" in out.stderr
+
+
+def test_landed_mcp_over_http_refuses_an_address_beyond_loopback() -> None:
+    run = [sys.executable, "-m", "landed", "mcp", "--transport", "streamable-http"]
+    out = subprocess.run(
+        [*run, "--host", "0.0.0.0", "--address", f"127.0.0.1:{_closed_port()}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 2, out.stderr
+    assert "not a loopback address" in out.stderr and "--allow-remote" in out.stderr

@@ -4,6 +4,7 @@ check is then the operator's; the model only picks its values). Pure code."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -13,7 +14,7 @@ from landed.task.claim_contracts import ClaimContracts, ClaimRefused, ParamValue
 from landed.task.spec import TaskSpec
 from landed.task.validate import check_spec
 
-__all__ = ["Intent", "IntentError", "to_task"]
+__all__ = ["Intent", "IntentError", "new_task_id", "to_task"]
 
 
 class IntentError(ValueError):
@@ -52,7 +53,7 @@ def to_task(
     """The TaskSpec for ``intent``; IntentError naming the fix when it cannot be one."""
     plan, outcome = _plan(intent, contracts, own_plans)
     spec = {
-        "task_id": intent.task_id or f"{owner}-{uuid.uuid4().hex[:12]}",
+        "task_id": intent.task_id or new_task_id(owner),
         "owner": owner,
         "outcome": outcome,
         "act": {"name": intent.act, "input": intent.input},
@@ -62,6 +63,12 @@ def to_task(
         return check_spec(spec).spec
     except ValueError as exc:  # TaskSpecError: the fields and reasons
         raise IntentError(str(exc)) from None
+
+
+def new_task_id(owner: str) -> str:
+    """A fresh task id that names its owner, in the characters a task id may hold."""
+    name = re.sub(r"[^A-Za-z0-9_.:@/-]+", "-", owner).strip("-._:@/")[:80] or "agent"
+    return f"{name}-{uuid.uuid4().hex[:12]}"
 
 
 def _plan(

@@ -4,6 +4,7 @@ desktop assistants) to submit tasks and read landed's verdicts."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import sys
 from enum import StrEnum
@@ -38,6 +39,15 @@ async def _serve(
     await serve(LandedTools(client, owner=owner), transport.value, host=host, port=port)
 
 
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 @app.command("mcp")
 def mcp(
     transport: Transport = typer.Option(
@@ -46,7 +56,15 @@ def mcp(
         help="stdio (an MCP client starts `landed mcp`) or "
         "streamable-http (one server for several clients, on --host and --port).",
     ),
-    host: str = typer.Option("127.0.0.1", "--host", help="streamable-http: the address."),
+    host: str = typer.Option(
+        "127.0.0.1",
+        "--host",
+        help="streamable-http: the address. The server asks no client for credentials: an "
+        "address other than loopback needs --allow-remote (put it behind your own auth).",
+    ),
+    allow_remote: bool = typer.Option(
+        False, "--allow-remote", help="streamable-http: serve on an address other than loopback."
+    ),
     port: int = typer.Option(8000, "--port", help="streamable-http: the port."),
     address: str | None = typer.Option(
         None, "--address", help="Temporal host:port (default: TEMPORAL_ADDRESS)."
@@ -65,7 +83,8 @@ def mcp(
     request_approval. Each answer starts with DONE or NOT DONE and why. No tool approves:
     a held task waits for a person's `landed approve`.
 
-    Exit codes: 0 the client left; 1 Temporal is unreachable; 2 the agents extra is missing.
+    Exit codes: 0 the client left; 1 Temporal is unreachable; 2 the agents extra is missing, or
+    a --host other than loopback without --allow-remote.
     """
     try:
         import landed.agents.mcp_server  # noqa: F401  (the `mcp` package, from the extra)
@@ -75,6 +94,13 @@ def mcp(
             "'landed[agents]'",
             2,
         ) from None
+    if transport is Transport.streamable_http and not (allow_remote or _loopback(host)):
+        raise fail(
+            f"--host {host} is not a loopback address, and the MCP server asks no client for "
+            "credentials: anyone who reaches it could start tasks; serve on 127.0.0.1 behind "
+            "your own authenticating proxy, or pass --allow-remote",
+            2,
+        )
     # Requests for approval are logged on stderr; stdout carries the protocol under stdio.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
     try:
