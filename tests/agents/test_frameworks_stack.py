@@ -4,6 +4,7 @@ DONE and NOT DONE verdicts, not the act's own "done", are what reaches the model
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,28 @@ from helpers.roles import rows_roles
 from helpers.sor import make_rows_db, row_count
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+
+CONTRACTS = {
+    "contracts": {
+        "rows.added": {
+            "params": {"batch": "string", "count": "integer"},
+            "outcome": "{count} rows of batch {batch} are in the rows table",
+            "proof_plan": [
+                {
+                    "action": "insert the rows",
+                    "probe": {
+                        "kind": "record",
+                        "source": "rows-db",
+                        "query": "select count(*) from rows where batch = ?",
+                        "params": [{"param": "batch"}],
+                    },
+                    "expect": {"type": "count", "value": {"param": "count"}},
+                }
+            ],
+        }
+    }
+}
 
 
 def _call(batch: str, write: int) -> dict[str, Any]:
@@ -46,8 +69,9 @@ def _check(answers: list[str], db: Path, tag: str) -> None:
     assert row_count(db, f"full-{tag}") == 3 and row_count(db, f"short-{tag}") == 2
 
 
-async def test_pydantic_ai_model_gets_landeds_verdicts(temporal_dev: str, tmp_path: Path) -> None:
-    from pydantic_ai import Agent
+def _scripted(calls: list[dict[str, Any]], seen: list[str]) -> Any:
+    """A pydantic-ai FunctionModel that makes ``calls`` one by one, keeping in ``seen`` what
+    each call returned to it, then answers with the last return's first line."""
     from pydantic_ai.messages import (
         ModelMessage,
         ModelRequest,
@@ -57,13 +81,6 @@ async def test_pydantic_ai_model_gets_landeds_verdicts(temporal_dev: str, tmp_pa
         ToolReturnPart,
     )
     from pydantic_ai.models.function import AgentInfo, FunctionModel
-
-    from landed.agents.pydantic_ai import landed_tool
-
-    db = make_rows_db(tmp_path / "rows.db")
-    tag = uuid.uuid4().hex[:8]
-    calls = [_call(f"full-{tag}", 3), _call(f"short-{tag}", 2)]
-    seen: list[str] = []
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         returned = [
@@ -79,11 +96,51 @@ async def test_pydantic_ai_model_gets_landeds_verdicts(temporal_dev: str, tmp_pa
             return ModelResponse(parts=[ToolCallPart(info.function_tools[0].name, args)])
         return ModelResponse(parts=[TextPart(returned[-1].splitlines()[0])])
 
+    return FunctionModel(model)
+
+
+async def test_pydantic_ai_model_gets_landeds_verdicts(temporal_dev: str, tmp_path: Path) -> None:
+    from pydantic_ai import Agent
+
+    from landed.agents.pydantic_ai import landed_tool
+
+    db = make_rows_db(tmp_path / "rows.db")
+    tag = uuid.uuid4().hex[:8]
+    seen: list[str] = []
+    model = _scripted([_call(f"full-{tag}", 3), _call(f"short-{tag}", 2)], seen)
     async with rows_roles(temporal_dev, tmp_path, db) as roles:
-        agent = Agent(FunctionModel(model), tools=[landed_tool(roles.client, owner="pyd-agent")])
+        agent = Agent(model, tools=[landed_tool(roles.client, owner="pyd-agent")])
         result = await agent.run("add the rows")
     _check(seen, db, tag)
     assert result.output.startswith("NOT DONE: ")
+
+
+async def test_a_model_held_to_the_operators_contracts(temporal_dev: str, tmp_path: Path) -> None:
+    from pydantic_ai import Agent
+
+    from landed.agents.pydantic_ai import landed_tool
+    from landed.task.claim_contracts_lint import parse_claim_contracts
+
+    contracts = parse_claim_contracts(json.dumps(CONTRACTS).encode(), "contracts.json")
+    db = make_rows_db(tmp_path / "rows.db")
+    tag = uuid.uuid4().hex[:8]
+    by_contract = {
+        "act": "test.rows",
+        "input": {"batch": f"named-{tag}", "write": 3},
+        "contract": "rows.added",
+        "params": {"batch": f"named-{tag}", "count": 3},
+    }
+    seen: list[str] = []
+    model = _scripted([_call(f"own-{tag}", 3), by_contract], seen)
+    async with rows_roles(temporal_dev, tmp_path, db) as roles:
+        tool = landed_tool(roles.client, owner="pyd-agent", contracts=contracts, own_plans=False)
+        await Agent(model, tools=[tool]).run("add the rows")
+    assert seen[0] == (
+        "NOT DONE: the action was not started: this tool reads results back only by the "
+        "operator's contracts: name one in contract, with its params"
+    )
+    assert seen[1].startswith("DONE: the read-back found what the plan expects: 'insert the rows'")
+    assert row_count(db, f"own-{tag}") == 0 and row_count(db, f"named-{tag}") == 3
 
 
 async def test_openai_agents_model_gets_landeds_verdicts(temporal_dev: str, tmp_path: Path) -> None:
