@@ -1,5 +1,5 @@
 """``landed mcp``'s tools against a real landed stack (a Temporal dev server and the three
-roles), through an in-process MCP client session: a DONE and a NOT DONE verdict reach the
+roles), through an in-process MCP client: a DONE and a NOT DONE verdict reach the
 client, an unknown task is a tool error, and a held task can be asked about, never approved."""
 
 from __future__ import annotations

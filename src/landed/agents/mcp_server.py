@@ -1,5 +1,5 @@
 """landed as a Model Context Protocol server (``landed mcp``): an MCP client (a coding agent,
-a desktop assistant) submits tasks and reads landed's verdicts, DONE or NOT DONE and why.
+a desktop chat app) submits tasks and reads landed's verdicts, DONE or NOT DONE and why.
 
 Six tools: ``submit``, ``status``, ``receipt``, ``run``, ``held`` and ``request_approval``.
 There is no approve tool: an approval is a person's decision, signed with their key

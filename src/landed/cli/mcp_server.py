@@ -1,5 +1,5 @@
 """``landed mcp``: landed as a Model Context Protocol server, for MCP clients (coding agents,
-desktop assistants) to submit tasks and read landed's verdicts."""
+desktop chat apps) to submit tasks and read landed's verdicts."""
 
 from __future__ import annotations
 
