@@ -17,6 +17,7 @@ from landed.agents import words
 from landed.agents.action import make_action
 from landed.agents.mcp_server import TOOLS, build_server
 from landed.agents.service import AgentToolError, LandedTools
+from landed.temporal.client import TaskStatus
 
 
 def _offline() -> LandedTools:
@@ -86,6 +87,20 @@ def test_every_answer_starts_with_the_verdict_in_plain_words() -> None:
     short = words.receipt_text(_receipt("planned", "mismatch", 2)).splitlines()
     assert short[0] == (
         "NOT DONE: the read-back of 'add 3 orders' found 2 where count(3) was expected (mismatch)."
+    )
+
+
+def test_a_task_still_running_or_closed_unsettled_is_not_done() -> None:
+    running = TaskStatus(task_id="t-1", execution="RUNNING", step="acting", rung="planned")
+    assert words.status_text(running).splitlines()[:3] == [
+        "NOT DONE: the task has not settled yet (step acting, RUNNING).",
+        "task: t-1",
+        "step: acting",
+    ]
+    closed = TaskStatus(task_id="t-2", execution="TERMINATED", step="closed", rung="unknown")
+    assert words.status_text(closed).splitlines()[0] == (
+        "NOT DONE: the task ended TERMINATED without a settled receipt; to run it again, submit "
+        "it under a new task_id."
     )
 
 

@@ -38,6 +38,11 @@ def receipt_text(receipt: Receipt, *, with_json: bool = False) -> str:
 def status_text(status: TaskStatus) -> str:
     """Where a task that has not settled stands: NOT DONE (yet), and its step."""
     why = f"the task has not settled yet (step {status.step}, {status.execution})."
+    if status.step == "closed":  # failed, terminated, timed out: it never will
+        why = (
+            f"the task ended {status.execution} without a settled receipt; to run it again, "
+            "submit it under a new task_id."
+        )
     return "\n".join(
         [
             f"NOT DONE: {why}",
