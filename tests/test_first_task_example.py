@@ -127,3 +127,45 @@ def test_landed_submit_runs_the_example_task_file(first_task: tuple[Path, dict[s
     receipt = json.loads(done.stdout)["receipt"]
     assert receipt["verdict"] == "verified" and receipt["task_id"] == "first-task-2"
     assert _count(folder, 8) == 3
+
+
+def test_an_mcp_client_gets_the_verdict_through_landed_mcp(
+    first_task: tuple[Path, dict[str, Any]],
+) -> None:
+    # examples/agents/mcp_client.py starts `landed mcp` on stdio and runs a task file through it.
+    folder, ready = first_task
+    task = json.loads((folder / "task.json").read_text())
+    task["task_id"] = "first-task-mcp"
+    task["act"]["input"]["batch"] = 10
+    task["proof_plan"][0]["probe"]["params"] = [10]
+    (folder / "mcp_task.json").write_text(json.dumps(task))
+    client = ROOT / "examples" / "agents" / "mcp_client.py"
+    done = _run([sys.executable, str(client), "mcp_task.json"], folder, ready)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert (
+        lines[0] == "DONE: the read-back found what the plan expects: 'add 3 orders' read 3 "
+        "(count(3))."
+    ), done.stdout
+    assert lines[1:4] == ["task: first-task-mcp", "verdict: verified", "rung: verified"]
+    assert _count(folder, 10) == 3
+
+
+def test_the_pydantic_ai_example_hands_the_models_call_to_landed(
+    first_task: tuple[Path, dict[str, Any]],
+) -> None:
+    # pydantic-ai's "test" model calls every tool with made-up arguments (no network): this one
+    # names no proof plan, and landed's refusal, naming the fix, is what the model reads.
+    folder, ready = first_task
+    example = ROOT / "examples" / "agents" / "pydantic_ai_agent.py"
+    env = {**_env(), "TEMPORAL_ADDRESS": ready["temporal"], "LANDED_EXAMPLE_MODEL": "test"}
+    done = subprocess.run(
+        [sys.executable, str(example)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "NOT DONE: the action was not started: " in done.stdout, done.stdout

@@ -36,6 +36,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "receipts": ("ledger",),
     "ledger": ("ledger", "ledger_verify", "ledger_witness"),
     "loops": ("loop",),
+    "mcp": ("mcp_server",),
     "loop": ("loop",),
     "repair": ("loop",),
     "plan": ("plan",),
