@@ -20,18 +20,18 @@ import json
 import os
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-TARGET_RATIO = 0.65
-TARGET_RATE = 30.0
+from bench._throughput_report import report
+
 # Each phase holds CONCURRENCY tasks in flight and counts the tasks that finish inside a window
 # of WINDOW seconds: a sustained rate, not the time a burst takes to drain (a burst's last tasks
 # run with few others in flight, and that tail weighs on slow and fast flows differently).
@@ -243,198 +243,112 @@ async def bench_stack() -> AsyncIterator[tuple[Any, Any, subprocess.Popen[str]]]
         shutil.rmtree(home, ignore_errors=True)
 
 
-async def _run() -> bool:
+One = Callable[[int], Awaitable[bool]]
+Make = Callable[[str], One]
+#: Each flow: how to make its tasks (by a name prefix) and the processes whose CPU it counts.
+Flows = dict[str, tuple[Make, dict[str, int]]]
+
+
+def _flows(stack: Any, client: Any, baseline: subprocess.Popen[str]) -> Flows:
+    """Act alone, the two Temporal floors and landed's two flows, over the same stack."""
     from landed.receipts.model import Receipt
     from landed.task.spec import TaskSpec
     from landed.temporal.settings import DEFAULT_ACTOR_QUEUE, DEFAULT_VERIFIER_QUEUE
 
-    async with bench_stack() as (stack, client, baseline):
-        temporal = client.temporal
-        if not ROLE_CHECK:
-            from landed.temporal.client import Client
+    temporal = client.temporal
+    tag = uuid.uuid4().hex[:6]
+    memo = {"actor_task_queue": DEFAULT_ACTOR_QUEUE, "verifier_task_queue": DEFAULT_VERIFIER_QUEUE}
 
-            client = Client(temporal, task_queue=client.task_queue, check_roles=False)
-        print(f"  role check before each start: {'on' if ROLE_CHECK else 'off'}", flush=True)
-        tag = uuid.uuid4().hex[:6]
+    def plain(workflow: str) -> Make:
+        def make(prefix: str) -> One:
+            async def one(i: int) -> bool:
+                spec = TaskSpec.model_validate(mark_spec(f"{prefix}-{tag}-{i}", False))
+                result = await temporal.execute_workflow(
+                    workflow, spec, id=spec.task_id, task_queue=BASELINE_QUEUE, memo=memo
+                )
+                return bool(result)
 
-        def plain(workflow: str) -> Callable[[str], Callable[[int], Awaitable[bool]]]:
-            def make(prefix: str) -> Callable[[int], Awaitable[bool]]:
-                async def one(i: int) -> bool:
-                    spec = TaskSpec.model_validate(mark_spec(f"{prefix}-{tag}-{i}", False))
-                    result = await temporal.execute_workflow(
-                        workflow,
-                        spec,
-                        id=spec.task_id,
-                        task_queue=BASELINE_QUEUE,
-                        memo={
-                            "actor_task_queue": DEFAULT_ACTOR_QUEUE,
-                            "verifier_task_queue": DEFAULT_VERIFIER_QUEUE,
-                        },
-                    )
-                    return bool(result)
+            return one
 
-                return one
+        return make
 
-            return make
-
-        act_only = plain("BenchActOnly")
-
-        def agent_task(prefix: str, pre_read: bool) -> Callable[[int], Awaitable[bool]]:
+    def agent_task(pre_read: bool) -> Make:
+        def make(prefix: str) -> One:
             async def one(i: int) -> bool:
                 receipt: Receipt = await client.run(mark_spec(f"{prefix}-{tag}-{i}", pre_read))
                 return receipt.verdict == "verified"
 
             return one
 
-        server = stack.server.proc.pid if stack.server.proc else os.getpid()
-        roles = {role: proc.pid for role, proc in stack.roles.items()}
-        base_pids = {
-            "server": server,
-            "actor": roles["actor"],
-            "workflow": baseline.pid,
-            "client": os.getpid(),
-        }
-        task_pids = {
-            "server": server,
-            "actor": roles["actor"],
-            "verifier": roles["verifier"],
-            "workflow": roles["runner"],
-            "client": os.getpid(),
-        }
-        flows: dict[str, tuple[Callable[[str], Callable[[int], Awaitable[bool]]], dict[str, int]]]
-        flows = {
-            "baseline": (act_only, base_pids),
-            "floor": (plain("BenchActThenRead"), {**base_pids, "verifier": roles["verifier"]}),
-            "floor_la": (
-                plain("BenchActThenReadWithLocalSteps"),
-                {**base_pids, "verifier": roles["verifier"]},
-            ),
-            "lean": (lambda prefix: agent_task(prefix, False), task_pids),
-            "default": (lambda prefix: agent_task(prefix, True), task_pids),
-        }
-        await _measure(WARMUP, act_only("warm-base"), base_pids)
-        await _measure(WARMUP, agent_task("warm-full", True), task_pids)
-        seconds = dict.fromkeys(flows, 0.0)
-        passed = dict.fromkeys(flows, 0)
-        done = dict.fromkeys(flows, 0)
-        failed = dict.fromkeys(flows, 0)
-        cpu: dict[str, dict[str, float]] = {name: {} for name in flows}
-        round_ratios: list[tuple[float, ...]] = []
-        order = list(flows)
-        for r in range(ROUNDS):
-            rates: dict[str, float] = {}
-            for name in order[r % len(order) :] + order[: r % len(order)]:
-                make, pids = flows[name]
-                finished, ok, bad, used = await _sustain(make(f"{name}-{r}"), pids)
-                seconds[name] += WINDOW
-                passed[name] += ok
-                done[name] += finished
-                failed[name] += bad
-                rates[name] = finished / WINDOW
-                for proc, sec in used.items():
-                    cpu[name][proc] = cpu[name].get(proc, 0.0) + sec
-            round_ratios.append(
-                tuple(
-                    rates[name] / rates["baseline"]
-                    for name in ("floor", "floor_la", "lean", "default")
-                )
-            )
+        return make
 
-    rate = {name: done[name] / seconds[name] for name in seconds}
-    ms = {
-        name: {p: sec * 1000 / max(done[name], 1) for p, sec in cpu[name].items()} for name in cpu
+    server = stack.server.proc.pid if stack.server.proc else os.getpid()
+    roles = {role: proc.pid for role, proc in stack.roles.items()}
+    base = {"server": server, "actor": roles["actor"], "workflow": baseline.pid}
+    base["client"] = os.getpid()
+    read = {**base, "verifier": roles["verifier"]}
+    task = {**read, "workflow": roles["runner"]}
+    return {
+        "baseline": (plain("BenchActOnly"), base),
+        "floor": (plain("BenchActThenRead"), read),
+        "floor_la": (plain("BenchActThenReadWithLocalSteps"), read),
+        "lean": (agent_task(False), task),
+        "default": (agent_task(True), task),
     }
-    base_ms, floor_ms, la_ms, lean_ms, full_ms = (
-        sum(ms[name].values()) for name in ("baseline", "floor", "floor_la", "lean", "default")
-    )
-    floor_ratio = rate["floor"] / rate["baseline"]
-    la_ratio = rate["floor_la"] / rate["baseline"]
-    lean_ratio, full_ratio = rate["lean"] / rate["baseline"], rate["default"] / rate["baseline"]
-    lean_ok, full_ok = passed["lean"], passed["default"]
-    lean_verified = lean_ok / seconds["lean"]
-    full_verified = full_ok / seconds["default"]
-    cores = os.cpu_count() or 1
-    print(
-        f"temporal throughput on landed dev ({ROUNDS} rounds, each flow measured for {WINDOW:g} s "
-        f"per round once its {CONCURRENCY} tasks in flight have turned over, flows in rotated "
-        "order)"
-    )
-    print(
-        f"  baseline  same act alone (BenchActOnly)        {rate['baseline']:7.1f} tasks/s  "
-        f"cpu {base_ms:5.1f} ms/task"
-    )
-    print(
-        f"  floor     act + one read, nothing else         {rate['floor']:7.1f} tasks/s  "
-        f"cpu {floor_ms:5.1f} ms/task  ratio {floor_ratio:.2f}x (one extra round trip, no "
-        f"routing, grading or ledger)  read back as pass {passed['floor']}/{done['floor']}"
-    )
-    print(
-        f"  floor+2   floor + two empty local activities   {rate['floor_la']:7.1f} tasks/s  "
-        f"cpu {la_ms:5.1f} ms/task  ratio {la_ratio:.2f}x (where AgentTask plans and settles, "
-        f"with no ledger, routing or grading)  read back as pass "
-        f"{passed['floor_la']}/{done['floor_la']}"
-    )
-    print(
-        f"  figure    act + verify + settle (pre_read off) {rate['lean']:7.1f} tasks/s  "
-        f"cpu {lean_ms:5.1f} ms/task  ratio {lean_ratio:.2f}x (target >= {TARGET_RATIO}x)  "
-        f"verified {lean_ok}/{done['lean']} = {lean_verified:.1f}/s (target >= {TARGET_RATE:.0f}/s)"
-    )
-    print(
-        f"  figure    pre-read + act + verify + settle     {rate['default']:7.1f} tasks/s  "
-        f"cpu {full_ms:5.1f} ms/task  ratio {full_ratio:.2f}x (the default flow)  "
-        f"verified {full_ok}/{done['default']} = {full_verified:.1f}/s"
-    )
-    rounds = ", ".join("/".join(f"{x:.2f}" for x in r) for r in round_ratios)
-    print(f"  ratio per round (floor / floor+2 / act + verify + settle / default flow): {rounds}")
-    # The same ratios with a round that other load on the machine slowed unevenly left out of
-    # the middle: each flow's ratio is paired with the baseline of its own round.
-    medians = "/".join(f"{statistics.median(r[k] for r in round_ratios):.2f}" for k in range(4))
-    print(f"  median of the per-round ratios (same order): {medians}")
-    print(
-        f"  cpu-bound ceiling on {cores} dedicated cores: baseline "
-        f"{cores * 1000 / base_ms:.0f}/s, floor {cores * 1000 / floor_ms:.0f}/s (ratio "
-        f"{base_ms / floor_ms:.2f}x), floor+2 {cores * 1000 / la_ms:.0f}/s (ratio "
-        f"{base_ms / la_ms:.2f}x), act + verify + settle {cores * 1000 / lean_ms:.0f}/s "
-        f"(ratio {base_ms / lean_ms:.2f}x), default flow {cores * 1000 / full_ms:.0f}/s "
-        f"(ratio {base_ms / full_ms:.2f}x)"
-    )
-    for label, per in ms.items():
-        parts = "  ".join(f"{name} {value:5.1f}" for name, value in per.items())
-        print(f"  cpu ms/task by process, {label:8s}: {parts}")
-    # The actor runs the same act in every flow: CPU counted in units of the actor's own cancels
-    # the machine speeding up or slowing down between phases, which wall-clock rates cannot.
-    units = {name: sum(per.values()) / per["actor"] for name, per in ms.items() if per["actor"]}
-    if len(units) == len(ms):
-        print(
-            f"  cpu in units of the actor's (drift between phases cancels): baseline "
-            f"{units['baseline']:.1f}, floor {units['floor']:.1f} (ratio "
-            f"{units['baseline'] / units['floor']:.2f}x), floor+2 {units['floor_la']:.1f} (ratio "
-            f"{units['baseline'] / units['floor_la']:.2f}x), act + verify + settle "
-            f"{units['lean']:.1f} (ratio "
-            f"{units['baseline'] / units['lean']:.2f}x), default flow {units['default']:.1f} "
-            f"(ratio {units['baseline'] / units['default']:.2f}x)"
-        )
-    checks = [
-        (f"ratio {lean_ratio:.3f}x >= {TARGET_RATIO}x", lean_ratio >= TARGET_RATIO),
-        (
-            f"act + verify + settle {lean_verified:.1f} verified/s >= {TARGET_RATE:.0f}/s",
-            lean_verified >= TARGET_RATE and failed["lean"] == 0,
-        ),
-        # `landed dev` as shipped reads the before-state too: its own figure, beside the target.
-        (
-            f"default flow {full_verified:.1f} verified/s >= {TARGET_RATE:.0f}/s",
-            full_verified >= TARGET_RATE and failed["default"] == 0,
-        ),
-    ]
-    print(
-        "  not verified or not read back as pass, ramp and drain included: "
-        + ", ".join(f"{name} {count}" for name, count in failed.items())
-    )
-    for label, ok in checks:
-        print(f"  target    {label}: {'met' if ok else 'NOT met'}")
-    met = all(ok for _, ok in checks[:2])
-    print(f"  targets {'met' if met else 'NOT met'} (ratio and act + verify + settle rate)")
-    return met
+
+
+@dataclass
+class Tally:
+    """What the rounds measured, per flow: seconds in window, tasks finished in it, how many
+    of those passed, failures at any time, CPU seconds by process, and each round's ratios."""
+
+    seconds: dict[str, float]
+    done: dict[str, int]
+    passed: dict[str, int]
+    failed: dict[str, int]
+    cpu: dict[str, dict[str, float]]
+    round_ratios: list[tuple[float, ...]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, flows: Flows) -> Tally:
+        zero = dict.fromkeys(flows, 0)
+        return cls(dict.fromkeys(flows, 0.0), {**zero}, {**zero}, {**zero}, {n: {} for n in flows})
+
+
+async def _rounds(flows: Flows) -> Tally:
+    """ROUNDS rounds; each measures every flow for WINDOW seconds, in a rotated order."""
+    tally = Tally.of(flows)
+    order = list(flows)
+    for r in range(ROUNDS):
+        rates: dict[str, float] = {}
+        for name in order[r % len(order) :] + order[: r % len(order)]:
+            make, pids = flows[name]
+            finished, ok, bad, used = await _sustain(make(f"{name}-{r}"), pids)
+            tally.seconds[name] += WINDOW
+            tally.passed[name] += ok
+            tally.done[name] += finished
+            tally.failed[name] += bad
+            rates[name] = finished / WINDOW
+            for proc, sec in used.items():
+                tally.cpu[name][proc] = tally.cpu[name].get(proc, 0.0) + sec
+        flows_after = ("floor", "floor_la", "lean", "default")
+        tally.round_ratios.append(tuple(rates[n] / rates["baseline"] for n in flows_after))
+    return tally
+
+
+async def _run() -> bool:
+    async with bench_stack() as (stack, client, baseline):
+        if not ROLE_CHECK:
+            from landed.temporal.client import Client
+
+            client = Client(client.temporal, task_queue=client.task_queue, check_roles=False)
+        print(f"  role check before each start: {'on' if ROLE_CHECK else 'off'}", flush=True)
+        flows = _flows(stack, client, baseline)
+        for name in ("baseline", "default"):
+            make, pids = flows[name]
+            await _measure(WARMUP, make(f"warm-{name}"), pids)
+        tally = await _rounds(flows)
+    return report(tally, ROUNDS, WINDOW, CONCURRENCY)
 
 
 def main(argv: list[str] | None = None) -> int:
