@@ -12,8 +12,9 @@ from temporalio.service import RPCError
 
 from landed.ledger.base import Ledger, stage_of
 from landed.ledger.events import EventConflict, LedgerEvent
+from landed.loops.spec import tripwire_id
+from landed.loops.tripwire import CatchUp, Note, Trip, TripRecord, TripwireInput, trip_key
 from landed.receipts.model import Receipt, attempt_of
-from landed.task.loops import tripwire_id
 from landed.task.names import (
     CATCH_UP_ACTIVITY,
     HELD_EVENT,
@@ -23,7 +24,6 @@ from landed.task.names import (
     TRIP_EVENT,
     TRIPWIRE_WORKFLOW,
 )
-from landed.task.tripwire import CatchUp, Note, Trip, TripRecord, TripwireInput, trip_key
 from landed.telemetry.logs import task_event
 
 __all__ = ["LoopActivities", "loop_of", "note_of", "signal_tripwire", "tell_tripwire"]

@@ -45,7 +45,7 @@ async def _round(client: Any, pid: int, loop: str | None) -> float:
 
 
 async def _run() -> int:
-    from landed.task.loops import LoopSpec
+    from landed.loops.spec import LoopSpec
 
     home = Path(tempfile.mkdtemp(prefix="landed-bench-tripwire-"))
     stack = mark_stack(home, {})

@@ -1,7 +1,7 @@
 """Tripwire (GOV-9): one per loop. Every settled receipt of the loop's tasks is signalled to it;
 a timer watches for silence, and before silence trips the ledger is read (a signal is lost with
 a runner that dies while gathering it); when a rule trips it queues the loop's one repair task
-and reads that repair's verdict like any other. The decisions are ``landed.task.tripwire``'s."""
+and reads that repair's verdict like any other. The decisions are ``landed.loops.tripwire``'s."""
 
 from __future__ import annotations
 
@@ -20,18 +20,9 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
-    from landed.task.loops import LoopSpec, TripwireRules, repair_task
-    from landed.task.names import (
-        AGENT_TASK_WORKFLOW,
-        LOOP_ATTRIBUTE,
-        REPAIR_DONE_SIGNAL,
-        SETTLED_SIGNAL,
-        STATE_QUERY,
-        STOP_SIGNAL,
-        TRIPWIRE_WORKFLOW,
-    )
-    from landed.task.steps import LoopSteps
-    from landed.task.tripwire import (
+    from landed.loops.spec import LoopSpec, TripwireRules, repair_task
+    from landed.loops.steps import LoopSteps
+    from landed.loops.tripwire import (
         CatchUp,
         Note,
         TripRecord,
@@ -44,6 +35,15 @@ with workflow.unsafe.imports_passed_through():
         silence_deadline,
         trip,
         unseen,
+    )
+    from landed.task.names import (
+        AGENT_TASK_WORKFLOW,
+        LOOP_ATTRIBUTE,
+        REPAIR_DONE_SIGNAL,
+        SETTLED_SIGNAL,
+        STATE_QUERY,
+        STOP_SIGNAL,
+        TRIPWIRE_WORKFLOW,
     )
 
 from landed.workflows.errors import LOCAL_GAVE_UP

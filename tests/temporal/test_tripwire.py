@@ -25,9 +25,9 @@ from typer.testing import CliRunner
 
 from landed.cli import app
 from landed.ledger.factory import open_ledger
-from landed.task.loops import LoopSpec, loop_task, repair_workflow_id, tripwire_id
+from landed.loops.spec import LoopSpec, loop_task, repair_workflow_id, tripwire_id
+from landed.loops.tripwire import Note, TripwireState
 from landed.task.names import SETTLED_SIGNAL, STOP_SIGNAL
-from landed.task.tripwire import Note, TripwireState
 from landed.temporal.loops import (
     LoopExists,
     UnknownLoop,

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from temporalio.client import Client
 
     from landed.ledger.base import Ledger
+    from landed.loops.steps import LoopSteps
     from landed.probes.sources import SourceRegistry
     from landed.signing import KeyPair
     from landed.task.acts import ActFn
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
         CanarySteps,
         Consent,
         FleetGateStep,
-        LoopSteps,
         RunnerAnswers,
         RunnerSteps,
         VerifierAnswers,

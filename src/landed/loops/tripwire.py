@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from landed.task.loops import LoopSpec, RepairSpec, TripwireRules, repair_task_id
+from landed.loops.spec import LoopSpec, RepairSpec, TripwireRules, repair_task_id
 
 __all__ = [
     "CatchUp",
