@@ -4,15 +4,17 @@ tripwire about each settled receipt."""
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 
 from temporalio import activity
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from landed.ledger.base import Ledger, stage_of
+from landed.ledger.base import Ledger, LoopRow, stage_of
 from landed.ledger.events import EventConflict, LedgerEvent
 from landed.loops.spec import tripwire_id
+from landed.loops.stream import READ_AFTER_ACTIVITY, StreamPage, StreamRead
 from landed.loops.tripwire import CatchUp, Note, Trip, TripRecord, TripwireInput, trip_key
 from landed.receipts.model import Receipt, attempt_of
 from landed.task.names import (
@@ -113,25 +115,21 @@ class LoopActivities:
         ledger, so it ends within its local activity's limit however large the ledger grows. A
         row the chain no longer proves (or whose body was changed) is logged as untrusted and
         left out: it never reaches the tripwire as a settlement."""
-        mine = []
-        for row in await self._ledger.loop_latest(inp.loop, inp.since, inp.limit):
-            receipt = row.receipt
-            if not row.trusted or receipt is None:
-                task_event(
-                    "tripwire-untrusted-row",
-                    role="runner",
-                    task_id=row.task_id,
-                    attempt=attempt_of(receipt) if receipt is not None else 0,
-                    loop=inp.loop,
-                    sequence=row.sequence,
-                )
-                continue
-            if receipt.settled_at is not None and (
-                inp.since is None or receipt.settled_at > inp.since
-            ):
-                mine.append(receipt)
-        mine.sort(key=lambda r: (r.settled_at, r.task_id))
-        return [note_of(r) for r in mine]
+        rows = await self._ledger.loop_latest(inp.loop, inp.since, inp.limit)
+        notes = [n for n in (_settled(row, inp.loop) for row in rows) if n is not None]
+        mine = [n for n in notes if _after(n.settled_at, inp.since)]
+        mine.sort(key=lambda n: (n.settled_at, n.task_id))
+        return mine
+
+    @activity.defn(name=READ_AFTER_ACTIVITY)
+    async def read_after(self, inp: StreamRead) -> StreamPage:
+        """The loop's settlements appended after the tripwire's cursor, oldest first: one
+        indexed read whose work grows with what is new for the loop, capped by ``limit``. An
+        untrusted row is logged and left out, and the cursor moves past it."""
+        rows = await self._ledger.loop_after(inp.loop, inp.after, inp.since, inp.limit)
+        notes = [n for n in (_settled(row, inp.loop) for row in rows) if n is not None]
+        last = max((row.sequence for row in rows), default=None)
+        return StreamPage(notes=notes, last=last, full=len(rows) >= inp.limit)
 
     @activity.defn(name=RECORD_TRIP_ACTIVITY)
     async def record_trip(self, inp: TripRecord) -> bool:
@@ -150,6 +148,29 @@ class LoopActivities:
             if event.kind == TRIP_EVENT:
                 return Trip.model_validate(event.body)
         return None
+
+
+def _settled(row: LoopRow, loop: str) -> Note | None:
+    """The row as a settlement, with its sequence; None (logged) for a row the chain does not
+    prove, or one with no settle time."""
+    receipt = row.receipt
+    if not row.trusted or receipt is None:
+        task_event(
+            "tripwire-untrusted-row",
+            role="runner",
+            task_id=row.task_id,
+            attempt=attempt_of(receipt) if receipt is not None else 0,
+            loop=loop,
+            sequence=row.sequence,
+        )
+        return None
+    if receipt.settled_at is None:
+        return None
+    return note_of(receipt).model_copy(update={"sequence": row.sequence})
+
+
+def _after(at: datetime | None, since: datetime | None) -> bool:
+    return at is not None and (since is None or at > since)
 
 
 def trip_event(inp: TripRecord) -> LedgerEvent:

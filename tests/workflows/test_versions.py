@@ -19,6 +19,7 @@ from landed.workflows import versions
 from landed.workflows.agent_task import AgentTask
 from landed.workflows.recheck import Recheck
 from landed.workflows.rollout_gate import RolloutGate
+from landed.workflows.tripwire import Tripwire
 from landed.workflows.verify_claim import VerifyClaim
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,7 +141,8 @@ async def test_each_committed_history_replays(path: Path) -> None:
     for patch in _patches(history):
         assert patch in {p.id for p in versions.PATCHES}, (path.name, patch)
     replayer = Replayer(
-        workflows=[AgentTask, Recheck, VerifyClaim, RolloutGate], plugins=[landed_plugin()]
+        workflows=[AgentTask, Recheck, VerifyClaim, RolloutGate, Tripwire],
+        plugins=[landed_plugin()],
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, (path.name, result.replay_failure)

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from temporalio import activity
 
+from landed.loops.stream import READ_AFTER_ACTIVITY, StreamPage, StreamRead
 from landed.loops.tripwire import CatchUp, Note, Trip, TripRecord
 from landed.task.names import CATCH_UP_ACTIVITY, LAST_TRIP_ACTIVITY, RECORD_TRIP_ACTIVITY
 
@@ -19,6 +20,9 @@ class LoopSteps(Protocol):
 
     @activity.defn(name=CATCH_UP_ACTIVITY)
     async def catch_up(self, inp: CatchUp) -> list[Note]: ...
+
+    @activity.defn(name=READ_AFTER_ACTIVITY)
+    async def read_after(self, inp: StreamRead) -> StreamPage: ...
 
     @activity.defn(name=RECORD_TRIP_ACTIVITY)
     async def record_trip(self, inp: TripRecord) -> bool: ...

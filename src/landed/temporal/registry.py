@@ -141,7 +141,13 @@ def _with_loops(work: RoleWork, ledger: Ledger) -> RoleWork:
     loops: LoopSteps = LoopActivities(ledger)
     return RoleWork(
         workflows=[*work.workflows, Tripwire, LoopRun],
-        activities=[*work.activities, loops.catch_up, loops.record_trip, loops.last_trip],
+        activities=[
+            *work.activities,
+            loops.catch_up,
+            loops.read_after,
+            loops.record_trip,
+            loops.last_trip,
+        ],
     )
 
 
