@@ -1,5 +1,6 @@
-"""The tripwire's side effects, on the runner: read the ledger to catch up, and tell a loop's
-tripwire about each settled receipt."""
+"""The tripwire's side effects, on the runner: read the ledger (the catch-up at start, and the
+loop's stream after the tripwire's cursor), and tell a loop's tripwire about each settled
+receipt (the fast path: a lost signal is found by the tripwire's next read of its stream)."""
 
 from __future__ import annotations
 
@@ -86,8 +87,8 @@ def tell_tripwire(client: Client, task_queue: str, receipt: Receipt) -> None:
                 await signal_tripwire(client, task_queue, loop, notes)
                 return
             except RPCError as exc:
-                # Not lost for good: a tripwire reads the ledger when it starts again and
-                # before its silence rule trips.
+                # Not lost for good: the tripwire reads its loop's stream from the ledger
+                # at least every landed.loops.stream.EVERY.
                 task_event(
                     "tripwire-signal-failed",
                     role="runner",

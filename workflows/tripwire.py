@@ -79,6 +79,7 @@ class Tripwire:
         self._stop = False
         self._state = TripwireState(loop="")
         self._stream = False
+        self._behind = False  # the last wake-up's reads left a backlog: read on at once
 
     @workflow.signal(name=SETTLED_SIGNAL)
     def settled(self, notes: list[Note]) -> None:
@@ -139,7 +140,7 @@ class Tripwire:
                 await self._read_stream()
             await self._step(inp.spec)
             info = workflow.info()
-            busy = self._pending or self._people
+            busy = self._pending or self._people or self._behind
             if not busy and (
                 info.is_continue_as_new_suggested()
                 or info.get_current_history_length() > inp.history_limit
@@ -154,7 +155,7 @@ class Tripwire:
         if self._stream:
             deadlines.append(workflow.now() + EVERY)
         timeout = (min(deadlines) - workflow.now()) if deadlines else None
-        if timeout is not None and timeout <= timedelta(0):
+        if self._behind or (timeout is not None and timeout <= timedelta(0)):
             return
         with contextlib.suppress(asyncio.TimeoutError):
             await workflow.wait_condition(
@@ -202,7 +203,7 @@ class Tripwire:
         """The loop's settlements after the cursor, queued to be judged like signalled ones
         (a repeat of a signalled one is dropped by its task id and attempt). A ledger that
         cannot be read now is read at the next wake-up: the cursor stays where it was."""
-        state = self._state
+        state, self._behind = self._state, False
         for _ in range(PAGES):
             try:
                 page = await workflow.execute_local_activity_method(
@@ -218,6 +219,7 @@ class Tripwire:
             take(state, page)
             if not page.full:
                 return
+        self._behind = True
 
     async def _reread(self) -> bool:
         """Before silence trips: the loop's runs the ledger holds that no signal brought (a
