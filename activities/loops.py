@@ -1,19 +1,23 @@
-"""The tripwire's side effects, on the runner: read the ledger to catch up, and tell a loop's
-tripwire about each settled receipt."""
+"""The tripwire's side effects, on the runner: read the ledger (the catch-up at start, and the
+loop's stream after the tripwire's cursor), and tell a loop's tripwire about each settled
+receipt (the fast path: a lost signal is found by the tripwire's next read of its stream)."""
 
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 
 from temporalio import activity
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from landed.ledger.base import Ledger, stage_of
+from landed.ledger.base import Ledger, LoopRow, stage_of
 from landed.ledger.events import EventConflict, LedgerEvent
+from landed.loops.spec import tripwire_id
+from landed.loops.stream import READ_AFTER_ACTIVITY, StreamPage, StreamRead
+from landed.loops.tripwire import CatchUp, Note, Trip, TripRecord, TripwireInput, trip_key
 from landed.receipts.model import Receipt, attempt_of
-from landed.task.loops import tripwire_id
 from landed.task.names import (
     CATCH_UP_ACTIVITY,
     HELD_EVENT,
@@ -23,7 +27,6 @@ from landed.task.names import (
     TRIP_EVENT,
     TRIPWIRE_WORKFLOW,
 )
-from landed.task.tripwire import CatchUp, Note, Trip, TripRecord, TripwireInput, trip_key
 from landed.telemetry.logs import task_event
 
 __all__ = ["LoopActivities", "loop_of", "note_of", "signal_tripwire", "tell_tripwire"]
@@ -84,8 +87,8 @@ def tell_tripwire(client: Client, task_queue: str, receipt: Receipt) -> None:
                 await signal_tripwire(client, task_queue, loop, notes)
                 return
             except RPCError as exc:
-                # Not lost for good: a tripwire reads the ledger when it starts again and
-                # before its silence rule trips.
+                # Not lost for good: the tripwire reads its loop's stream from the ledger
+                # at least every landed.loops.stream.EVERY.
                 task_event(
                     "tripwire-signal-failed",
                     role="runner",
@@ -113,25 +116,21 @@ class LoopActivities:
         ledger, so it ends within its local activity's limit however large the ledger grows. A
         row the chain no longer proves (or whose body was changed) is logged as untrusted and
         left out: it never reaches the tripwire as a settlement."""
-        mine = []
-        for row in await self._ledger.loop_latest(inp.loop, inp.since, inp.limit):
-            receipt = row.receipt
-            if not row.trusted or receipt is None:
-                task_event(
-                    "tripwire-untrusted-row",
-                    role="runner",
-                    task_id=row.task_id,
-                    attempt=attempt_of(receipt) if receipt is not None else 0,
-                    loop=inp.loop,
-                    sequence=row.sequence,
-                )
-                continue
-            if receipt.settled_at is not None and (
-                inp.since is None or receipt.settled_at > inp.since
-            ):
-                mine.append(receipt)
-        mine.sort(key=lambda r: (r.settled_at, r.task_id))
-        return [note_of(r) for r in mine]
+        rows = await self._ledger.loop_latest(inp.loop, inp.since, inp.limit)
+        notes = [n for n in (_settled(row, inp.loop) for row in rows) if n is not None]
+        mine = [n for n in notes if _after(n.settled_at, inp.since)]
+        mine.sort(key=lambda n: (n.settled_at, n.task_id))
+        return mine
+
+    @activity.defn(name=READ_AFTER_ACTIVITY)
+    async def read_after(self, inp: StreamRead) -> StreamPage:
+        """The loop's settlements appended after the tripwire's cursor, oldest first: one
+        indexed read whose work grows with what is new for the loop, capped by ``limit``. An
+        untrusted row is logged and left out, and the cursor moves past it."""
+        rows = await self._ledger.loop_after(inp.loop, inp.after, inp.since, inp.limit)
+        notes = [n for n in (_settled(row, inp.loop) for row in rows) if n is not None]
+        last = max((row.sequence for row in rows), default=None)
+        return StreamPage(notes=notes, last=last, full=len(rows) >= inp.limit)
 
     @activity.defn(name=RECORD_TRIP_ACTIVITY)
     async def record_trip(self, inp: TripRecord) -> bool:
@@ -150,6 +149,29 @@ class LoopActivities:
             if event.kind == TRIP_EVENT:
                 return Trip.model_validate(event.body)
         return None
+
+
+def _settled(row: LoopRow, loop: str) -> Note | None:
+    """The row as a settlement, with its sequence; None (logged) for a row the chain does not
+    prove, or one with no settle time."""
+    receipt = row.receipt
+    if not row.trusted or receipt is None:
+        task_event(
+            "tripwire-untrusted-row",
+            role="runner",
+            task_id=row.task_id,
+            attempt=attempt_of(receipt) if receipt is not None else 0,
+            loop=loop,
+            sequence=row.sequence,
+        )
+        return None
+    if receipt.settled_at is None:
+        return None
+    return note_of(receipt).model_copy(update={"sequence": row.sequence})
+
+
+def _after(at: datetime | None, since: datetime | None) -> bool:
+    return at is not None and (since is None or at > since)
 
 
 def trip_event(inp: TripRecord) -> LedgerEvent:

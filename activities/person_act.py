@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from landed.loops.spec import PERSON_ACT
 from landed.task.acts import ActContext, act
-from landed.task.loops import PERSON_ACT
 from landed.task.messages import ActReport
 
 __all__ = ["person"]

@@ -188,7 +188,8 @@ class RunnerActivities:
         # GOV-9: a loop's task tells its loop's tripwire, after this step returns: a signal
         # whose workflow task reached this worker while the step was still in flight would
         # evict this run and cancel the step (with an empty workflow cache, again and again).
-        # The tripwire drops a repeat by task id and attempt, and reads the ledger when it starts.
+        # The tripwire drops a repeat by task id and attempt, and reads the ledger after its
+        # cursor (the signal only wakes it sooner).
         if loop_of(record) is not None:  # only a loop's task asks for the activity's client
             tell_tripwire(activity.client(), activity.info().task_queue, record)
         return out

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import os
 import sys
+from pathlib import Path
 
 #: name -> module; each module has ``main(argv: list[str] | None = None) -> int`` (0 = target met).
 BENCHMARKS: dict[str, str] = {
@@ -33,13 +36,31 @@ BENCHMARKS: dict[str, str] = {
     "gates": "bench.gates",
     # The claim-stream reconciler: VerifyClaim beside AgentTask (pre-read off).
     "reconcile": "bench.reconcile",
+    # The tripwire's read of its loop's stream at 10,000 and 1,000,000 receipts.
     "tripwire": "bench.tripwire",
+    # The runner CPU a tripwire adds per loop task (a landed dev stack).
+    "tripwire_cpu": "bench.tripwire_cpu",
     # --- fleet: the kill switch's latencies (GOV-4) ---
     "pause": "bench.pause",
 }
 
 
+def usage() -> str:
+    """Each benchmark's name and the first line of what it measures."""
+    lines = ["python -m bench [NAME ...]: run the named benchmarks (all when none is named)", ""]
+    for name, module in BENCHMARKS.items():
+        spec = importlib.util.find_spec(module)
+        doc = ""
+        if spec is not None and spec.origin is not None:
+            doc = ast.get_docstring(ast.parse(Path(spec.origin).read_text())) or ""
+        lines.append(f"  {name:<22} {doc.splitlines()[0] if doc else ''}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
+    if {"-h", "--help"} & set(argv):
+        print(usage())
+        return 0
     names = argv or list(BENCHMARKS)
     unknown = [name for name in names if name not in BENCHMARKS]
     if unknown:

@@ -46,8 +46,8 @@ from bench.ledger_append import PG_DSN, receipts
 from landed.activities.loops import LoopActivities
 from landed.cli.board_read import filtered_rows
 from landed.ledger.factory import open_ledger
+from landed.loops.tripwire import CatchUp
 from landed.receipts.model import Receipt
-from landed.task.tripwire import CatchUp
 
 SMALL = 10_000
 N = int(os.environ.get("LANDED_BENCH_READS_N", "1000000"))

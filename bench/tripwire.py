@@ -1,87 +1,154 @@
-"""What a tripwire costs a loop's tasks: the runner's CPU per task, with and without one.
+"""The tripwire's read of its loop's stream, at a ledger of 10,000 and of 1,000,000 receipts:
+its time per read must not grow with the ledger (target: at most 2x at the larger size).
 
-One `landed dev` stack; the same marks task (pre-read, act, read back, settle) run in rounds
-that alternate between ``plain`` (no loop: no tripwire) and ``loop`` (the task names a loop:
-its settle step signals the loop's Tripwire, which the runner also runs). Each round runs
-TASKS tasks with CONCURRENCY in flight; the runner's CPU per task is printed for both and the
-ratio loop / plain (median of the rounds). Target: at most 1.05 (a tripwire adds <= 5%).
+Each ledger is built through landed's own append path (``append_many``), as
+``bench.ledger_reads`` builds it (its builder: tasks spread over 100 loops, settled a second
+apart). On each, the tripwire's ``read_after`` activity (landed.loops.stream) is timed with its
+cursor where a running tripwire keeps it, right behind its loop's newest rows:
+
+- nothing new: the cursor at the loop's newest row (the read on a timer with nothing to take in)
+- 10 new: the loop's 10 newest rows after the cursor (a signal's wake-up after a batch)
+
+Each figure is the median of ROUNDS reads over the loops, after the runner's chain walk at
+open (a loop the builder leaves with too few rows is passed over).
+LANDED_BENCH_TRIPWIRE_SIZES sets the two sizes (default "10000,1000000");
+LANDED_BENCH_TRIPWIRE_BACKENDS the backends (default "sqlite,postgres").
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import statistics
+import sys
 import tempfile
+import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
-from bench.temporal_throughput import _cpu_seconds, mark_spec, mark_stack
+import psycopg
+from psycopg import sql
 
-ROUNDS = int(os.environ.get("LANDED_BENCH_TRIPWIRE_ROUNDS", "4"))
-TASKS = int(os.environ.get("LANDED_BENCH_TRIPWIRE_TASKS", "200"))
-CONCURRENCY = int(os.environ.get("LANDED_BENCH_TRIPWIRE_CONCURRENCY", "20"))
-TARGET = 1.05
+from bench.ledger_append import PG_DSN
+from bench.ledger_reads import LOOPS, median_ms, populate
+from landed.activities.loops import LoopActivities
+from landed.ledger.base import Ledger
+from landed.ledger.factory import open_ledger
+from landed.loops.stream import MARGIN, StreamRead
+
+SIZES = [int(n) for n in os.environ.get("LANDED_BENCH_TRIPWIRE_SIZES", "10000,1000000").split(",")]
+BACKENDS = os.environ.get("LANDED_BENCH_TRIPWIRE_BACKENDS", "sqlite,postgres").split(",")
+TARGET = 2.0
+NEW = (0, 10)
 
 
-async def _round(client: Any, pid: int, loop: str | None) -> float:
-    """Runner CPU (ms) per task over TASKS tasks, CONCURRENCY in flight."""
+async def _cursor(ledger: Ledger, loop: str, new: int) -> StreamRead | None:
+    """The read of a tripwire whose cursor has ``new`` of its loop's rows after it (None for
+    a loop with fewer rows: the builder leaves a few loops empty for its own "few" loop)."""
+    rows = await ledger.loop_latest(loop, limit=new + 1)
+    if len(rows) <= new:
+        return None
+    behind = rows[new]
+    assert behind.receipt is not None and behind.receipt.settled_at is not None
+    since = behind.receipt.settled_at - MARGIN
+    return StreamRead(loop=loop, after=behind.sequence, since=since)
+
+
+async def measure(url: str) -> dict[str, float]:
+    """Each read's median time (ms) on the ledger at ``url``."""
+    figures = {}
+    async with await open_ledger(url, create=False) as ledger:
+        await ledger.walk_chain()  # as a runner does at start
+        loops = LoopActivities(ledger)
+        for new in NEW:
+            found = [await _cursor(ledger, f"loop-{i:03d}", new) for i in range(LOOPS)]
+            reads = [r for r in found if r is not None]
+
+            async def read(i: int, reads: list[StreamRead] = reads, new: int = new) -> object:
+                page = await loops.read_after(reads[i % len(reads)])
+                assert len(page.notes) == new, (len(page.notes), new)
+                return page
+
+            figures[f"stream read, {new} new"] = await median_ms(read)
+    return figures
+
+
+@asynccontextmanager
+async def _sqlite(n: int) -> AsyncIterator[str]:
+    with tempfile.TemporaryDirectory(prefix="landed-bench-tripwire-") as tmp:
+        yield f"sqlite:///{Path(tmp) / 'ledger.db'}"
+
+
+@asynccontextmanager
+async def _postgres(n: int) -> AsyncIterator[str]:
     tag = uuid.uuid4().hex[:8]
-    ids = iter(range(TASKS))
-
-    async def slot() -> None:
-        for i in ids:
-            spec = mark_spec(f"tw-{tag}-{i}", True) | ({"loop": loop} if loop else {})
-            receipt = await client.run(spec)
-            assert receipt.verdict == "verified", receipt.landed
-
-    before = _cpu_seconds(pid)
-    await asyncio.gather(*(slot() for _ in range(CONCURRENCY)))
-    # The tripwire's own workflow tasks follow the last settle by a few milliseconds.
-    await asyncio.sleep(2.0)
-    return (_cpu_seconds(pid) - before) * 1000 / TASKS
-
-
-async def _run() -> int:
-    from landed.task.loops import LoopSpec
-
-    home = Path(tempfile.mkdtemp(prefix="landed-bench-tripwire-"))
-    stack = mark_stack(home, {})
-    await stack.start()
+    schema, role = f"landed_bench_tw_{tag}", f"landed_bench_tw_writer_{tag}"
     try:
-        client = await stack.client()
-        pid = stack.roles["runner"].pid
-        name = f"bench-{uuid.uuid4().hex[:6]}"
-        template = {k: v for k, v in mark_spec("x", True).items() if k != "task_id"}
-        await client.create_loop(
-            LoopSpec.model_validate({"name": name, "every": "PT15M", "task": template}),
-            paused=True,
-        )
-        for i in range(10):  # warm the workers' imports and connections, both paths
-            await client.run(mark_spec(f"warm-{uuid.uuid4().hex[:6]}-{i}", True))
-            await client.run(mark_spec(f"warm-{uuid.uuid4().hex[:6]}-{i}", True) | {"loop": name})
-        rounds = []
-        for _ in range(ROUNDS):
-            plain = await _round(client, pid, None)
-            looped = await _round(client, pid, name)
-            rounds.append((plain, looped))
+        yield f"{PG_DSN}?schema={schema}&writer_role={role}"
     finally:
-        await asyncio.to_thread(stack.stop)
-        shutil.rmtree(home, ignore_errors=True)
-    plain = statistics.median(p for p, _ in rounds)
-    looped = statistics.median(q for _, q in rounds)
-    ratio = statistics.median(q / p for p, q in rounds)
+        async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
+            await conn.execute(
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+            )
+            await conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+
+async def _postgres_answers() -> bool:
+    try:
+        async with await psycopg.AsyncConnection.connect(PG_DSN, connect_timeout=3):
+            return True
+    except psycopg.Error as exc:
+        print(f"tripwire reads, PostgreSQL: skipped, {PG_DSN} did not answer ({exc})")
+        return False
+
+
+async def run_backend(backend: str) -> bool:
+    ledger = _sqlite if backend == "sqlite" else _postgres
+    figures: dict[int, dict[str, float]] = {}
+    for n in SIZES:
+        async with ledger(n) as url:
+            print(f"{backend}, {n:,} receipts:", flush=True)
+            await populate(url, n)
+            figures[n] = await measure(url)
+    return report(backend, figures)
+
+
+def report(backend: str, figures: dict[int, dict[str, float]]) -> bool:
+    small, big = SIZES
     print(
-        f"tripwire on landed dev ({ROUNDS} rounds of {TASKS} tasks, {CONCURRENCY} in flight; "
-        "runner CPU per task)"
+        f"tripwire stream reads, {backend}, median ms per read: {small:,} receipts beside "
+        f"{big:,}, target <= {TARGET:.1f}x",
+        flush=True,
     )
-    print(f"  plain  no loop, no tripwire          {plain:6.2f} ms/task")
-    print(f"  loop   the loop's tripwire signalled {looped:6.2f} ms/task  {ratio:.3f}x plain")
-    print(f"  target at most {TARGET:.2f}x: {'met' if ratio <= TARGET else 'NOT met'}")
-    return 0 if ratio <= TARGET else 1
+    ok = True
+    for name, base in figures[small].items():
+        ratio = figures[big][name] / base
+        ok &= ratio <= TARGET
+        print(
+            f"  {name:<24} {base:>8.3f} ms  {figures[big][name]:>8.3f} ms  ratio {ratio:5.2f}  "
+            f"{'met' if ratio <= TARGET else 'MISSED'}",
+            flush=True,
+        )
+    return ok
 
 
 def main(argv: list[str] | None = None) -> int:
-    return asyncio.run(_run())
+    """Run the chosen backends; exit 1 if a read grew past the target."""
+
+    async def run() -> bool:
+        ok = True
+        for backend in BACKENDS:
+            if backend == "postgres" and not await _postgres_answers():
+                continue
+            ok &= await run_backend(backend)
+        return ok
+
+    started = time.perf_counter()
+    ok = asyncio.run(run())
+    print(f"  ({time.perf_counter() - started:,.0f} s in all)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

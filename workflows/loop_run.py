@@ -18,7 +18,7 @@ from temporalio.common import (
 from temporalio.exceptions import ChildWorkflowError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
-    from landed.task.loops import LoopSpec, loop_task, run_task_id
+    from landed.loops.spec import LoopSpec, loop_task, run_task_id
     from landed.task.names import AGENT_TASK_WORKFLOW, LOOP_ATTRIBUTE, LOOP_RUN_WORKFLOW
 
 __all__ = ["LoopRun"]

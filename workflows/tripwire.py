@@ -1,7 +1,10 @@
-"""Tripwire (GOV-9): one per loop. Every settled receipt of the loop's tasks is signalled to it;
-a timer watches for silence, and before silence trips the ledger is read (a signal is lost with
-a runner that dies while gathering it); when a rule trips it queues the loop's one repair task
-and reads that repair's verdict like any other. The decisions are ``landed.task.tripwire``'s."""
+"""Tripwire (GOV-9): one per loop. Its stream is the ledger: on every wake-up, and at least
+every ``stream.EVERY``, it reads the loop's settlements after its cursor (landed.loops.stream).
+Every settled receipt of the loop's tasks is also signalled to it, which only wakes it sooner
+(a signal is lost with a runner that dies while gathering it). A timer watches for silence, and
+before silence trips the ledger is read once more; when a rule trips it queues the loop's one
+repair task and reads that repair's verdict like any other. The decisions are
+``landed.loops.tripwire``'s and ``landed.loops.stream``'s."""
 
 from __future__ import annotations
 
@@ -20,18 +23,10 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
-    from landed.task.loops import LoopSpec, TripwireRules, repair_task
-    from landed.task.names import (
-        AGENT_TASK_WORKFLOW,
-        LOOP_ATTRIBUTE,
-        REPAIR_DONE_SIGNAL,
-        SETTLED_SIGNAL,
-        STATE_QUERY,
-        STOP_SIGNAL,
-        TRIPWIRE_WORKFLOW,
-    )
-    from landed.task.steps import LoopSteps
-    from landed.task.tripwire import (
+    from landed.loops.spec import LoopSpec, TripwireRules, repair_task
+    from landed.loops.steps import LoopSteps
+    from landed.loops.stream import EVERY, PAGES, open_stream, read_of, take
+    from landed.loops.tripwire import (
         CatchUp,
         Note,
         TripRecord,
@@ -45,9 +40,22 @@ with workflow.unsafe.imports_passed_through():
         trip,
         unseen,
     )
+    from landed.task.names import (
+        AGENT_TASK_WORKFLOW,
+        LOOP_ATTRIBUTE,
+        REPAIR_DONE_SIGNAL,
+        SETTLED_SIGNAL,
+        STATE_QUERY,
+        STOP_SIGNAL,
+        TRIPWIRE_WORKFLOW,
+    )
 
 from landed.workflows.errors import LOCAL_GAVE_UP
-from landed.workflows.versions import REPAIR_HOLD_RECORDED, SILENCE_REREADS_LEDGER
+from landed.workflows.versions import (
+    LEDGER_STREAM,
+    REPAIR_HOLD_RECORDED,
+    SILENCE_REREADS_LEDGER,
+)
 
 __all__ = ["Tripwire"]
 
@@ -55,6 +63,8 @@ _OWNER = SearchAttributeKey.for_keyword("LandedOwner")
 _LOOP = SearchAttributeKey.for_keyword(LOOP_ATTRIBUTE)
 _STEP = timedelta(seconds=30)
 _RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
+# The stream's read is tried once: a ledger that cannot be read now is read at the next wake-up.
+_STREAM_RETRY = RetryPolicy(maximum_attempts=1)
 # The read before a silence trip is bounded: the trip waits for it a few seconds at most.
 _REREAD_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=4), maximum_attempts=3
@@ -68,6 +78,8 @@ class Tripwire:
         self._people: list[str] = []
         self._stop = False
         self._state = TripwireState(loop="")
+        self._stream = False
+        self._behind = False  # the last wake-up's reads left a backlog: read on at once
 
     @workflow.signal(name=SETTLED_SIGNAL)
     def settled(self, notes: list[Note]) -> None:
@@ -87,6 +99,9 @@ class Tripwire:
 
     @workflow.run
     async def run(self, inp: TripwireInput) -> TripwireState:
+        # Decided once, before any command: a run recorded before the ledger stream replays
+        # without its reads and timer, and streams from its next run (continue-as-new) on.
+        self._stream = workflow.patched(LEDGER_STREAM)
         state = inp.state or TripwireState(
             loop=inp.loop, armed_at=workflow.now(), declared=inp.spec is not None
         )
@@ -113,11 +128,19 @@ class Tripwire:
                 retry_policy=_RETRY,
             )
             self._pending[:0] = caught
+            if self._stream:
+                open_stream(state, caught, last.at if last is not None else None)
+        if self._stream and state.cursor is None:
+            # Carried on from a run before the stream: past what that run already took in.
+            trip_at = state.last_trip.at if state.last_trip is not None else None
+            open_stream(state, [], max((t for t in (state.armed_at, trip_at) if t), default=None))
         while not self._stop:
             await self._wait(inp)
+            if self._stream:
+                await self._read_stream()
             await self._step(inp.spec)
             info = workflow.info()
-            busy = self._pending or self._people
+            busy = self._pending or self._people or self._behind
             if not busy and (
                 info.is_continue_as_new_suggested()
                 or info.get_current_history_length() > inp.history_limit
@@ -129,8 +152,10 @@ class Tripwire:
         state = self._state
         silence = inp.spec.silence if inp.spec is not None else None
         deadlines = [d for d in (silence_deadline(state, silence), state.retry_at) if d]
+        if self._stream:
+            deadlines.append(workflow.now() + EVERY)
         timeout = (min(deadlines) - workflow.now()) if deadlines else None
-        if timeout is not None and timeout <= timedelta(0):
+        if self._behind or (timeout is not None and timeout <= timedelta(0)):
             return
         with contextlib.suppress(asyncio.TimeoutError):
             await workflow.wait_condition(
@@ -173,6 +198,28 @@ class Tripwire:
         if state.phase == "repairing" and state.retry_at is not None and now >= state.retry_at:
             state.retry_at = None
             await self._start_repair(spec, None)
+
+    async def _read_stream(self) -> None:
+        """The loop's settlements after the cursor, queued to be judged like signalled ones
+        (a repeat of a signalled one is dropped by its task id and attempt). A ledger that
+        cannot be read now is read at the next wake-up: the cursor stays where it was."""
+        state, self._behind = self._state, False
+        for _ in range(PAGES):
+            try:
+                page = await workflow.execute_local_activity_method(
+                    LoopSteps.read_after,
+                    read_of(state),
+                    start_to_close_timeout=_STEP,
+                    retry_policy=_STREAM_RETRY,
+                )
+            except LOCAL_GAVE_UP as exc:
+                workflow.logger.warning("loop %s: stream not read: %s", state.loop, exc)
+                return
+            self._pending.extend(n for n in page.notes if n.key not in state.seen)
+            take(state, page)
+            if not page.full:
+                return
+        self._behind = True
 
     async def _reread(self) -> bool:
         """Before silence trips: the loop's runs the ledger holds that no signal brought (a

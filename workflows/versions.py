@@ -23,6 +23,7 @@ __all__ = [
     "CLAIM_AGAIN_AFTER_RESET",
     "DURABLE_PATCH",
     "FLEET_GATE_PATCH",
+    "LEDGER_STREAM",
     "LONG_LIVED",
     "PATCHES",
     "PINNED",
@@ -75,6 +76,11 @@ REPAIR_HOLD_RECORDED = "repair-hold-recorded"
 #: histories that tripped on silence before this read was added replay without it.
 SILENCE_REREADS_LEDGER = "silence-rereads-ledger"
 
+#: The tripwire reads its loop's settlements from the ledger after a cursor, on every wake-up
+#: and at least every landed.loops.stream.EVERY (a timer); runs recorded before replay without
+#: those reads and that timer, and stream from their next run (continue-as-new) on.
+LEDGER_STREAM = "tripwire-ledger-stream"
+
 
 def claim_again_patch(attempt: int) -> str:
     """The claim-again marker of act attempt ``attempt`` (attempt 1 keeps the id runs recorded
@@ -120,4 +126,5 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         SILENCE_REREADS_LEDGER, ("LandedTripwire",), "silence reads the ledger", _LONG_LIVED_UNTIL
     ),
+    Patch(LEDGER_STREAM, ("LandedTripwire",), "the ledger is the loop's stream", _LONG_LIVED_UNTIL),
 )

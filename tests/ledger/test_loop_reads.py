@@ -187,7 +187,7 @@ async def test_the_catch_up_reads_the_loop_oldest_first_and_leaves_out_untrusted
     owner: Owner,
 ) -> None:
     from landed.activities.loops import LoopActivities
-    from landed.task.tripwire import CatchUp
+    from landed.loops.tripwire import CatchUp
 
     await seed_loops(owner.url)
     async with await open_ledger(owner.url) as ledger:

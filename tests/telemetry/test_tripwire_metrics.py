@@ -12,7 +12,7 @@ from helpers.scorecard import AT, settled
 
 from landed.activities.loops import trip_event
 from landed.ledger.base import Ledger
-from landed.task.tripwire import Trip, TripRecord
+from landed.loops.tripwire import Trip, TripRecord
 
 pytestmark = pytest.mark.slow
 

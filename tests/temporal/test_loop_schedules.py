@@ -17,8 +17,8 @@ from helpers.wait import until
 from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
 
 from landed.dev.server import DevServer
+from landed.loops.spec import LoopSpec, schedule_id
 from landed.receipts.model import Receipt
-from landed.task.loops import LoopSpec, schedule_id
 from landed.task.names import LOOP_RUN_WORKFLOW
 from landed.temporal.loops import delete_loop, describe_loop, loop_state
 

@@ -19,7 +19,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError
 from temporalio.worker import Replayer
 
-from landed.task.loops import LoopSpec, schedule_id
+from landed.loops.spec import LoopSpec, schedule_id
 from landed.temporal.fleet import flip
 from landed.temporal.loops import delete_loop
 from landed.temporal.plugin import landed_plugin, strict_workflow_runner

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import uuid
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from helpers.roles import Roles, run_roles
 from helpers.scorecard import settled
 from helpers.sor import make_rows_db, rows_task
 from helpers.wait import until
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
@@ -25,9 +26,9 @@ from typer.testing import CliRunner
 
 from landed.cli import app
 from landed.ledger.factory import open_ledger
-from landed.task.loops import LoopSpec, loop_task, repair_workflow_id, tripwire_id
+from landed.loops.spec import LoopSpec, loop_task, repair_workflow_id, tripwire_id
+from landed.loops.tripwire import Note, TripwireState
 from landed.task.names import SETTLED_SIGNAL, STOP_SIGNAL
-from landed.task.tripwire import Note, TripwireState
 from landed.temporal.loops import (
     LoopExists,
     UnknownLoop,
@@ -37,6 +38,18 @@ from landed.temporal.loops import (
 )
 from landed.temporal.plugin import landed_plugin
 from landed.workflows.tripwire import Tripwire
+
+HISTORIES = Path(__file__).parent / "histories" / "tripwire"
+
+
+def _record(name: str, history: WorkflowHistory) -> None:
+    """With LANDED_RECORD_HISTORIES=1, keep ``history`` as a committed fixture (see
+    test_durable._record): a later change to the tripwire must still replay it
+    (tests/workflows/test_versions.py replays every committed history)."""
+    if os.environ.get("LANDED_RECORD_HISTORIES") == "1":
+        HISTORIES.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(json.loads(history.to_json()), indent=1) + "\n"
+        (HISTORIES / f"{name}.json").write_text(text)
 
 
 def declare(name: str, db: Path, *, write: int = 0, **extra: Any) -> LoopSpec:
@@ -148,6 +161,7 @@ async def test_a_loop_that_stops_landing_trips_one_repair_that_rearms_it(
         assert events[0].body["rule"].startswith("no verified")
         tw = roles.temporal.get_workflow_handle(tripwire_id(name))
         history = await tw.fetch_history()
+    _record("trip_repair_silence", history)
     replayer = Replayer(workflows=[Tripwire], plugins=[landed_plugin()])
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None
@@ -394,6 +408,7 @@ async def test_a_runner_killed_while_two_signals_trip_it_leaves_exactly_one_repa
         assert repairs == [f"repair-{name}-1-1"]
         assert [e.key for e in events] == [f"trip:{name}:1"]
         history = await tw.fetch_history()
+    _record("runner_killed_mid_trip", history)
     replayer = Replayer(workflows=[Tripwire], plugins=[landed_plugin()])
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None

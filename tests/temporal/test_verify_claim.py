@@ -20,11 +20,11 @@ from temporalio.worker import Replayer
 
 from landed.cli.reconcile_run import reconcile
 from landed.cli.reconcile_tail import Tail
+from landed.loops.spec import tripwire_id
+from landed.loops.tripwire import TripwireState
 from landed.receipts.model import Receipt
 from landed.task.claims_in import VerifyClaimInput, parse_claim
-from landed.task.loops import tripwire_id
 from landed.task.names import STOP_SIGNAL, VERIFY_CLAIM_WORKFLOW
-from landed.task.tripwire import TripwireState
 from landed.temporal.claims import start_claim, wait_result
 from landed.temporal.loops import UnknownLoop, loop_state
 from landed.temporal.plugin import landed_plugin, strict_workflow_runner

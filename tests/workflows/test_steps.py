@@ -1,6 +1,6 @@
-"""The typed boundary (landed.task.steps): the workflows call each activity by its declaration,
-never by a name string, and each declaration is implemented in activities/ under the same
-activity type name, argument and result types."""
+"""The typed boundary (landed.task.steps, landed.loops.steps): the workflows call each activity
+by its declaration, never by a name string, and each declaration is implemented in activities/
+under the same activity type name, argument and result types."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from landed.activities.role_check import ActorCheck, RunnerCheck
 from landed.activities.rollout_gate import RolloutGateActivities
 from landed.activities.runner import RunnerActivities
 from landed.activities.verify import VerifyActivities
+from landed.loops import steps as loop_steps
 from landed.task import steps
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +37,7 @@ IMPLEMENTED_BY: dict[type[Any], type] = {
     steps.VerifierAnswers: VerifierCheck,
     steps.RunnerSteps: RunnerActivities,
     steps.RunnerAnswers: RunnerCheck,
-    steps.LoopSteps: LoopActivities,
+    loop_steps.LoopSteps: LoopActivities,
     steps.FleetGateStep: FleetActivities,
     steps.CanarySteps: RolloutGateActivities,
 }
@@ -53,7 +54,8 @@ def _definitions(cls: type) -> dict[str, activity._Definition]:
 
 
 def test_every_interface_of_steps_is_listed_here() -> None:
-    assert {getattr(steps, name) for name in steps.__all__} == set(IMPLEMENTED_BY)
+    declared = [getattr(m, name) for m in (steps, loop_steps) for name in m.__all__]
+    assert set(declared) == set(IMPLEMENTED_BY)
 
 
 @pytest.mark.parametrize("interface", IMPLEMENTED_BY, ids=lambda c: c.__name__)

@@ -85,7 +85,7 @@ def _recorded(url: str | None, loops: list[str]) -> dict[str, Any]:
 
 
 def _spec(name: str, every: str, task_file: Path, tripwire: str | None, as_json: bool) -> Any:
-    from landed.task.loops import LoopSpec
+    from landed.loops.spec import LoopSpec
 
     try:
         task = json.loads(task_file.read_bytes()[: 1 << 20])

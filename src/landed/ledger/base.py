@@ -279,6 +279,16 @@ class Ledger(Protocol):
         the chain proves it (LoopRow)."""
         ...
 
+    async def loop_after(
+        self, loop: str, after: int, since: datetime | None = None, limit: int = 100
+    ) -> list[LoopRow]:
+        """The settle rows of ``loop``'s tasks appended after sequence ``after`` and settled
+        after ``since``: the oldest ``limit`` of them (at most reads.MAX_LOOP_ROWS), in
+        sequence order (commit order), read through the loop index from ``since``: its work
+        grows with the loop's rows settled after ``since``, not with the ledger
+        (landed.ledger.sqlite_stream). Each row says whether the chain proves it (LoopRow)."""
+        ...
+
     def iter_rows(self) -> AsyncGenerator[tuple[int, Receipt], None]:
         """iter_receipts() with each row's sequence."""
         ...

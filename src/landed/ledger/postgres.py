@@ -47,6 +47,7 @@ from landed.ledger.pg_chain import (
 )
 from landed.ledger.pg_pages import PAGE_SQL
 from landed.ledger.pg_schema import SCHEMA_VERSION, migrate, schema_version
+from landed.ledger.pg_stream import pg_loop_after
 from landed.ledger.reads import MAX_LOOP_ROWS, loop_rows
 from landed.ledger.trusted import ReadGuard
 from landed.receipts.model import Receipt
@@ -579,6 +580,12 @@ class PostgresLedger:
                 ]
         except psycopg.Error as exc:
             raise LedgerError(f"reading the ledger at {self.url} failed: {exc}") from exc
+        return await loop_rows(self, self._guard, loop, found)
+
+    async def loop_after(
+        self, loop: str, after: int, since: datetime | None = None, limit: int = 100
+    ) -> list[LoopRow]:
+        found = await pg_loop_after(self._pool, self._schema, loop, after, since, limit)
         return await loop_rows(self, self._guard, loop, found)
 
     async def count(self) -> int:

@@ -43,8 +43,8 @@ async def loop_rows(
     loop: str,
     found: list[tuple[int, str, str, str]],
 ) -> list[LoopRow]:
-    """The rows an indexed loop read found ((sequence, task_id, body, body_sha256), newest
-    first), each checked against its hash and the receipts chain (``guard``'s resumable walk,
+    """The rows an indexed loop read found ((sequence, task_id, body, body_sha256), in the
+    order read), each checked against its hash and the receipts chain (``guard``'s resumable walk,
     advanced to the newest of them, within its budget: ChainWalkBehind otherwise)."""
     if not found:
         return []

@@ -43,6 +43,7 @@ from landed.ledger.sqlite_schema import (
     migrate,
     schema_version,
 )
+from landed.ledger.sqlite_stream import sqlite_loop_after
 from landed.ledger.sqlite_url import sqlite_path
 from landed.ledger.trusted import ReadGuard
 from landed.receipts.model import Receipt
@@ -596,6 +597,12 @@ class SqliteLedger:
     ) -> list[LoopRow]:
         limit = max(1, min(limit, MAX_LOOP_ROWS))
         found = await self._run(self._loop_sync, loop, since_text(since), limit)
+        return await loop_rows(self, self._guard, loop, found)
+
+    async def loop_after(
+        self, loop: str, after: int, since: datetime | None = None, limit: int = 100
+    ) -> list[LoopRow]:
+        found = await self._run(lambda: sqlite_loop_after(self._db(), loop, after, since, limit))
         return await loop_rows(self, self._guard, loop, found)
 
     async def iter_receipts(self) -> AsyncGenerator[Receipt, None]:

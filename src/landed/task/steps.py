@@ -52,18 +52,14 @@ from landed.task.names import (
     ACT_ACTIVITY,
     CANARY_FACTS_ACTIVITY,
     CANARY_VERIFIER_ACTIVITY,
-    CATCH_UP_ACTIVITY,
     CLAIM_ACTIVITY,
     CONSENT_ACTIVITY,
     FLEET_GATE_ACTIVITY,
-    LAST_TRIP_ACTIVITY,
     LOOKUP_ACTIVITY,
     PLAN_ACTIVITY,
-    RECORD_TRIP_ACTIVITY,
     SETTLE_ACTIVITY,
     VERIFY_ACTIVITY,
 )
-from landed.task.tripwire import CatchUp, Note, Trip, TripRecord
 
 __all__ = [
     "Act",
@@ -71,7 +67,6 @@ __all__ = [
     "CanarySteps",
     "Consent",
     "FleetGateStep",
-    "LoopSteps",
     "RunnerAnswers",
     "RunnerSteps",
     "VerifierAnswers",
@@ -138,19 +133,6 @@ class RunnerAnswers(Protocol):
 
     @activity.defn(name=ROLE_QUEUES_ACTIVITY)
     async def queues(self) -> RoleQueues: ...
-
-
-class LoopSteps(Protocol):
-    """A tripwire's ledger reads and its trip events (activities.loops.LoopActivities)."""
-
-    @activity.defn(name=CATCH_UP_ACTIVITY)
-    async def catch_up(self, inp: CatchUp) -> list[Note]: ...
-
-    @activity.defn(name=RECORD_TRIP_ACTIVITY)
-    async def record_trip(self, inp: TripRecord) -> bool: ...
-
-    @activity.defn(name=LAST_TRIP_ACTIVITY)
-    async def last_trip(self, loop: str) -> Trip | None: ...
 
 
 class FleetGateStep(Protocol):

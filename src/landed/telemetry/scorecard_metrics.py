@@ -30,7 +30,7 @@ OWNER_LOOP_COUNTERS = {
 }
 
 
-#: The rule label's values (landed.task.tripwire.rule_kind).
+#: The rule label's values (landed.loops.tripwire.rule_kind).
 _RULES = ("not_done_in_a_row", "proof_floor", "silence")
 
 

@@ -14,9 +14,9 @@ from datetime import datetime
 
 import orjson
 
+from landed.loops.tripwire import Trip, rule_kind
 from landed.receipts.model import Receipt
 from landed.task.names import HELD_EVENT, TRIP_EVENT
-from landed.task.tripwire import Trip, rule_kind
 from landed.telemetry.labels import LabelCap
 
 __all__ = ["TripBoard"]

@@ -389,7 +389,7 @@ class Client:
         """Declare a loop (a LoopSpec or its mapping): its Schedule (created paused with
         ``paused``; none with ``schedule=False``: agents start its tasks with ``loop`` set) and
         its tripwire. LoopExists when it is declared already; ValidationError for bad input."""
-        from landed.task.loops import LoopSpec
+        from landed.loops.spec import LoopSpec
         from landed.temporal.loops import create_loop
 
         spec = loop if isinstance(loop, LoopSpec) else LoopSpec.model_validate(loop)

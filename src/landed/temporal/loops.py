@@ -22,7 +22,8 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from landed.task.loops import LoopSpec, schedule_id, tripwire_id
+from landed.loops.spec import LoopSpec, schedule_id, tripwire_id
+from landed.loops.tripwire import TripwireInput, TripwireState
 from landed.task.names import (
     LOOP_RUN_WORKFLOW,
     REPAIR_DONE_SIGNAL,
@@ -30,7 +31,6 @@ from landed.task.names import (
     STOP_SIGNAL,
     TRIPWIRE_WORKFLOW,
 )
-from landed.task.tripwire import TripwireInput, TripwireState
 
 __all__ = [
     "LoopExists",

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from temporalio.client import Client
 
     from landed.ledger.base import Ledger
+    from landed.loops.steps import LoopSteps
     from landed.probes.sources import SourceRegistry
     from landed.signing import KeyPair
     from landed.task.acts import ActFn
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
         CanarySteps,
         Consent,
         FleetGateStep,
-        LoopSteps,
         RunnerAnswers,
         RunnerSteps,
         VerifierAnswers,
@@ -141,7 +141,13 @@ def _with_loops(work: RoleWork, ledger: Ledger) -> RoleWork:
     loops: LoopSteps = LoopActivities(ledger)
     return RoleWork(
         workflows=[*work.workflows, Tripwire, LoopRun],
-        activities=[*work.activities, loops.catch_up, loops.record_trip, loops.last_trip],
+        activities=[
+            *work.activities,
+            loops.catch_up,
+            loops.read_after,
+            loops.record_trip,
+            loops.last_trip,
+        ],
     )
 
 

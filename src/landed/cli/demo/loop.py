@@ -8,7 +8,7 @@ import asyncio
 import time
 from typing import Any
 
-from landed.task.loops import LoopSpec, loop_task
+from landed.loops.spec import LoopSpec, loop_task
 from landed.temporal.client import Client
 from landed.temporal.loops import delete_loop, loop_state
 

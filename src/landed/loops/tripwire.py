@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from landed.task.loops import LoopSpec, RepairSpec, TripwireRules, repair_task_id
+from landed.loops.spec import LoopSpec, RepairSpec, TripwireRules, repair_task_id
 
 __all__ = [
     "CatchUp",
@@ -41,6 +41,8 @@ class Note(BaseModel):
     attempt: int = 1
     verdict: str | None = None
     settled_at: datetime | None = None
+    #: Its ledger row's sequence, when read from the ledger (a signal's note carries none).
+    sequence: int | None = None
 
     @property
     def key(self) -> str:
@@ -76,6 +78,10 @@ class TripwireState(BaseModel):
     repair_attempt: int = 0
     retry_at: datetime | None = None
     repairs_verified: int = 0
+    #: The ledger stream (landed.loops.stream): the sequence of the last loop row taken in
+    #: (None: no stream opened yet), and the settled_at floor the next read starts from.
+    cursor: int | None = None
+    floor: datetime | None = None
 
     @property
     def last_trip(self) -> Trip | None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from landed.task.loops import (
+from landed.loops.spec import (
     LoopSpec,
     RepairSpec,
     TripwireRules,
@@ -16,7 +16,7 @@ from landed.task.loops import (
     repair_task,
     run_task_id,
 )
-from landed.task.tripwire import (
+from landed.loops.tripwire import (
     Note,
     TripwireState,
     accept,
@@ -152,7 +152,7 @@ def test_a_repair_is_retried_with_backoff_up_to_its_cap_then_held_and_verified_r
 def test_trips_number_on_past_the_kept_twenty_and_each_rule_has_a_bounded_label() -> None:
     """Only the newest 20 trips are kept: the 21st and later still get new numbers, so their
     event keys and repair task ids are never an earlier trip's."""
-    from landed.task.tripwire import rule_kind, trip_key
+    from landed.loops.tripwire import rule_kind, trip_key
 
     state = TripwireState(loop="nightly")
     for _ in range(25):
