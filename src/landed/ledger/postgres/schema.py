@@ -252,7 +252,7 @@ async def migrate(conn: psycopg.AsyncConnection[Any], schema: str, role: str) ->
                 if step == _CHAIN_STEP:
                     await _chain_stored(conn, names, schema)
                 if step == CHAIN_V2_STEP:
-                    from landed.ledger.pg_rechain import rechain_v2
+                    from landed.ledger.postgres.rechain import rechain_v2
 
                     await rechain_v2(conn, schema)
                 await conn.execute(

@@ -15,7 +15,7 @@ def _t(column: str) -> str:
 
 TABLES = {"receipts": "landed_receipts", "claims": "landed_claims", "events": "landed_events"}
 ORDER = {"receipts": "sequence", "claims": "coalesce(chain_pos, 0)", "events": "sequence"}
-#: The walk's page of a chain, as sqlite_chain.PAGE_SQL (claims are ordered by position: the
+#: The walk's page of a chain, as the SQLite chain.PAGE_SQL (claims are ordered by position: the
 #: table has no column of its own that orders them as appended). Qualified functions: a table
 #: owner's own sha256() in another schema is never called.
 PAGE_SQL = {
