@@ -127,7 +127,7 @@ _STEPS: dict[int, list[str]] = {
     ],
     # Links v2 (landed.ledger.links): claims and events get chains of their own, a head carries
     # every chain's tail and the positions its signer wrote (its key may sign several heads at
-    # one receipts position), and every stored row is re-chained (pg_rechain).
+    # one receipts position), and every stored row is re-chained (landed.ledger.postgres.rechain).
     7: [
         "ALTER TABLE {s}.landed_claims ADD COLUMN chain_pos bigint, ADD COLUMN chain_link text",
         "ALTER TABLE {s}.landed_events ADD COLUMN chain_pos bigint, ADD COLUMN chain_link text",
