@@ -71,6 +71,7 @@ def test_only_new_rows_are_linked_and_a_stored_one_is_answered_with_its_hash() -
         }
         stored = tuple(columns[name] for name in FIELDS["receipts"])
         assert x.link == link_v2("receipts", x.pos, stored, prev)
+        assert x.at == columns["settled_at"]  # what SQLite stores in the column, too
         prev = x.link
     assert end == ChainHead(7, 42, prev)
     assert batch.committed() == [True, "stored-hash", True]

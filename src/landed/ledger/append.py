@@ -34,6 +34,8 @@ class Linked(NamedTuple):
     sequence: int
     pos: int
     link: str
+    #: The settled time as the link binds it (the backend's text of it).
+    at: str | None
 
 
 class Batch:
@@ -65,7 +67,7 @@ class Batch:
             fields = (sequence, row.task_id, row.attempt, row.stage, row.verdict, row.owner, at)
             link = link_v2("receipts", pos, (*fields, row.sha256), head.link)
             head = ChainHead(pos, sequence, link)
-            self.linked.append(Linked(row, sequence, pos, link))
+            self.linked.append(Linked(row, sequence, pos, link, at))
         return head
 
     def inserted(self) -> None:

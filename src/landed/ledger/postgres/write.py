@@ -106,7 +106,7 @@ class PgWriter:
         )
         batch.link(head, sorted(int(n) for (n,) in await cur.fetchall()), pg_time)
         params: list[Any] = []
-        for r, sequence, pos, link in batch.linked:
+        for r, sequence, pos, link, _ in batch.linked:
             values = (r.task_id, r.attempt, r.verdict, r.owner, r.settled_at, r.sha256)
             params.extend((*values, r.body.decode(), r.stage, sequence, pos, link))
         insert = sql.SQL(

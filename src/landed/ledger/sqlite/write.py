@@ -27,12 +27,17 @@ _STORED = "SELECT body_sha256 FROM landed_receipts WHERE task_id = ? AND attempt
 
 def columns(row: LedgerRow) -> tuple[object, ...]:
     """The row's values in _INSERT_CHAINED's column order, as SQLite stores them."""
+    return _columns(row, _iso(row.settled_at))
+
+
+def _columns(row: LedgerRow, at: str | None) -> tuple[object, ...]:
+    # The settled time is stored as the link binds it (_iso): one text, made once per row.
     return (
         row.task_id,
         row.attempt,
         row.verdict,
         row.owner,
-        row.settled_at.isoformat() if row.settled_at else None,
+        at,
         row.sha256,
         row.body.decode(),
         row.stage,
@@ -94,8 +99,8 @@ def _sequences(conn: sqlite3.Connection, head: ChainHead, n: int) -> range:
 
 
 def _insert(conn: sqlite3.Connection, batch: Batch) -> None:
-    for row, sequence, pos, link in batch.linked:
-        values = (*columns(row), sequence, pos, link)
+    for row, sequence, pos, link, at in batch.linked:
+        values = (*_columns(row, at), sequence, pos, link)
         if conn.execute(_INSERT_CHAINED, values).rowcount != 1:
             raise LedgerError(
                 f"task {row.task_id!r} attempt {row.attempt}: the insert was dropped by "
