@@ -24,7 +24,7 @@ from psycopg import sql
 
 from landed.ledger.base import Ledger, LedgerRow
 from landed.ledger.factory import open_ledger
-from landed.ledger.sqlite import columns
+from landed.ledger.sqlite.write import columns
 from landed.probes.contract import Evidence, Observation, Outcome
 from landed.receipts.model import Cost, LandedExtension, ProofItem, Receipt
 from landed.signing import KeyPair, sign_proof

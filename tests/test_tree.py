@@ -1,5 +1,5 @@
-"""The tree stays readable: no test file above 800 lines, and no module of landed above the
-longest one today. A file past its cap is split by what it holds (see docs/architecture.md)."""
+"""The tree stays readable: no test file above 800 lines, and no module of landed above 500.
+A file past its cap is split by what it holds (see docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS_CAP = 800
-# The longest module when the cap was set (ledger/sqlite.py): lower it as modules are split,
-# never raise it.
-MODULES_CAP = 645
+# No module of landed above 500 lines (the longest, workflows/agent_task.py, is just under):
+# lower it as modules are split, never raise it.
+MODULES_CAP = 500
 # workflows/ and activities/ are also reached through src/landed's symlinks: each file is
 # counted once, by its real path.
 PACKAGE = (ROOT / "src" / "landed", ROOT / "workflows", ROOT / "activities")

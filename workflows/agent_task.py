@@ -20,9 +20,8 @@ with workflow.unsafe.imports_passed_through():
     from landed.signing import TrustStore
     from landed.task.assemble import assemble_receipt, trust_from_pems, unknown_write_report
     from landed.task.checkable import blocked_report, with_fix_first
-
-    # Governance gates (GOV-4, GOV-5, GOV-6).
     from landed.task.decisions import RunFacts, cancelled_before_act_report, graded_receipt
+    from landed.task.durability import pending
     from landed.task.frames import pre_read_count
     from landed.task.messages import (
         ActReport,
@@ -38,12 +37,7 @@ with workflow.unsafe.imports_passed_through():
         pre_reads,
         spec_digest,
     )
-    from landed.task.names import (
-        AGENT_TASK_WORKFLOW,
-        APPROVE_UPDATE,
-        GATE_QUERY,
-        REJECT_UPDATE,
-    )
+    from landed.task.names import AGENT_TASK_WORKFLOW, APPROVE_UPDATE, GATE_QUERY, REJECT_UPDATE
     from landed.task.readings import ReadScope, independent, of_step
     from landed.task.spec import TaskSpec
     from landed.task.steps import RunnerSteps
@@ -132,16 +126,16 @@ class AgentTask:
                 return ReceiptQuery(receipt=run.final, settled=True)
             # Graded but not yet in the ledger: not settled, so it carries no settle time.
             unsettled = run.final.model_copy(update={"settled_at": None})
-            return ReceiptQuery(receipt=_pending(unsettled), settled=False)
+            return ReceiptQuery(receipt=pending(unsettled), settled=False)
         graded = self._graded_so_far()
         if graded is not None:
             update = {"verdict": None, "verdict_by": None, "settled_at": None}
-            return ReceiptQuery(receipt=_pending(graded.model_copy(update=update)), settled=False)
+            return ReceiptQuery(receipt=pending(graded.model_copy(update=update)), settled=False)
         report = run.report or ActReport(claimed_status="planned")
         partial = assemble_receipt(
             self._spec, report, list(run.proofs), attempt=max(run.attempt, 1)
         )
-        return ReceiptQuery(receipt=_pending(partial), settled=False)
+        return ReceiptQuery(receipt=pending(partial), settled=False)
 
     # --- the approval gate (GOV-5): a person decides; landed.governance.gates says who may ----
 
@@ -502,11 +496,3 @@ class AgentTask:
             usd_per_second=routing.verify_usd_per_second,
             paused=dispatch.gate.paused,
         )
-
-
-def _pending(receipt: Receipt) -> Receipt:
-    """A receipt the task has not settled yet: its lifecycle is pending."""
-    if receipt.landed is None:
-        return receipt
-    ext = receipt.landed.model_copy(update={"lifecycle": "pending"})
-    return receipt.model_copy(update={"landed": ext})

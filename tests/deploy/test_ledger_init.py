@@ -18,7 +18,7 @@ import pytest
 from helpers.k8s import docs, render
 from psycopg import sql
 
-from landed.ledger import pg_schema
+from landed.ledger.postgres import schema as pg_schema
 from landed.signing import KeyPair
 
 pytestmark = pytest.mark.slow
@@ -79,7 +79,7 @@ async def _check(url: str, tmp_path: Path) -> tuple[dict[str, Any], str]:
 
 async def _older(url: str, monkeypatch: pytest.MonkeyPatch) -> int:
     """A ledger as the release before this one left it: every step but the last."""
-    from landed.ledger.postgres import split_url
+    from landed.ledger.postgres.url import split_url
 
     old = pg_schema.SCHEMA_VERSION - 1
     dsn, schema, role = split_url(url)
@@ -118,7 +118,7 @@ async def test_two_jobs_at_once_migrate_once(ledger: str, monkeypatch: pytest.Mo
     await _older(ledger, monkeypatch)
     results = await asyncio.gather(_job(ledger), _job(ledger))
     assert [r[0] for r in results] == [0, 0], results
-    from landed.ledger.postgres import split_url
+    from landed.ledger.postgres.url import split_url
 
     dsn, schema, _ = split_url(ledger)
     with psycopg.connect(dsn) as conn:

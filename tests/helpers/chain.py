@@ -22,7 +22,7 @@ from landed.ledger.base import canonical_json
 from landed.ledger.chain import HeadSigner
 from landed.ledger.factory import open_ledger
 from landed.ledger.links import PG_TIME_SQL, link_v2
-from landed.ledger.sqlite_schema import MIGRATIONS
+from landed.ledger.sqlite.schema import MIGRATIONS
 from landed.receipts.model import LandedExtension, Receipt
 from landed.signing import KeyPair
 

@@ -12,8 +12,8 @@ import psycopg
 from helpers.chain import PG_UNDO_V2, pg_ledger, sqlite_at_schema
 from psycopg import sql
 
-from landed.ledger.factory import open_ledger
-from landed.ledger.scan import START, open_scan
+from landed.ledger.factory import open_ledger, open_scan
+from landed.ledger.scan import START
 
 LATER = datetime.now(UTC) + timedelta(days=1)
 

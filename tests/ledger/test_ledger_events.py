@@ -16,7 +16,7 @@ from psycopg import sql
 
 from landed.ledger.events import MAX_EVENTS, EventConflict, LedgerEvent
 from landed.ledger.factory import open_ledger
-from landed.ledger.sqlite_schema import SCHEMA_VERSION
+from landed.ledger.sqlite.schema import SCHEMA_VERSION
 from landed.signing import KeyPair
 
 AT = datetime(2026, 12, 2, 17, 0, tzinfo=UTC)

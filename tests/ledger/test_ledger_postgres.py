@@ -32,8 +32,8 @@ from landed.ledger.base import (
     canonical_json,
 )
 from landed.ledger.factory import open_ledger
-from landed.ledger.pg_schema import SCHEMA_VERSION
-from landed.ledger.postgres import split_url
+from landed.ledger.postgres.schema import SCHEMA_VERSION
+from landed.ledger.postgres.url import redact, split_url
 from landed.receipts.model import LandedExtension, Receipt
 
 
@@ -370,13 +370,11 @@ async def test_a_login_without_the_writer_role_is_told_to_grant_it(seeded: Pg) -
 
 
 def test_secrets_in_the_url_never_show_and_the_rest_is_passed_on_unchanged() -> None:
-    from landed.ledger.postgres import _redact
-
     url = (
         "postgresql://u:pw1@db/x?schema=s&options=-c%20statement_timeout%3D5000"
         "&password=hunter2&sslpassword=k3y"
     )
-    shown = _redact(url)
+    shown = redact(url)
     assert "pw1" not in shown and "hunter2" not in shown and "k3y" not in shown, shown
     dsn, schema, role = split_url(url)
     assert schema == "s" and role == "landed_writer"

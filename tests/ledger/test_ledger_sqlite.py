@@ -26,7 +26,7 @@ from landed.ledger.base import (
     canonical_json,
 )
 from landed.ledger.factory import open_ledger
-from landed.ledger.sqlite_schema import SCHEMA_VERSION
+from landed.ledger.sqlite.schema import SCHEMA_VERSION
 from landed.receipts.model import LandedExtension, Receipt
 
 
@@ -230,7 +230,7 @@ async def test_a_stored_receipt_cannot_be_replaced(tmp_path: Path) -> None:
 async def test_a_ledger_of_the_first_schema_reads_as_is_and_a_writer_upgrades_it(
     tmp_path: Path,
 ) -> None:
-    from landed.ledger.sqlite_schema import MIGRATIONS as _MIGRATIONS
+    from landed.ledger.sqlite.schema import MIGRATIONS as _MIGRATIONS
 
     path = tmp_path / "v1.db"
     first = canonical_json(receipt("a"))

@@ -13,7 +13,7 @@ import pytest
 from helpers.chain import PG_UNDO_LOOP_INDEX, Owner, body_of, pg_ledger, sqlite_at_schema
 
 from landed.ledger.factory import open_ledger
-from landed.ledger.sqlite_schema import LOOP_OF
+from landed.ledger.sqlite.schema import LOOP_OF
 from landed.receipts.model import LandedExtension, Receipt
 
 T0 = datetime(2026, 11, 7, 1, 0, tzinfo=UTC)
@@ -123,16 +123,16 @@ async def test_the_board_in_pages_is_the_board(owner: Owner) -> None:
 
 
 def test_the_sqlite_loop_read_uses_the_loop_index(tmp_path: Path) -> None:
-    from landed.ledger.sqlite import _LOOP_LATEST
+    from landed.ledger.sqlite.queries import LOOP_LATEST
 
     path = tmp_path / "plan.db"
     sqlite_at_schema(path, 11)
     with contextlib.closing(sqlite3.connect(path)) as db:
-        plan = db.execute(f"EXPLAIN QUERY PLAN {_LOOP_LATEST}", ("a", "", 100)).fetchall()
+        plan = db.execute(f"EXPLAIN QUERY PLAN {LOOP_LATEST}", ("a", "", 100)).fetchall()
     shown = " | ".join(str(row[-1]) for row in plan)
     assert "landed_receipts_loop" in shown, shown
     assert "TEMP B-TREE" not in shown.split("CORRELATED")[0], shown
-    assert LOOP_OF in " ".join(m for m in _LOOP_LATEST.split("WHERE")[1:2])
+    assert LOOP_OF in " ".join(m for m in LOOP_LATEST.split("WHERE")[1:2])
 
 
 async def test_a_schema_10_sqlite_ledger_gets_the_loop_index_on_upgrade(tmp_path: Path) -> None:
@@ -205,7 +205,8 @@ async def test_the_catch_up_reads_the_loop_oldest_first_and_leaves_out_untrusted
 async def test_a_read_walks_the_chain_a_budget_at_a_time_and_its_retry_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from landed.ledger import sqlite, trusted
+    from landed.ledger import trusted
+    from landed.ledger.sqlite import ledger as sqlite
 
     monkeypatch.setattr(sqlite, "_CHAIN_PAGE", 5)
     monkeypatch.setattr(trusted, "WALK_BUDGET", 10)
@@ -237,8 +238,9 @@ async def test_a_read_walks_the_chain_a_budget_at_a_time_and_its_retry_resumes(
 async def test_a_budgeted_walk_still_refuses_a_row_past_a_break(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from landed.ledger import sqlite, trusted
+    from landed.ledger import trusted
     from landed.ledger.base import UntrustedRow
+    from landed.ledger.sqlite import ledger as sqlite
 
     monkeypatch.setattr(sqlite, "_CHAIN_PAGE", 5)
     monkeypatch.setattr(trusted, "WALK_BUDGET", 10)
@@ -309,11 +311,11 @@ async def test_a_rows_own_links_are_checked_by_its_window(owner: Owner) -> None:
 def test_each_sqlite_board_filter_reads_its_index(
     tmp_path: Path, owner: str | None, loop: str | None, since: datetime | None, index: str
 ) -> None:
-    from landed.ledger.sqlite import _where_sql
+    from landed.ledger.sqlite.queries import where_sql
 
     path = tmp_path / "plan.db"
     sqlite_at_schema(path, 11)
-    query, params = _where_sql(owner, loop, since)
+    query, params = where_sql(owner, loop, since)
     with contextlib.closing(sqlite3.connect(path)) as db:
         plan = [str(r[-1]) for r in db.execute(f"EXPLAIN QUERY PLAN {query}", params)]
     assert f"USING INDEX {index}" in plan[0], plan

@@ -103,12 +103,12 @@ async def test_the_read_after_activity_pages_the_stream_with_each_rows_sequence(
 
 
 def test_the_sqlite_stream_read_uses_the_loop_index(tmp_path: Path) -> None:
-    from landed.ledger.sqlite_stream import _SQLITE
+    from landed.ledger.sqlite.queries import LOOP_AFTER
 
     path = tmp_path / "plan.db"
     sqlite_at_schema(path, 11)
     with contextlib.closing(sqlite3.connect(path)) as db:
-        plan = db.execute(f"EXPLAIN QUERY PLAN {_SQLITE}", ("a", "", 0, 100)).fetchall()
+        plan = db.execute(f"EXPLAIN QUERY PLAN {LOOP_AFTER}", ("a", "", 0, 100)).fetchall()
     shown = " | ".join(str(row[-1]) for row in plan)
     assert "USING INDEX landed_receipts_loop" in shown, shown
     assert "SCAN landed_receipts" not in shown.replace("USING INDEX", ""), shown

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from landed.ledger.factory import open_ledger
 from landed.ledger.schema_check import schema_report
-from landed.ledger.sqlite_schema import SCHEMA_VERSION
+from landed.ledger.sqlite.schema import SCHEMA_VERSION
 
 
 async def test_a_missing_then_a_current_sqlite_ledger(tmp_path: Path) -> None:

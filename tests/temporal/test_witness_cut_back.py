@@ -16,7 +16,7 @@ from helpers.exporter import Place, exporter_on, samples
 from helpers.roles import rows_roles
 from helpers.sor import make_rows_db, rows_task
 
-from landed.ledger.scan import read_heads
+from landed.ledger.factory import read_heads
 from landed.ledger.witness import WitnessState, witness_id
 from landed.signing import KeyPair
 from landed.temporal.plugin import connect

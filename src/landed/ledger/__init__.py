@@ -1,4 +1,5 @@
-"""The ledger room: the append-only outcome ledger (interface, SQLite, PostgreSQL, schema).
+"""The ledger room: the append-only outcome ledger (interface, the shared append path, one
+subpackage per backend: ``sqlite``, ``postgres``).
 
-Open one with ``landed.ledger.factory.open_ledger``; the backends import only ``base``.
+Open one with ``landed.ledger.factory.open_ledger``, the only module that imports a backend.
 """

@@ -285,8 +285,13 @@ class Ledger(Protocol):
         """The settle rows of ``loop``'s tasks appended after sequence ``after`` and settled
         after ``since``: the oldest ``limit`` of them (at most reads.MAX_LOOP_ROWS), in
         sequence order (commit order), read through the loop index from ``since``: its work
-        grows with the loop's rows settled after ``since``, not with the ledger
-        (landed.ledger.sqlite_stream). Each row says whether the chain proves it (LoopRow)."""
+        grows with the loop's rows settled after ``since``, not with the ledger. Each row says
+        whether the chain proves it (LoopRow).
+
+        The sequence is the cursor because it is commit order on both backends (each append
+        draws its sequence under the receipts chain's lock): a row committed after the reader's
+        last one always lies past its cursor, whatever its settled_at. ``since`` is a floor on
+        settled_at the reader moves forward as it reads, so the index scan starts near the end."""
         ...
 
     def iter_rows(self) -> AsyncGenerator[tuple[int, Receipt], None]:

@@ -1,24 +1,40 @@
-"""Opening the outcome ledger by URL: SQLite by default, PostgreSQL for fleets.
+"""Choosing the ledger's backend by URL: SQLite by default, PostgreSQL for fleets.
 
-The backends import the interface in ``base``; only this module imports the backends, so the
-ledger package has no import circle.
+This module alone imports the backends (``landed.ledger.sqlite``, ``landed.ledger.postgres``;
+`make layers` holds it): everything else opens a ledger, its exporter scan, its head positions
+or its schema version through here, so one URL reads the same everywhere. Each backend is
+imported when a URL names it, so a SQLite user never loads the PostgreSQL driver's code paths.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from landed.ledger.base import DEFAULT_LEDGER_PATH, LEDGER_URL_ENV, Ledger, LedgerError
 
 if TYPE_CHECKING:
-    from landed.ledger.chain import HeadSigner
+    from landed.ledger.chain import HeadSigner, SignedHead
+    from landed.ledger.scan import LedgerScan
 
-__all__ = ["default_url", "open_ledger"]
+__all__ = ["backend_of", "default_url", "open_ledger", "open_scan", "read_heads", "schema_at"]
 
 
 def default_url() -> str:
     return os.environ.get(LEDGER_URL_ENV) or f"sqlite:///{DEFAULT_LEDGER_PATH}"
+
+
+def backend_of(url: str) -> Literal["sqlite", "postgres"]:
+    """The backend a ledger URL names; an unknown scheme is refused."""
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgres"
+    if "://" in url and not url.startswith("sqlite://"):
+        scheme = url.split("://", 1)[0]
+        raise LedgerError(
+            f"unknown ledger URL scheme {scheme!r}; use sqlite:///PATH, a file path, "
+            "or postgresql://USER@HOST/DB"
+        )
+    return "sqlite"
 
 
 async def open_ledger(
@@ -34,16 +50,49 @@ async def open_ledger(
     Open once per process and share it; close it when done.
     """
     url = url or default_url()
-    if url.startswith(("postgresql://", "postgres://")):
-        from landed.ledger.postgres import PostgresLedger
+    if backend_of(url) == "postgres":
+        from landed.ledger.postgres.ledger import PostgresLedger
 
         return await PostgresLedger.open(url, create=create, signer=signer)
-    if "://" in url and not url.startswith("sqlite://"):
-        scheme = url.split("://", 1)[0]
-        raise LedgerError(
-            f"unknown ledger URL scheme {scheme!r}; use sqlite:///PATH, a file path, "
-            "or postgresql://USER@HOST/DB"
-        )
-    from landed.ledger.sqlite import SqliteLedger
+    from landed.ledger.sqlite.ledger import SqliteLedger
 
     return await SqliteLedger.open(url, create=create, signer=signer)
+
+
+def open_scan(url: str) -> LedgerScan:
+    """The exporter's scan of the ledger at ``url`` (landed.ledger.scan); it connects on first
+    use and again after a failure."""
+    if backend_of(url) == "postgres":
+        from landed.ledger.postgres.scan import PgScan
+
+        return PgScan(url)
+    from landed.ledger.sqlite.scan import SqliteScan
+    from landed.ledger.sqlite.url import sqlite_path
+
+    path, _ = sqlite_path(url)
+    return SqliteScan(str(path))
+
+
+async def read_heads(url: str, limit: int) -> tuple[int, list[SignedHead]]:
+    """The chain's head position (its last receipt row; 0: none) and the ``limit`` latest
+    signed heads, highest position first: a fresh read each time, so a ledger put back to an
+    earlier copy shows at once (the exporter's resumed walk would not see it)."""
+    if backend_of(url) == "postgres":
+        from landed.ledger.postgres.scan import read_heads as pg_heads
+
+        return await pg_heads(url, limit)
+    from landed.ledger.sqlite.scan import read_heads as sqlite_heads
+
+    return await sqlite_heads(url, limit)
+
+
+async def schema_at(url: str) -> tuple[int, int, str]:
+    """The schema version the ledger at ``url`` holds (0: none yet), the one this landed
+    needs, and where it is (shown without secrets); nothing is created or changed."""
+    if backend_of(url) == "postgres":
+        from landed.ledger.postgres.connect import schema_at as pg_schema_at
+
+        return await pg_schema_at(url)
+    from landed.ledger.sqlite.connect import schema_at as sqlite_schema_at
+
+    return sqlite_schema_at(url)

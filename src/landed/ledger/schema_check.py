@@ -7,9 +7,9 @@ by the owner's login in the landed-ledger-init Job (deploy/k8s), never by a runn
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
 from typing import Any
+
+from landed.ledger.factory import backend_of, schema_at
 
 __all__ = ["INIT_COMMAND", "schema_report"]
 
@@ -21,35 +21,13 @@ _JOB = (
 )
 
 
-async def _pg_version(url: str) -> tuple[int, int, str]:
-    import psycopg
-
-    from landed.ledger.pg_schema import SCHEMA_VERSION, schema_version
-    from landed.ledger.postgres import _redact, split_url
-
-    dsn, schema, _ = split_url(url)
-    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        return await schema_version(conn, schema), SCHEMA_VERSION, f"{_redact(dsn)} schema {schema}"
-
-
-def _sqlite_version(url: str) -> tuple[int, int, str]:
-    from landed.ledger.sqlite_schema import SCHEMA_VERSION, schema_version
-
-    path = Path(url.removeprefix("sqlite:///"))
-    if not path.exists():
-        return 0, SCHEMA_VERSION, str(path)
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
-        return schema_version(conn), SCHEMA_VERSION, str(path)
-
-
 async def schema_report(url: str) -> dict[str, Any]:
     """{found, needs, status, where, run}; status: current, missing, behind or ahead. Raises
     what connecting raised (the caller reports it: an unreachable ledger is not a 'missing')."""
-    if url.startswith(("postgresql://", "postgres://")):
-        found, needs, where = await _pg_version(url)
+    found, needs, where = await schema_at(url)
+    if backend_of(url) == "postgres":
         upgrade = _JOB
     else:
-        found, needs, where = _sqlite_version(url)
         # The runner owns its SQLite file: it creates or upgrades it when it opens it.
         upgrade = f"nothing: the runner brings {where} to version {needs} at start"
     if found == needs:

@@ -28,6 +28,7 @@ __all__ = [
     "landing_wait",
     "lifecycle_receipt",
     "not_landed_yet",
+    "pending",
     "recheck_holds",
     "recheck_of",
     "recheck_workflow_id",
@@ -223,3 +224,12 @@ def lifecycle_receipt(
         "landed": LandedExtension.model_validate(ext),
     }
     return settled.model_copy(update=update)
+
+
+def pending(receipt: Receipt) -> Receipt:
+    """A receipt the task has not settled yet (what its receipt query answers meanwhile): its
+    lifecycle is pending."""
+    if receipt.landed is None:
+        return receipt
+    ext = receipt.landed.model_copy(update={"lifecycle": "pending"})
+    return receipt.model_copy(update={"landed": ext})

@@ -15,8 +15,8 @@ from pathlib import Path
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from landed.ledger.factory import default_url
-from landed.ledger.scan import open_scan, shown
+from landed.ledger.factory import default_url, open_scan
+from landed.ledger.scan import shown
 from landed.telemetry.aggregate import Board
 from landed.telemetry.chain_reader import ChainCollector, ChainReader
 from landed.telemetry.heads import HeadsCollector

@@ -17,7 +17,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from landed.ledger.base import LedgerError
-from landed.ledger.scan import read_heads
+from landed.ledger.factory import read_heads
 
 __all__ = ["HEADS_READ", "HeadsCollector"]
 

@@ -10,7 +10,7 @@ from psycopg import sql
 
 from landed.ledger.chain import ChainHead, SignedHead
 from landed.ledger.links import CHAINS, MIGRATION_V2_KEY_ID, link_v2
-from landed.ledger.pg_pages import PAGE_SQL, TABLES
+from landed.ledger.postgres.pages import PAGE_SQL, TABLES
 from landed.ledger.vouch import HeadDetail
 
 __all__ = ["rechain_v2"]

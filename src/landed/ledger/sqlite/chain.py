@@ -10,7 +10,16 @@ from landed.ledger.chain import MAX_HEADS, ChainHead, HeadSigner, SignedHead
 from landed.ledger.links import CHAINS
 from landed.ledger.vouch import MAX_BETWEEN, RECENT_HEADS, Between, plan_head, signer_base
 
-__all__ = ["HEAD_COLUMNS", "INSERT_HEAD", "PAGE_SQL", "TABLES", "sign_sync", "tail"]
+__all__ = [
+    "HEAD_COLUMNS",
+    "INSERT_HEAD",
+    "PAGE_SQL",
+    "TABLES",
+    "all_heads",
+    "chain_head",
+    "sign_sync",
+    "tail",
+]
 
 #: Each chain's table and the column that orders it as appended.
 TABLES = {
@@ -48,6 +57,25 @@ def tail(conn: sqlite3.Connection, chain: str) -> ChainHead:
         raise LedgerError(
             f"the ledger's last {chain} row ({order} {row[1]}) has no chain link: it was "
             "inserted by something other than landed; run `landed ledger verify` and inspect it"
+        )
+    return ChainHead(int(row[0]), int(row[1]), str(row[2]))
+
+
+_HEAD = "SELECT chain_pos, sequence, chain_link FROM landed_receipts ORDER BY sequence DESC LIMIT 1"
+
+
+def chain_head(conn: sqlite3.Connection) -> ChainHead:
+    """The last row's place in the chain; an empty ledger starts from the genesis link.
+
+    Sequence order is append order: every append links on under the file's write lock.
+    """
+    row = conn.execute(_HEAD).fetchone()
+    if row is None:
+        return ChainHead()
+    if row[0] is None or row[2] is None:
+        raise LedgerError(
+            f"the ledger's last row (sequence {row[1]}) has no chain link: it was inserted by "
+            "something other than landed; run `landed ledger verify` and inspect it"
         )
     return ChainHead(int(row[0]), int(row[1]), str(row[2]))
 

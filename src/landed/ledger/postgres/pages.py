@@ -15,9 +15,9 @@ def _t(column: str) -> str:
 
 TABLES = {"receipts": "landed_receipts", "claims": "landed_claims", "events": "landed_events"}
 ORDER = {"receipts": "sequence", "claims": "coalesce(chain_pos, 0)", "events": "sequence"}
-#: The walk's page of a chain, as sqlite_chain.PAGE_SQL (claims are ordered by position: the
-#: table has no column of its own that orders them as appended). Qualified functions: a table
-#: owner's own sha256() in another schema is never called.
+#: The walk's page of a chain, as landed.ledger.sqlite.chain.PAGE_SQL (claims are ordered by
+#: position: the table has no column of its own that orders them as appended). Qualified
+#: functions: a table owner's own sha256() in another schema is never called.
 PAGE_SQL = {
     "receipts": f"SELECT sequence, chain_pos, chain_link, body_sha256, {_SHA}, "
     f"{_t('appended_at')}, sequence, task_id, attempt, stage, verdict, owner, "

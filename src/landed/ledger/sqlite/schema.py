@@ -5,14 +5,10 @@ from __future__ import annotations
 import sqlite3
 from datetime import UTC, datetime
 
-from landed.ledger.base import LedgerError
 from landed.ledger.chain import MIGRATION_KEY_ID, ChainHead
-from landed.ledger.links import CHAINS, MIGRATION_V2_KEY_ID, link_v2
-from landed.ledger.sqlite_chain import HEAD_COLUMNS, PAGE_SQL, TABLES, tail
-from landed.ledger.vouch import HeadDetail
+from landed.ledger.sqlite.rechain import rechain_v2
 
-__all__ = ["CHAIN_V2_STEP", "LOOP_OF", "MIGRATIONS", "SCHEMA_VERSION", "chain_head", "migrate"]
-__all__ += ["schema_version"]
+__all__ = ["CHAIN_V2_STEP", "LOOP_OF", "MIGRATIONS", "SCHEMA_VERSION", "migrate", "schema_version"]
 
 SCHEMA_VERSION = 11
 _BACKFILL_PAGE = 5000
@@ -206,7 +202,7 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
     # Links v2 (landed.ledger.links): claims and events get chains of their own, a head carries
     # every chain's tail and the positions its signer wrote (its key may sign several heads at
-    # one receipts position), and every stored row is re-chained (_rechain_v2).
+    # one receipts position), and every stored row is re-chained (rechain.rechain_v2).
     10: [
         "ALTER TABLE landed_claims ADD COLUMN chain_pos INTEGER",
         "ALTER TABLE landed_claims ADD COLUMN chain_link TEXT",
@@ -237,24 +233,6 @@ MIGRATIONS: dict[int, list[str]] = {
         f"CREATE INDEX landed_receipts_loop ON landed_receipts ({LOOP_OF}, settled_at, task_id)",
     ],
 }
-
-_HEAD = "SELECT chain_pos, sequence, chain_link FROM landed_receipts ORDER BY sequence DESC LIMIT 1"
-
-
-def chain_head(conn: sqlite3.Connection) -> ChainHead:
-    """The last row's place in the chain; an empty ledger starts from the genesis link.
-
-    Sequence order is append order: every append links on under the file's write lock.
-    """
-    row = conn.execute(_HEAD).fetchone()
-    if row is None:
-        return ChainHead()
-    if row[0] is None or row[2] is None:
-        raise LedgerError(
-            f"the ledger's last row (sequence {row[1]}) has no chain link: it was inserted by "
-            "something other than landed; run `landed ledger verify` and inspect it"
-        )
-    return ChainHead(int(row[0]), int(row[1]), str(row[2]))
 
 
 def _chain_stored(conn: sqlite3.Connection) -> None:
@@ -288,70 +266,6 @@ def _chain_stored(conn: sqlite3.Connection) -> None:
         )
 
 
-def _no_update(chain: str) -> str:
-    what = {"receipts": "the landed ledger is", "claims": "landed claims are"}.get(
-        chain, "landed events are"
-    )
-    return (
-        f"CREATE TRIGGER {TABLES[chain][0]}_no_update BEFORE UPDATE ON {TABLES[chain][0]}"
-        f" BEGIN SELECT RAISE(ABORT, '{what} append-only: UPDATE is not allowed'); END"
-    )
-
-
-def _rechain_v2(conn: sqlite3.Connection) -> None:
-    """Link every stored row of every chain with v2 links, and leave a marker head saying so:
-    `landed ledger verify` and `landed ledger init` report the re-chained positions."""
-    migrated: dict[str, int] = {}
-    for chain in CHAINS:
-        table, _ = TABLES[chain]
-        conn.execute(f"DROP TRIGGER IF EXISTS {table}_no_update")
-        head, after = ChainHead(), 0
-        while True:
-            page = conn.execute(PAGE_SQL[chain], (after, _BACKFILL_PAGE)).fetchall()
-            links = []
-            for row in page:
-                pos = head.pos + 1
-                head = ChainHead(pos, int(row[0]), link_v2(chain, pos, row[6:], head.link))
-                links.append((pos, head.link, head.sequence))
-            conn.executemany(
-                f"UPDATE {table} SET chain_pos = ?, chain_link = ? WHERE {TABLES[chain][1]} = ?",
-                links,
-            )
-            if len(page) < _BACKFILL_PAGE:
-                break
-            after = int(page[-1][0])
-        conn.execute(_no_update(chain))
-        migrated[chain] = head.pos
-    if any(migrated.values()):
-        tails = {c: tail(conn, c) for c in CHAINS}
-        detail = HeadDetail(
-            chains={c: (tails[c].pos, tails[c].link) for c in CHAINS if c != "receipts"},
-            migrated=migrated,
-        )
-        at = datetime.now(UTC).isoformat(timespec="microseconds")
-        r = tails["receipts"]
-        conn.execute(
-            f"INSERT INTO landed_chain_heads ({HEAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, '', ?)",
-            (r.pos, r.sequence, r.link, MIGRATION_V2_KEY_ID, at, detail.encode()),
-        )
-
-
-def rechained(conn: sqlite3.Connection) -> dict[str, int]:
-    """The positions the v2 upgrade re-chained, per chain (empty: none, or not upgraded)."""
-    try:
-        row = conn.execute(
-            "SELECT detail FROM landed_chain_heads WHERE key_id = ? LIMIT 1",
-            (MIGRATION_V2_KEY_ID,),
-        ).fetchone()
-    except sqlite3.OperationalError:
-        return {}
-    if row is None:
-        return {}
-    from landed.ledger.chain import SignedHead
-
-    return HeadDetail.of(SignedHead(0, 0, "", "", "", "", row[0])).migrated
-
-
 def migrate(conn: sqlite3.Connection) -> None:
     """Bring the file to SCHEMA_VERSION in one transaction; safe from several processes."""
     conn.execute("BEGIN IMMEDIATE")
@@ -367,7 +281,7 @@ def migrate(conn: sqlite3.Connection) -> None:
             if step == _CHAIN_STEP:
                 _chain_stored(conn)
             if step == CHAIN_V2_STEP:
-                _rechain_v2(conn)
+                rechain_v2(conn)
             conn.execute("INSERT INTO landed_schema_version (version) VALUES (?)", (step,))
         conn.execute("COMMIT")
     except BaseException:

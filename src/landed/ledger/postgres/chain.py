@@ -12,8 +12,8 @@ from psycopg import sql
 from landed.ledger.base import LedgerError
 from landed.ledger.chain import MAX_HEADS, ChainHead, ChainRow, HeadSigner, SignedHead
 from landed.ledger.links import CHAINS
-from landed.ledger.pg_pages import ORDER, PAGE_SQL, TABLES
-from landed.ledger.pg_schema import CHAIN_V2_STEP, schema_version
+from landed.ledger.postgres.pages import ORDER, PAGE_SQL, TABLES
+from landed.ledger.postgres.schema import CHAIN_V2_STEP, schema_version
 from landed.ledger.vouch import MAX_BETWEEN, RECENT_HEADS, Between, plan_head, signer_base
 
 __all__ = [

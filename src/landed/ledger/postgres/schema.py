@@ -127,7 +127,7 @@ _STEPS: dict[int, list[str]] = {
     ],
     # Links v2 (landed.ledger.links): claims and events get chains of their own, a head carries
     # every chain's tail and the positions its signer wrote (its key may sign several heads at
-    # one receipts position), and every stored row is re-chained (pg_rechain).
+    # one receipts position), and every stored row is re-chained (landed.ledger.postgres.rechain).
     7: [
         "ALTER TABLE {s}.landed_claims ADD COLUMN chain_pos bigint, ADD COLUMN chain_link text",
         "ALTER TABLE {s}.landed_events ADD COLUMN chain_pos bigint, ADD COLUMN chain_link text",
@@ -252,7 +252,7 @@ async def migrate(conn: psycopg.AsyncConnection[Any], schema: str, role: str) ->
                 if step == _CHAIN_STEP:
                     await _chain_stored(conn, names, schema)
                 if step == CHAIN_V2_STEP:
-                    from landed.ledger.pg_rechain import rechain_v2
+                    from landed.ledger.postgres.rechain import rechain_v2
 
                     await rechain_v2(conn, schema)
                 await conn.execute(

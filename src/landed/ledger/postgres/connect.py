@@ -1,0 +1,82 @@
+"""Opening a PostgreSQL ledger: one plain connection first (a wrong URL fails at once with the
+server's reason, and the schema is checked and, for a writer, migrated), then the pool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from landed.ledger.base import LedgerError, LedgerNotFound
+from landed.ledger.postgres.schema import SCHEMA_VERSION, migrate, schema_version
+from landed.ledger.postgres.url import redact, split_url
+
+__all__ = ["open_pool", "schema_at"]
+
+
+async def open_pool(url: str, create: bool, max_size: int) -> tuple[str, AsyncConnectionPool]:
+    """The ledger's schema name and an open pool of autocommit connections to it."""
+    dsn, schema, role = split_url(url)
+    try:
+        conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+    except psycopg.Error as exc:
+        raise LedgerError(
+            f"cannot connect to the PostgreSQL ledger at {redact(dsn)}: "
+            f"{str(exc).strip()}; check the URL and that the server is running"
+        ) from exc
+    async with conn:
+        try:
+            await _prepare(conn, url, schema, role, create)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise LedgerError(
+                f"the login of {redact(dsn)} may not use the ledger in schema {schema!r} "
+                f"({str(exc).strip()}); as the database owner, run `landed ledger init "
+                f"--ledger URL` once and then GRANT {role} TO <this login>"
+            ) from exc
+        except psycopg.Error as exc:
+            raise LedgerError(
+                f"opening the ledger in schema {schema!r} at {redact(dsn)} failed: "
+                f"{str(exc).strip()}"
+            ) from exc
+    pool = AsyncConnectionPool(
+        dsn, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True}
+    )
+    try:
+        await pool.open(wait=True, timeout=10)
+    except Exception as exc:
+        await pool.close()
+        raise LedgerError(f"cannot open a connection pool to {redact(dsn)}: {exc}") from exc
+    return schema, pool
+
+
+async def _prepare(
+    conn: psycopg.AsyncConnection[Any],
+    url: str,
+    schema: str,
+    role: str,
+    create: bool,
+) -> None:
+    version = await schema_version(conn, schema)
+    if version > SCHEMA_VERSION and create:
+        raise LedgerError(
+            f"the ledger in schema {schema!r} is at schema version {version}, newer "
+            f"than this landed's {SCHEMA_VERSION}: a runner of older code would skip "
+            "what the newer schema records (claims before each act); upgrade "
+            "landed here, and stop every older runner before newer ones start"
+        )
+    if version < 1 and not create:
+        raise LedgerNotFound(
+            f"no landed ledger in schema {schema!r} at {redact(url)}; open it "
+            "once as the database owner: `landed ledger init --ledger URL`"
+        )
+    if version < SCHEMA_VERSION and create:
+        await migrate(conn, schema, role)
+
+
+async def schema_at(url: str) -> tuple[int, int, str]:
+    """The schema version the ledger's schema holds (0: none yet), this landed's, and where
+    it is (the URL without secrets); nothing is created."""
+    dsn, schema, _ = split_url(url)
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        return await schema_version(conn, schema), SCHEMA_VERSION, f"{redact(dsn)} schema {schema}"
