@@ -10,7 +10,7 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 import landed
-from landed.governance.consent import blocked_report, judge_consent
+from landed.governance.consent import blocked_report, judge_consent, with_consent
 from landed.governance.gates import (
     ApprovalDecision,
     gate_kind,
@@ -24,6 +24,7 @@ from landed.receipts.grading import evaluate
 from landed.receipts.scorecard import ScoreTally
 from landed.signing import TrustStore
 from landed.task.decisions import RunFacts, graded_receipt
+from landed.task.gate_messages import ConsentOutput
 from landed.task.gate_spec import Contacts
 from landed.task.messages import ActReport, spec_digest
 from landed.task.spec import TaskSpec
@@ -147,6 +148,25 @@ def test_consent_passes_on_a_consent_row_and_blocked_names_who_clears() -> None:
     assert report.claimed_status == "blocked"
     assert "the keeper of consent source 'consent-db'" in (report.report or "")
     assert _graded(spec(), report).verdict == "blocked"
+
+
+def test_a_refused_contact_says_why_in_plain_words_first() -> None:
+    condition = "a@b.test is on the do-not-contact list in consent source 'consent-db'"
+    graded = _graded(spec(), blocked_report(CONTACTS, condition))
+    assert graded.landed is not None
+    before = graded.landed.model_dump()["findings"]
+    refused = ConsentOutput(allowed=False, condition=condition, checked_by="verifier@h:1")
+    receipt = with_consent(graded, refused)
+    assert receipt.landed is not None
+    findings = receipt.landed.model_dump()["findings"]
+    assert findings[0].startswith(f"GOV-6: blocked before contact: {condition}. Who can clear")
+    assert findings[1:] == before
+    assert receipt.why == f"not done (blocked): {findings[0]}."
+    assert not receipt.done
+    # A pass records who read it and adds no finding.
+    allowed = with_consent(graded, ConsentOutput(allowed=True, checked_by="verifier@h:1"))
+    assert allowed.landed is not None
+    assert allowed.landed.model_dump()["findings"] == before
 
 
 def test_the_time_cap_precedence_task_then_deployment_then_default() -> None:

@@ -100,9 +100,16 @@ def blocked_report(contacts: Contacts, condition: str) -> ActReport:
 
 def with_consent(receipt: Receipt, out: ConsentOutput | None) -> Receipt:
     """The receipt with the consent check's answer (``landed.consent``): who read it and what
-    it found. A pass is permission to proceed, never proof of delivery (GOV-6)."""
+    it found, and, for a refusal, the refusal as its first finding. A pass is permission to
+    proceed, never proof of delivery (GOV-6)."""
     landed = receipt.landed
     if out is None or landed is None:
         return receipt
     record = {"allowed": out.allowed, "checked_by": out.checked_by, "condition": out.condition}
-    return receipt.model_copy(update={"landed": landed.model_copy(update={"consent": record})})
+    update: dict[str, Any] = {"consent": record}
+    if not out.allowed:
+        # The refusal first, where `receipt.why` and `submit --wait` show it: grading's own
+        # finding on the report the gate wrote ("the report says 'blocked'") explains nothing.
+        said = (receipt.report or f"blocked before contact: {out.condition}").rstrip(".")
+        update["findings"] = [f"GOV-6: {said}", *getattr(landed, "findings", [])]
+    return receipt.model_copy(update={"landed": landed.model_copy(update=update)})

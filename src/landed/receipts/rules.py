@@ -185,7 +185,8 @@ RULES: tuple[Rule, ...] = (
         "channel and no do-not-contact row does. A check that cannot be read blocks the task.",
         "The verifier reads consent and do-not-contact from the task's consent source before "
         "the act; otherwise the task settles blocked and the act never runs.",
-        "`landed receipt TASK`; the receipt's `landed.consent`.",
+        "`landed receipt TASK`; the receipt's `landed.consent`, and a refusal's GOV-6 finding "
+        "(`receipt.why`).",
     ),
     Rule(
         "GOV-7",
