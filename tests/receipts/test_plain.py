@@ -47,6 +47,14 @@ def test_a_settled_verified_or_reconciled_receipt_is_done(verdict: str) -> None:
     )
 
 
+def test_a_read_back_judged_by_what_it_holds_says_it_matched() -> None:
+    page = _read_back("pass", None, expect='contains("We launched")')
+    assert _receipt("verified", [page]).why == (
+        "the read-back found what the plan expects: 'add 3 orders' matched "
+        '(contains("We launched")).'
+    )
+
+
 @pytest.mark.parametrize(
     "verdict", ["planned", "executed", "held", "blocked", "failed", "reversed", "superseded", None]
 )

@@ -91,6 +91,8 @@ def _failed_sentence(proof: ProofItem) -> str:
 def _found(proof: ProofItem) -> str:
     action = _landed(proof).get("action") or proof.ref or proof.kind
     value = _observation(proof).get("value")
+    if value is None:  # a reading judged by what it holds (contains, regex) carries no value
+        return f"{action!r} matched ({proof.expect})"
     return f"{action!r} read {value!r} ({proof.expect})"
 
 
