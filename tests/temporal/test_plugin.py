@@ -54,8 +54,8 @@ def test_every_room_of_landed_has_its_sandbox_decision() -> None:
         for m in pkgutil.iter_modules(landed.__path__)
         if not m.name.startswith("__")
     }
-    not_shared = {"landed.workflows", "landed.activities"} & rooms
-    assert rooms - not_shared == set(plugin._CORE_ROOMS)
+    assert rooms - set(plugin.NOT_SHARED) == set(plugin._CORE_ROOMS)
+    assert not set(plugin.NOT_SHARED) & set(plugin._CORE_ROOMS)
     assert "landed.activities" not in plugin.SANDBOX_PASSTHROUGH
 
 

@@ -20,6 +20,7 @@ from landed.telemetry import tracing
 from landed.temporal.connection import ConnectionSettingsError, connect_options, worker_identity
 
 __all__ = [
+    "NOT_SHARED",
     "PLUGIN_NAME",
     "SANDBOX_PASSTHROUGH",
     "ConnectionSettingsError",
@@ -83,7 +84,7 @@ SANDBOX_PASSTHROUGH: tuple[str, ...] = (
 
 # The rest of landed's core, room by room (a test fails when a room is added and not listed).
 # Under the strict runner the workflow module is re-imported per run; the rooms it imports
-# (probes, receipts, signing, task, governance) are shared so each run does not execute them
+# (probes, receipts, signing, task, governance, loops) are shared so each run does not execute them
 # again. Every room is shared, not only those: the house plan (make layers) keeps each from
 # importing workflows or activities, none does I/O or keeps run state at import, and workflow
 # code calls none of their I/O, so no room can bring a second, sandboxed copy of the core into
@@ -93,6 +94,7 @@ _CORE_ROOMS: tuple[str, ...] = (
     "landed.dev",
     "landed.governance",
     "landed.ledger",
+    "landed.loops",
     "landed.probes",
     "landed.receipts",
     "landed.signing",
@@ -101,6 +103,11 @@ _CORE_ROOMS: tuple[str, ...] = (
     "landed.temporal",
     "landed.util",
 )
+
+# Rooms never shared: workflow code never imports them. The agents room brings the agent
+# frameworks (mcp, pydantic-ai, the OpenAI Agents SDK), whose import-time state a sandbox has
+# no business sharing; workflows and activities are the sandboxed code itself.
+NOT_SHARED: tuple[str, ...] = ("landed.agents", "landed.workflows", "landed.activities")
 
 
 class _StrictRunner(SandboxedWorkflowRunner):
