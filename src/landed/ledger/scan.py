@@ -13,6 +13,7 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -39,6 +40,7 @@ __all__ = [
     "EventRow",
     "LedgerScan",
     "RawRow",
+    "file_of",
     "open_scan",
     "read_heads",
     "shown",
@@ -350,6 +352,13 @@ class _PgScan:
         if conn is not None:
             with contextlib.suppress(psycopg.Error):
                 await conn.close()
+
+
+def file_of(url: str) -> Path | None:
+    """The file of a SQLite ledger (None: a PostgreSQL one), for what is kept beside it."""
+    if url.startswith(("postgresql://", "postgres://")):
+        return None
+    return sqlite_path(url)[0]
 
 
 def shown(url: str) -> str:

@@ -16,17 +16,33 @@ from collections.abc import Iterator, Mapping
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from pydantic import BaseModel, ConfigDict, model_validator
 
-from landed.ledger.audit import ChainWalk
+from landed.ledger.audit import ChainWalk, WalkPosition
 from landed.ledger.base import LedgerError
 from landed.ledger.links import CHAINS
 from landed.ledger.scan import LedgerScan
 
-__all__ = ["ChainCollector", "ChainReader"]
+__all__ = ["ChainCollector", "ChainReader", "ChainState"]
 
 log = logging.getLogger("landed.telemetry")
 
 PAGE = 5000
+
+
+class ChainState(BaseModel):
+    """Where each chain's walk stood, as a saved exporter state holds it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    cursors: dict[str, int]
+    walks: dict[str, WalkPosition]
+
+    @model_validator(mode="after")
+    def _every_chain(self) -> ChainState:
+        if set(self.cursors) != set(CHAINS) or set(self.walks) != set(CHAINS):
+            raise ValueError(f"a saved chain walk names other chains than {', '.join(CHAINS)}")
+        return self
 
 
 class ChainReader:
@@ -37,6 +53,7 @@ class ChainReader:
         foreign_after: float,
     ) -> None:
         self.scan = scan
+        self.trust = trust
         after = foreign_after if trust is not None else None
         self.walks = {
             c: ChainWalk([], trust, chain=c, foreign_after=after, resume=True) for c in CHAINS
@@ -47,6 +64,22 @@ class ChainReader:
         self.ok: bool | None = None
         self.foreign = 0
         self.error = ""
+
+    def state(self) -> ChainState | None:
+        """The walks' place, or None when a resumed walk could not give the same figures: with
+        head keys (a head signed over rows already walked is checked against their links,
+        which a saved state does not keep) or after any finding (a fresh walk finds it again)."""
+        if self.trust is not None or self.ok is not True:
+            return None
+        walks = {chain: walk.position() for chain, walk in self.walks.items()}
+        return ChainState(cursors=dict(self.cursors), walks=walks)
+
+    def restore(self, state: ChainState) -> None:
+        if self.trust is not None:
+            raise ValueError("a saved chain walk of the links alone, and head keys are set now")
+        for chain, walk in self.walks.items():
+            walk.resume_at(state.walks[chain])
+        self.cursors = dict(state.cursors)
 
     async def read(self, max_pages: int | None = None) -> None:
         heads = await self.scan.heads(self.head_from)
