@@ -1,11 +1,14 @@
 """Start-up of ``landed exporter`` to a complete first scrape, cold (no state file: the whole
 ledger is read) beside warm (resumed from the state file the cold run saved at its stop), on a
 SQLite ledger of N receipts built through the ledger's own bulk append path (``append_many``,
-chain links and all), with a claim for every 100th task and a few trip events.
+chain links and all, heads signed by a runner key), with a claim for every 100th task and a few
+trip events.
 
-Target: warm at most 10 s on 1,000,000 receipts. Between the two runs 10 receipts and their
-claims are appended, so the warm start reads something new; its figures must count them.
-LANDED_BENCH_EXPORTER_START_N sets N (default 1,000,000).
+Each pair runs twice: checking the chain's links alone, and with the runner's head key
+(LANDED_EXPORTER__HEAD_KEYS), whose chain walk starts over at every start. Target: warm at most
+10 s on 1,000,000 receipts. Before each warm run 10 receipts are appended, so it reads
+something new; its figures must count them. LANDED_BENCH_EXPORTER_START_N sets N (default
+1,000,000).
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ import aiohttp
 from bench.ledger_append import receipts
 from landed.activities.loops import trip_event
 from landed.ledger.base import Ledger
+from landed.ledger.chain import HeadSigner
 from landed.ledger.factory import open_ledger
 from landed.receipts.model import Receipt
+from landed.signing import KeyPair
 from landed.task.tripwire import Trip, TripRecord
 from landed.telemetry.exporter import Exporter
 from landed.telemetry.settings import ExporterSettings
@@ -33,6 +38,7 @@ TARGET_S = 10.0
 CHUNK = 2000
 CLAIM_EVERY = 100
 _TEMPLATE = receipts(1, "start")[0]
+_KEY = KeyPair.generate()
 
 
 def _receipt(i: int) -> Receipt:
@@ -62,9 +68,8 @@ async def trips(ledger: Ledger) -> None:
         await ledger.append_event(trip_event(TripRecord(loop="loop-01", trip=trip)))
 
 
-async def start_to_scrape(url: str, state: Path) -> tuple[float, Exporter, str]:
+async def start_to_scrape(settings: ExporterSettings) -> tuple[float, Exporter, str]:
     """(seconds from a new exporter to the end of its first /metrics, the exporter, the text)."""
-    settings = ExporterSettings(ledger_url=url, port=0, claim_lag_seconds=0, state_path=state)
     started = time.perf_counter()
     exporter = Exporter(settings)
     address = await exporter.start()
@@ -84,26 +89,41 @@ def settled_total(text: str) -> float:
     )
 
 
-async def run() -> bool:
-    with tempfile.TemporaryDirectory(prefix="landed-bench-") as tmp:
-        url, state = f"sqlite:///{Path(tmp) / 'ledger.db'}", Path(tmp) / "exporter-state.json"
-        t0 = time.perf_counter()
-        async with await open_ledger(url) as ledger:
-            await build(ledger, 0, N)
-            await trips(ledger)
-        print(f"exporter start: built {N:,} receipts in {time.perf_counter() - t0:,.1f} s")
-        cold, first, _ = await start_to_scrape(url, state)
-        async with await open_ledger(url) as ledger:
-            await build(ledger, N, 10)
-        warm, again, text = await start_to_scrape(url, state)
-    ok = again.resumed and not first.resumed and settled_total(text) == N + 10 and warm <= TARGET_S
-    print(f"  {N:>9,} receipts  cold (no state) {cold:7.2f} s  ({N / cold:,.0f} rows/s)")
+async def pair(url: str, state: Path, first: int, keys: list[Path]) -> bool:
+    """Cold then warm on ``url``; prints both; whether warm resumed, counted all, met target."""
+    settings = ExporterSettings(
+        ledger_url=url, port=0, claim_lag_seconds=0, state_path=state, head_keys=keys
+    )
+    cold, started, _ = await start_to_scrape(settings)
+    async with await open_ledger(url, signer=HeadSigner(_KEY)) as ledger:
+        await build(ledger, first, 10)
+    warm, again, text = await start_to_scrape(settings)
+    counted = settled_total(text) == first + 10
+    ok = again.resumed and not started.resumed and counted and warm <= TARGET_S
+    what = "head keys" if keys else "links alone"
     print(
-        f"  {N:>9,} receipts  warm (state)    {warm:7.2f} s  resumed {again.resumed}, "
+        f"  {N:>9,} receipts, {what:<11}  cold (no state) {cold:7.2f} s  ({N / cold:,.0f} rows/s)"
+    )
+    print(
+        f"  {N:>9,} receipts, {what:<11}  warm (state)    {warm:7.2f} s  resumed {again.resumed}, "
         f"{again.board.rows_read:,} rows counted; target <= {TARGET_S:.0f} s: "
         f"{'met' if ok else 'MISSED'}"
     )
     return ok
+
+
+async def run() -> bool:
+    with tempfile.TemporaryDirectory(prefix="landed-bench-") as tmp:
+        url = f"sqlite:///{Path(tmp) / 'ledger.db'}"
+        t0 = time.perf_counter()
+        async with await open_ledger(url, signer=HeadSigner(_KEY)) as ledger:
+            await build(ledger, 0, N)
+            await trips(ledger)
+        print(f"exporter start: built {N:,} receipts in {time.perf_counter() - t0:,.1f} s")
+        alone = await pair(url, Path(tmp) / "alone.json", N, [])
+        keys = [_KEY.save(Path(tmp) / "keys")[1]]
+        keyed = await pair(url, Path(tmp) / "keyed.json", N + 10, keys)
+    return alone and keyed
 
 
 def main(argv: list[str] | None = None) -> int:

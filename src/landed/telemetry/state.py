@@ -87,8 +87,12 @@ def read_state(path: Path) -> ExporterState | None:
         raw = read_at_most(path, MAX_STATE_BYTES, f"the state file {path}")
     except FileNotFoundError:
         return None
-    except (TooLarge, OSError) as exc:
-        raise StateRefused(str(exc)) from None
+    except TooLarge:
+        raise StateRefused(
+            f"it is longer than {MAX_STATE_BYTES:,} bytes, no state of ours"
+        ) from None
+    except OSError as exc:
+        raise StateRefused(f"it cannot be read: {exc}") from None
     try:
         version = orjson.loads(raw).get("version")
     except (orjson.JSONDecodeError, AttributeError):
@@ -98,9 +102,10 @@ def read_state(path: Path) -> ExporterState | None:
     try:
         return ExporterState.model_validate_json(raw)
     except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"]))
         raise StateRefused(
-            f"it does not hold an exporter state: {exc.errors()[0]['msg']} "
-            f"at {'.'.join(map(str, exc.errors()[0]['loc']))}"
+            f"it does not hold an exporter state: {first['msg']} at {where}"
         ) from None
 
 
