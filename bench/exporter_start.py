@@ -5,7 +5,7 @@ chain links and all, heads signed by a runner key), with a claim for every 100th
 trip events.
 
 Each pair runs twice: checking the chain's links alone, and with the runner's head key
-(LANDED_EXPORTER__HEAD_KEYS), whose chain walk starts over at every start. Target: warm at most
+(LANDED_EXPORTER__HEAD_KEYS), whose walk keeps the links its heads need. Target: warm at most
 10 s on 1,000,000 receipts. Before each warm run 10 receipts are appended, so it reads
 something new; its figures must count them. LANDED_BENCH_EXPORTER_START_N sets N (default
 1,000,000).

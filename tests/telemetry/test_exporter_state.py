@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import cast
 
 import orjson
 import pytest
@@ -15,12 +14,12 @@ from helpers.scorecard import settled
 from test_tripwire_metrics import tripped
 
 from landed.activities.loops import trip_event
+from landed.ledger import audit_heads
 from landed.ledger.base import Ledger
+from landed.ledger.chain import HeadSigner
 from landed.ledger.factory import open_ledger
-from landed.ledger.scan import LedgerScan
 from landed.signing import KeyPair
 from landed.telemetry import state as state_module
-from landed.telemetry.chain_reader import ChainReader
 from landed.telemetry.exporter import Exporter
 
 pytestmark = pytest.mark.slow
@@ -239,19 +238,73 @@ async def test_an_intact_walk_resumes_and_still_finds_a_later_break(
     assert warm == await texts(stateful(sqlite_place, path, use_state=False))
 
 
-def test_a_walk_with_head_keys_saves_no_place() -> None:
-    """Heads signed over rows already walked are checked against those rows' links, which a
-    saved state does not keep: with head keys the walk starts over at every start."""
+@pytest.mark.parametrize(("forged_over", "recent"), [(7, None), (2, 2)], ids=["kept", "old"])
+async def test_a_walk_with_head_keys_resumes_to_a_fresh_walks_figures(
+    place: Place,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    forged_over: int,
+    recent: int | None,
+) -> None:
+    """With the runner's head key the walk keeps what its signed heads need (the links of the
+    rows walked, the positions vouched for, the rows awaiting a voucher): heads signed after
+    the save are checked against rows walked before it, as a fresh walk checks them."""
     key = KeyPair.generate()
-    reader = ChainReader(cast(LedgerScan, None), {key.key_id: key.public_key}, 60.0)
-    reader.ok = True
-    assert reader.state() is None
-    unkeyed = ChainReader(cast(LedgerScan, None), None, 60.0)
-    unkeyed.ok = True
-    state = unkeyed.state()
-    assert state is not None
-    with pytest.raises(ValueError, match="head keys"):
-        reader.restore(state)
+    keys = {"head_keys": [key.save(tmp_path / "keys")[1]]}
+    path = tmp_path / "exporter-state.json"
+    async with await open_ledger(place.url, signer=HeadSigner(key, every=3)) as ledger:
+        await first_half(ledger)
+        await texts(stateful(place, path, **keys))
+        heads = orjson.loads(path.read_bytes())["chain"]["walks"]["receipts"][7]
+        assert heads[0] and heads[2]  # heads seen, links kept for heads still to come
+        await second_half(ledger)
+    again = stateful(place, path, **keys)
+    warm = await texts(again)
+    assert again.resumed
+    assert b"landed_ledger_chain_ok 1.0" in warm[0]
+    assert warm == await texts(stateful(place, path, use_state=False, **keys))
+    # A head the runner never signed, forged over a walked row, is found as a fresh walk
+    # finds it: over a row whose link the state keeps, at once; over an older one (the walk
+    # keeps the last MAX_RECENT links) by walking every chain again.
+    if recent is not None:
+        monkeypatch.setattr(audit_heads, "MAX_RECENT", recent)
+        await texts(stateful(place, path, **keys))  # saved with only the last links
+    _forge_head(place, key, forged_over)
+    later = stateful(place, path, **keys)
+    caplog.clear()
+    warm = await texts(later)
+    assert later.resumed
+    assert ("walking every chain again" in caplog.text) is (recent is not None)
+    assert b"landed_ledger_chain_ok 0.0" in warm[0]
+    assert warm == await texts(stateful(place, path, use_state=False, **keys))
+
+
+def _heads_sql(place: Place, statement: str) -> str:
+    heads = (
+        "landed_chain_heads" if place.path is not None else f'"{place.schema}".landed_chain_heads'
+    )
+    return statement.replace("{h}", heads)
+
+
+def _forge_head(place: Place, key: KeyPair, sequence: int) -> None:
+    owner = _owner(place)
+    pos, seq, link = owner.run(
+        "SELECT chain_pos, sequence, chain_link FROM {t} WHERE sequence = %s", sequence
+    )[0]
+    owner.run(
+        _heads_sql(
+            place,
+            "INSERT INTO {h} (chain_pos, sequence, chain_link, key_id, signed_at, signature)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+        ),
+        pos,
+        seq,
+        link,
+        key.key_id,
+        "2026-11-07T02:00:00+00:00",
+        "00" * 64,
+    )
 
 
 async def test_the_state_is_saved_every_few_seconds(sqlite_place: Place, tmp_path: Path) -> None:

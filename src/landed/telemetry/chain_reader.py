@@ -5,7 +5,8 @@ appended since, and feeds them to a walk it keeps (landed.ledger.audit): a scrap
 was appended since the last one. ``landed_ledger_chain_ok`` is 0 once any walk finds a break,
 ``landed_ledger_foreign_rows`` counts rows no trusted head vouches for in time (with
 LANDED_EXPORTER__HEAD_KEYS; without, the links alone are checked). A read that fails keeps the
-last figures (``landed_ledger_up`` says so).
+last figures (``landed_ledger_up`` says so). After a restart the walks resume from the exporter's
+saved state (landed.telemetry.state) when they had found nothing.
 """
 
 from __future__ import annotations
@@ -54,10 +55,9 @@ class ChainReader:
     ) -> None:
         self.scan = scan
         self.trust = trust
-        after = foreign_after if trust is not None else None
-        self.walks = {
-            c: ChainWalk([], trust, chain=c, foreign_after=after, resume=True) for c in CHAINS
-        }
+        self._foreign_after = foreign_after if trust is not None else None
+        self.walks = self._fresh()
+        self._resumed = False
         # -1: a claim without a position (order 0 on PostgreSQL) is read too.
         self.cursors = dict.fromkeys(CHAINS, -1)
         self.head_from = 0
@@ -65,26 +65,45 @@ class ChainReader:
         self.foreign = 0
         self.error = ""
 
+    def _fresh(self) -> dict[str, ChainWalk]:
+        after = self._foreign_after
+        return {
+            c: ChainWalk([], self.trust, chain=c, foreign_after=after, resume=True) for c in CHAINS
+        }
+
     def state(self) -> ChainState | None:
-        """The walks' place, or None when a resumed walk could not give the same figures: with
-        head keys (a head signed over rows already walked is checked against their links,
-        which a saved state does not keep) or after any finding (a fresh walk finds it again)."""
-        if self.trust is not None or self.ok is not True:
+        """The walks' place, or None when a resumed walk could not give a fresh walk's figures:
+        after any finding (a fresh walk finds it again), or while a head waits for a row."""
+        if self.ok is not True:
             return None
         walks = {chain: walk.position() for chain, walk in self.walks.items()}
-        return ChainState(cursors=dict(self.cursors), walks=walks)
+        kept = {chain: at for chain, at in walks.items() if at is not None}
+        if len(kept) < len(walks):
+            return None
+        return ChainState(cursors=dict(self.cursors), walks=kept)
 
     def restore(self, state: ChainState) -> None:
-        if self.trust is not None:
-            raise ValueError("a saved chain walk of the links alone, and head keys are set now")
+        """Resume every walk (the state was saved under the same head keys: its settings say).
+        Every signed head is read again: one added while the exporter was stopped, over a row
+        whose link the state no longer holds, starts every walk over (see read)."""
         for chain, walk in self.walks.items():
             walk.resume_at(state.walks[chain])
-        self.cursors = dict(state.cursors)
+        self.cursors, self.head_from = dict(state.cursors), 0
+        self._resumed = True
 
     async def read(self, max_pages: int | None = None) -> None:
         heads = await self.scan.heads(self.head_from)
         for walk in self.walks.values():
             walk.add_heads(heads)
+        if self._resumed and any(walk.heads.unchecked for walk in self.walks.values()):
+            log.warning(
+                "landed exporter: a signed head was added over rows walked before the restart; "
+                "walking every chain again from its start to check it"
+            )
+            self.walks, self.cursors = self._fresh(), dict.fromkeys(CHAINS, -1)
+            for walk in self.walks.values():
+                walk.add_heads(heads)
+        self._resumed = False
         self.head_from = max([self.head_from, *(h.pos for h in heads)])
         for chain, walk in self.walks.items():
             pages = 0
