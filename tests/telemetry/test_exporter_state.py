@@ -168,13 +168,20 @@ async def test_a_damaged_state_file_is_refused(
 
 
 async def test_an_oversized_state_file_is_refused_unread(
-    sqlite_place: Place, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sqlite_place: Place,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     path = tmp_path / "exporter-state.json"
     async with await open_ledger(sqlite_place.url) as ledger:
         await saved_then(sqlite_place, ledger, path)
     monkeypatch.setattr(state_module, "MAX_STATE_BYTES", 100)
+    caplog.clear()
     await refused(sqlite_place, path, "longer than 100 bytes")
+    # Nor is a state written that the next start would refuse: the old file stays as it was.
+    assert "could not be saved" in caplog.text and "more than 100" in caplog.text
+    assert not list(tmp_path.glob("*.tmp"))
 
 
 async def test_a_changed_label_cap_refuses_the_state(sqlite_place: Place, tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ def _sha256_hex(body: bytes) -> str:
 
 
 __all__ = [
+    "MAX_SCAN_HEADS",
     "START",
     "ClaimRow",
     "EventRow",

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from landed.ledger.audit import ChainWalk, WalkPosition
 from landed.ledger.base import LedgerError
 from landed.ledger.links import CHAINS
-from landed.ledger.scan import LedgerScan
+from landed.ledger.scan import MAX_SCAN_HEADS, LedgerScan
 
 __all__ = ["ChainCollector", "ChainReader", "ChainState"]
 
@@ -103,7 +103,8 @@ class ChainReader:
             self.walks, self.cursors = self._fresh(), dict.fromkeys(CHAINS, -1)
             for walk in self.walks.values():
                 walk.add_heads(heads)
-        self._resumed = False
+        # Until every head was read again (a read returns at most MAX_SCAN_HEADS of them).
+        self._resumed = self._resumed and len(heads) >= MAX_SCAN_HEADS
         self.head_from = max([self.head_from, *(h.pos for h in heads)])
         for chain, walk in self.walks.items():
             pages = 0

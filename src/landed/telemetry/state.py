@@ -40,8 +40,9 @@ __all__ = [
 
 #: Bumped whenever what the file holds, or what the figures mean, changes.
 STATE_VERSION = 1
-#: Label caps bound the sums; a state file larger than this is not one of ours.
-MAX_STATE_BYTES = 64 * 1024 * 1024
+#: Label caps bound the sums, and the walks keep at most MAX_RECENT links per chain (about 17
+#: MB each); a state file larger than this is not one of ours.
+MAX_STATE_BYTES = 256 * 1024 * 1024
 
 
 class StateRefused(ValueError):
@@ -111,11 +112,14 @@ def read_state(path: Path) -> ExporterState | None:
 
 def write_state(path: Path, state: ExporterState) -> None:
     """Write atomically: a crash leaves the old file or the new one, never half of one."""
+    body = state.model_dump_json().encode()
+    if len(body) > MAX_STATE_BYTES:  # it would be refused at the next start
+        raise StateRefused(f"the state is {len(body):,} bytes, more than {MAX_STATE_BYTES:,}")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, state.model_dump_json().encode())
+        os.write(fd, body)
         os.fsync(fd)
     finally:
         os.close(fd)
