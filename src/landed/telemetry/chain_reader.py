@@ -101,6 +101,8 @@ class ChainReader:
                 "walking every chain again from its start to check it"
             )
             self.walks, self.cursors = self._fresh(), dict.fromkeys(CHAINS, -1)
+            self.head_from, self._resumed = 0, False  # as a first start: every head again
+            heads = await self.scan.heads(0)
             for walk in self.walks.values():
                 walk.add_heads(heads)
         # Until every head was read again (a read returns at most MAX_SCAN_HEADS of them).
