@@ -58,7 +58,7 @@ test: system-deps lint layers typecheck pytest
 # nothing outside .venv: the tests that start Prometheus, Alertmanager or Chromium are `slow`.
 test-fast: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest -m "not slow" -q
+	$(VENV)/bin/pytest -m "not slow" -q -n $(PYTEST_WORKERS) --dist worksteal
 
 # The CLI reference page, from the Typer app (tests/test_docs.py fails while it is stale); the
 # site itself is built with --strict by that test, part of `make test`.

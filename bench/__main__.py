@@ -28,6 +28,8 @@ BENCHMARKS: dict[str, str] = {
     "tracing_spans": "bench.tracing_spans",
     "confirm": "bench.confirm",
     "exporter_scrape": "bench.exporter_scrape",
+    # Start-up to a complete first scrape, cold beside resumed from the state file.
+    "exporter_start": "bench.exporter_start",
     # Bounded labels: 1,000,000 receipts from 10,000 owners and 1,000 loops.
     "exporter_cardinality": "bench.exporter_cardinality",
     # Scale-out: N processes per role against one Temporal server (issue 27).

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 FLOWS = (
     "act alone",
@@ -22,6 +24,7 @@ FLOWS = (
 )
 
 
+@pytest.mark.slow  # a real landed dev and every flow: about 30 s
 def test_every_flow_reports_p50_p90_p99_beside_the_floor() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
     env["LANDED_BENCH_LATENCY_TASKS"] = "3"

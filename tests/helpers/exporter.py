@@ -26,7 +26,14 @@ class Place:
 
 
 def exporter_on(place: Place, **settings: object) -> Exporter:
-    values = {"ledger_url": place.url, "port": 0, "claim_lag_seconds": 0.0, **settings}
+    """An exporter on ``place`` that keeps no state file unless ``use_state`` says so."""
+    values = {
+        "ledger_url": place.url,
+        "port": 0,
+        "claim_lag_seconds": 0.0,
+        "use_state": False,
+        **settings,
+    }
     return Exporter(ExporterSettings(**values))  # type: ignore[arg-type]
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from landed.ledger.audit_heads import HeadChecks
+from landed.ledger.audit_heads import HeadChecks, HeadsKept
 from landed.ledger.audit_report import MAX_FINDINGS, ChainReport, Finding
 from landed.ledger.chain import GENESIS, ChainRow, SignedHead
 from landed.ledger.links import CHAINS, FIELDS, link_v2, parse_time
@@ -25,12 +25,26 @@ from landed.ledger.links import CHAINS, FIELDS, link_v2, parse_time
 if TYPE_CHECKING:
     from landed.ledger.base import Ledger
 
-__all__ = ["ChainReport", "ChainRow", "ChainWalk", "Finding", "audit"]
+__all__ = ["ChainReport", "ChainRow", "ChainWalk", "Finding", "WalkPosition", "audit"]
 
 #: Findings about heads or vouching, not about the rows' links: the rows after them still chain.
 _NO_BREAK = frozenset({"foreign", "unsigned_tail", "head_untrusted", "head_forged"})
 #: Rows awaiting a voucher that a walk keeps; beyond, the oldest are judged at once.
 MAX_PENDING = 100_000
+
+
+class WalkPosition(NamedTuple):
+    """The row a walk expects next, the link before it, and the rows it has walked."""
+
+    expect: int
+    prev: str
+    prev_seq: int
+    rows: int
+    last_pos: int
+    last_sequence: int
+    #: Rows awaiting a voucher: (position, sequence, appended at).
+    pending: list[tuple[int, int, str | None]]
+    heads: HeadsKept
 
 
 class ChainWalk:
@@ -65,6 +79,33 @@ class ChainWalk:
         self._prev_seq = 0
         self._pending: dict[int, tuple[int, object]] = {}
         self.add_heads(heads)
+
+    def position(self) -> WalkPosition | None:
+        """Where the walk stands, for a reader to resume it (None: not now, a head waits for
+        a row not walked yet)."""
+        heads = self.heads.kept()
+        pending = [(pos, seq, at) for pos, (seq, at) in sorted(self._pending.items())]
+        if heads is None or not all(at is None or isinstance(at, str) for _, _, at in pending):
+            return None
+        report = self.report
+        return WalkPosition(
+            self._expect,
+            self._prev,
+            self._prev_seq,
+            report.rows,
+            report.last_pos,
+            report.last_sequence,
+            cast(list[tuple[int, int, str | None]], pending),
+            heads,
+        )
+
+    def resume_at(self, at: WalkPosition) -> None:
+        """Go on from a saved position of a walk of the same trust that found nothing."""
+        self._expect, self._prev, self._prev_seq = at.expect, at.prev, at.prev_seq
+        self.report.rows, self.report.last_pos = at.rows, at.last_pos
+        self.report.last_sequence = at.last_sequence
+        self._pending = {pos: (seq, when) for pos, seq, when in at.pending}
+        self.heads.take_back(at.heads)
 
     def add_heads(self, heads: Sequence[SignedHead]) -> None:
         """Heads read since the walk began (a resumed walk reads new ones before new rows)."""

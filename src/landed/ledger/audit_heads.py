@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -22,7 +22,7 @@ from landed.ledger.vouch import HeadDetail
 if TYPE_CHECKING:
     from landed.ledger.audit_report import ChainReport
 
-__all__ = ["HeadChecks"]
+__all__ = ["HeadChecks", "HeadsKept"]
 
 Find = Callable[[str, int | None, int | None, str], None]
 #: (head, its key's verdict: None untrusted, False forged, True good; sequence it names, link).
@@ -45,6 +45,23 @@ def _signature_ok(head: SignedHead, key: Ed25519PublicKey) -> bool:
     return found
 
 
+class HeadsKept(NamedTuple):
+    """What a resumed walk needs of its heads: those seen, the positions they vouch for, the
+    links of rows walked (for a head signed after them), the upgrade's markers, the figures."""
+
+    seen: list[tuple[str, str, int]]
+    ranges: list[tuple[int, int]]
+    recent: list[tuple[int, int, str]]
+    v2_upto: int
+    markers: list[dict[str, int]]
+    endorsed: list[dict[str, int]]
+    signed_heads: int
+    last_signed_pos: int
+    last_signed_sequence: int
+    migrated_upto: int
+    rechained: dict[str, int]
+
+
 class HeadChecks:
     def __init__(
         self,
@@ -56,6 +73,8 @@ class HeadChecks:
         self.chain, self.trust, self._find, self.report = chain, trust, find, report
         self.at: dict[int, list[Entry]] = {}
         self.resumable = False
+        #: Heads over walked rows whose links were no longer kept: left unchecked.
+        self.unchecked = 0
         self._seen: set[tuple[str, str, int]] = set()
         self._new: list[list[int]] = []
         self._ranges: list[list[int]] = []
@@ -65,6 +84,40 @@ class HeadChecks:
         self._v2_upto = 0
         self._markers: list[dict[str, int]] = []
         self._endorsed: list[dict[str, int]] = []
+
+    def kept(self) -> HeadsKept | None:
+        """The heads' state, or None while a head waits for a row not walked yet."""
+        if self.at or self._new:
+            return None
+        report = self.report
+        return HeadsKept(
+            sorted(self._seen),
+            [(a, b) for a, b in self._ranges],
+            [(pos, seq, link) for pos, (seq, link) in sorted(self._recent.items())],
+            self._v2_upto,
+            list(self._markers),
+            list(self._endorsed),
+            report.signed_heads,
+            report.last_signed_pos,
+            report.last_signed_sequence,
+            report.migrated_upto,
+            dict(report.rechained),
+        )
+
+    def take_back(self, kept: HeadsKept) -> None:
+        """Go on from ``kept`` (a walk of the same trust, resumed at the place it was kept)."""
+        self._seen = set(kept.seen)
+        self._ranges = merge_ranges(kept.ranges)
+        self._starts = [a for a, _ in self._ranges]
+        self._ends = [b for _, b in self._ranges]
+        self._recent = {pos: (seq, link) for pos, seq, link in kept.recent[-MAX_RECENT:]}
+        self._v2_upto = kept.v2_upto
+        self._markers, self._endorsed = list(kept.markers), list(kept.endorsed)
+        report = self.report
+        report.signed_heads, report.migrated_upto = kept.signed_heads, kept.migrated_upto
+        report.last_signed_pos = kept.last_signed_pos
+        report.last_signed_sequence = kept.last_signed_sequence
+        report.rechained = dict(kept.rechained)
 
     def vouched(self, pos: int) -> bool:
         i = bisect.bisect_right(self._starts, pos) - 1
@@ -121,6 +174,8 @@ class HeadChecks:
         if self.resumable and pos <= self.report.last_pos:
             if pos in self._recent:
                 self._check(pos, *self._recent[pos], entry)
+            else:  # over a row walked so long ago that its link is no longer kept
+                self.unchecked += 1
             return
         self.at.setdefault(pos, []).append(entry)
 

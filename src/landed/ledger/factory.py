@@ -9,6 +9,7 @@ imported when a URL names it, so a SQLite user never loads the PostgreSQL driver
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from landed.ledger.base import DEFAULT_LEDGER_PATH, LEDGER_URL_ENV, Ledger, LedgerError
@@ -17,7 +18,15 @@ if TYPE_CHECKING:
     from landed.ledger.chain import HeadSigner, SignedHead
     from landed.ledger.scan import LedgerScan
 
-__all__ = ["backend_of", "default_url", "open_ledger", "open_scan", "read_heads", "schema_at"]
+__all__ = [
+    "backend_of",
+    "default_url",
+    "file_of",
+    "open_ledger",
+    "open_scan",
+    "read_heads",
+    "schema_at",
+]
 
 
 def default_url() -> str:
@@ -71,6 +80,15 @@ def open_scan(url: str) -> LedgerScan:
 
     path, _ = sqlite_path(url)
     return SqliteScan(str(path))
+
+
+def file_of(url: str) -> Path | None:
+    """The file of a SQLite ledger (None: a PostgreSQL one), for what is kept beside it."""
+    if backend_of(url) == "postgres":
+        return None
+    from landed.ledger.sqlite.url import sqlite_path
+
+    return sqlite_path(url)[0]
 
 
 async def read_heads(url: str, limit: int) -> tuple[int, list[SignedHead]]:

@@ -25,7 +25,7 @@ from landed.telemetry.labels import LabelCap, bounded
 from landed.telemetry.task_metrics import exemplar_labels
 from landed.telemetry.trips import TripBoard
 
-__all__ = ["BUCKETS", "Board", "Settled"]
+__all__ = ["BUCKETS", "Board", "Exemplar", "Histogram", "Labels", "Settled"]
 
 log = logging.getLogger("landed.telemetry")
 
@@ -86,7 +86,7 @@ class Board:
         self.claims_read = 0
         self.recent: deque[Settled] = deque(maxlen=recent)
         self.holds: dict[str, Settled] = {}
-        self._max_holds = max_holds
+        self.max_holds = max_holds
         # GOV-9: trips (the ledger's trip events) and the repairs they opened.
         self.tripped = TripBoard(self.loops)
 
@@ -194,7 +194,7 @@ class Board:
         self.holds.pop(task_id, None)  # the task's latest row decides; re-added at the end
         if held:
             self.holds[task_id] = row
-            if len(self.holds) > self._max_holds:
+            if len(self.holds) > self.max_holds:
                 del self.holds[next(iter(self.holds))]
 
 

@@ -2,12 +2,15 @@
 
 Every scrape first reads what was appended since the last one (bounded pages), then serves the
 sums. A ledger that cannot be read leaves the sums as they were and says so in
-``landed_ledger_up 0``: a scrape never fails because the ledger did.
+``landed_ledger_up 0``: a scrape never fails because the ledger did. The sums and cursors are
+saved to a state file (landed.telemetry.state) every few seconds and at stop, and a start reads
+on from it when the ledger bears it out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from pathlib import Path
@@ -15,6 +18,7 @@ from pathlib import Path
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from landed.ledger.base import LedgerError
 from landed.ledger.factory import default_url, open_scan
 from landed.ledger.scan import shown
 from landed.telemetry.aggregate import Board
@@ -23,8 +27,10 @@ from landed.telemetry.heads import HeadsCollector
 from landed.telemetry.openmetrics import negotiate, render
 from landed.telemetry.page import render_page
 from landed.telemetry.reader import Reader
+from landed.telemetry.resume import resume, snapshot
 from landed.telemetry.scorecard_metrics import ScorecardCollector
 from landed.telemetry.settings import ExporterSettings
+from landed.telemetry.state import StateRefused, default_state_path, write_state
 
 __all__ = ["Exporter", "serve_beside"]
 
@@ -49,6 +55,12 @@ class Exporter:
         self.registry.register(self.heads)
         self.catch_up_seconds = 0.0
         self.last_error = ""
+        default = default_state_path(self.ledger_url)
+        self.state_path = (settings.state_path or default) if settings.use_state else None
+        #: Whether the start read on from the saved state; else why not ("": there was none).
+        self.resumed = False
+        self.state_refused = ""
+        self._saver: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._rendered: dict[bool, tuple[tuple[object, ...], bytes]] = {}
         self._runner: web.AppRunner | None = None
@@ -71,8 +83,11 @@ class Exporter:
             await self.chain.read_or_flag(max_pages)
 
     async def start(self) -> str:
-        """Catch up with the whole ledger once, then listen; returns the URL served."""
+        """Read on from the saved state (else catch up with the whole ledger), then listen;
+        returns the URL served."""
         started = time.perf_counter()
+        if self.state_path is not None:
+            await self._resume(self.state_path)
         await self.refresh()
         self.catch_up_seconds = time.perf_counter() - started
         app = web.Application()
@@ -86,13 +101,58 @@ class Exporter:
         sockets = getattr(server, "sockets", None) or []
         port = sockets[0].getsockname()[1] if sockets else self.settings.port
         self.url = f"http://{self.settings.host}:{port}/"
+        if self.state_path is not None:
+            self._saver = asyncio.create_task(self._save_every())
         return self.url
 
     async def stop(self) -> None:
+        """Stop serving, save the state (a clean stop resumes where it stood), close the scan."""
+        if self._saver is not None:
+            self._saver.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._saver
+            self._saver = None
+            await self.save_state()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
         await self.reader.scan.close()
+
+    async def _resume(self, path: Path) -> None:
+        """Take up the saved state if the ledger bears it out; else log why and read it all."""
+        async with self._lock:
+            try:
+                board, why = await resume(path, self.reader, self.chain, self.settings)
+            except (ValueError, LedgerError) as exc:  # StateRefused, or a ledger not read
+                board, why = None, str(exc)
+            if board is not None:
+                self.board = self.collector.board = board
+                self.resumed = True
+            elif why:
+                self.state_refused = why
+                log.warning(
+                    "landed exporter: the saved state %s is not used (%s); reading the ledger "
+                    "from its start",
+                    path,
+                    why,
+                )
+
+    async def save_state(self) -> None:
+        """Save the sums and cursors (atomically); a failure is a log line, never a raise."""
+        path = self.state_path
+        if path is None or not self.collector.up:
+            return
+        async with self._lock:  # no read moves a cursor while the state is taken
+            try:
+                state = await snapshot(self.reader, self.chain, self.settings, self.ledger_shown)
+                await asyncio.to_thread(write_state, path, state)
+            except (OSError, LedgerError, StateRefused) as exc:
+                log.warning("landed exporter: the state could not be saved to %s: %s", path, exc)
+
+    async def _save_every(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.state_every_seconds)
+            await self.save_state()
 
     async def scrape(self, openmetrics: bool = False) -> bytes:
         await self.refresh(self.settings.max_pages_per_scrape)

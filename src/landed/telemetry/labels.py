@@ -47,6 +47,17 @@ class LabelCap:
     def __len__(self) -> int:
         return len(self._seen)
 
+    def names(self) -> list[str]:
+        """The values that keep their name, sorted (what a saved exporter state holds)."""
+        return sorted(self._seen)
+
+    def restore(self, names: list[str], folds: int) -> None:
+        """Take back a saved state; more names than the cap is a state of other settings."""
+        if len(set(names)) > self._cap or folds < 0:
+            raise ValueError(f"{len(names)} label values saved, more than the cap {self._cap}")
+        self._seen = set(names)
+        self.folds = folds
+
 
 def bounded(value: str | None, kind: str) -> str:
     """A verdict, rung or proof level as a label: landed's own words, else ``other``."""

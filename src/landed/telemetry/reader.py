@@ -11,10 +11,12 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
+from pydantic import BaseModel, ConfigDict, model_validator
+
 from landed.ledger.scan import START, LedgerScan
 from landed.telemetry.aggregate import Board
 
-__all__ = ["Reader"]
+__all__ = ["Reader", "ReaderState"]
 
 PAGE = 2000
 #: How long a skipped sequence number is asked for again (a conflict or rollback never fills it).
@@ -22,6 +24,25 @@ GAP_SECONDS = 120.0
 MAX_GAPS = 1000
 #: How far below the events cursor each read starts again (see Reader._events).
 EVENT_MARGIN = 100
+
+
+class ReaderState(BaseModel):
+    """The cursors as a saved exporter state holds them; a gap by its age, not a clock's."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    cursor: int
+    gaps: list[tuple[int, float]]
+    claim_cursor: tuple[str, str, str, int]
+    event_cursor: int
+
+    @model_validator(mode="after")
+    def _in_order(self) -> ReaderState:
+        if min(self.cursor, self.event_cursor, self.claim_cursor[3]) < 0:
+            raise ValueError("a saved cursor is negative")
+        if len(self.gaps) > MAX_GAPS or any(not 0 < s < self.cursor for s, _ in self.gaps):
+            raise ValueError("the saved gaps are not below the saved cursor")
+        return self
 
 
 class Reader:
@@ -35,6 +56,22 @@ class Reader:
         self.claim_cursor = START
         self.event_cursor = 0
         self._claim_lag = timedelta(seconds=claim_lag)
+
+    def state(self) -> ReaderState:
+        now = time.monotonic()
+        return ReaderState(
+            cursor=self.cursor,
+            gaps=[(seq, now - seen) for seq, seen in sorted(self.gaps.items())],
+            claim_cursor=self.claim_cursor,
+            event_cursor=self.event_cursor,
+        )
+
+    def restore(self, state: ReaderState) -> None:
+        """Read on from saved cursors (the board holding what they counted is set apart)."""
+        now = time.monotonic()
+        self.cursor, self.event_cursor = state.cursor, state.event_cursor
+        self.claim_cursor = state.claim_cursor
+        self.gaps = {seq: now - max(0.0, age) for seq, age in state.gaps}
 
     async def read(self, max_pages: int | None = None) -> int:
         """Read new rows and claims, up to ``max_pages`` pages of each (None: until caught up).

@@ -57,6 +57,20 @@ class ExporterSettings(BaseSettings):
         default=5, ge=1, description="Pages of 2,000 rows read per scrape after the catch-up."
     )
 
+    use_state: bool = Field(
+        default=True,
+        description="Save the sums and cursors to the state file and resume from it at start "
+        "(false: read the whole ledger at every start, save nothing).",
+    )
+    state_path: Path | None = Field(
+        default=None,
+        description="The state file (default: beside a SQLite ledger, <file>.exporter-state.json;"
+        " .landed/exporter-state-<id>.json for PostgreSQL).",
+    )
+    state_every_seconds: float = Field(
+        default=60.0, ge=1, description="Seconds between two saves of the state (and at stop)."
+    )
+
     def head_trust(self) -> dict[str, Ed25519PublicKey] | None:
         """The head keys to trust, loaded (None: check the links alone)."""
         return dict(TrustStore.load(self.head_keys)) if self.head_keys else None

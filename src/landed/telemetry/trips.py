@@ -13,13 +13,28 @@ from collections import Counter
 from datetime import datetime
 
 import orjson
+from pydantic import BaseModel, ConfigDict
 
 from landed.loops.tripwire import Trip, rule_kind
 from landed.receipts.model import Receipt
 from landed.task.names import HELD_EVENT, TRIP_EVENT
 from landed.telemetry.labels import LabelCap
 
-__all__ = ["TripBoard"]
+__all__ = ["TripBoard", "TripState"]
+
+
+class TripState(BaseModel):
+    """A TripBoard as a saved exporter state holds it (landed.telemetry.state)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    read: int
+    trips: list[tuple[tuple[str, str], int]]
+    seen: list[str]
+    last: dict[str, Trip]
+    repaired: list[tuple[str, int]]
+    held: list[tuple[str, int]]
+    verified_at: dict[str, datetime]
 
 
 class TripBoard:
@@ -85,6 +100,26 @@ class TripBoard:
                 since = self._verified_at.get(loop)
                 held[label] += int(since is None or since <= trip.at)
         return open_, held
+
+    def state(self) -> TripState:
+        return TripState(
+            read=self.read,
+            trips=list(self.trips.items()),
+            seen=sorted(self._seen),
+            last=dict(self._last),
+            repaired=sorted(self._repaired),
+            held=sorted(self._held),
+            verified_at=dict(self._verified_at),
+        )
+
+    def restore(self, state: TripState) -> None:
+        self.read = state.read
+        self.trips = Counter(dict(state.trips))
+        self._seen = set(state.seen)
+        self._last = dict(state.last)
+        self._repaired = set(state.repaired)
+        self._held = set(state.held)
+        self._verified_at = dict(state.verified_at)
 
     def loops(self) -> set[str]:
         return {loop for loop, _ in self.trips}
