@@ -54,3 +54,15 @@ def test_a_file_one_line_over_the_cap_is_named(tmp_path: Path, cap: int) -> None
     assert _over([at_cap, over], cap) == [
         f"{over}: {cap + 1} lines, over {cap}; split it by what it holds"
     ]
+
+
+def test_the_tests_mirror_the_rooms() -> None:
+    """Each room of the import contract's layers has its tests in tests/<room>/."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    layers = config["importlinter:contract:rooms"]["layers"].split("\n")
+    rooms = [n.strip().removeprefix("landed.") for line in layers for n in line.split("|")]
+    missing = [room for room in rooms if room and not (ROOT / "tests" / room).is_dir()]
+    assert missing == [], f"rooms without a tests/<room>/ folder: {missing}"

@@ -22,7 +22,7 @@ import pytest
 from landed.dev.reload import act_modules, find_module_files
 from landed.dev.server import DevError
 
-ROOT = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT.parent / "examples" / "first_task"
 BIN = Path(sys.executable).parent
 
