@@ -273,17 +273,19 @@ def test_every_model_is_complete_at_import() -> None:
 
     import landed
 
-    incomplete = []
-    for info in pkgutil.iter_modules(landed.__path__):
-        if not info.name.startswith("_") or info.name.startswith("__"):
-            continue  # landed's core modules (``__main__`` would run the CLI)
-        module = importlib.import_module(f"landed.{info.name}")
+    incomplete, checked = [], 0
+    for info in pkgutil.walk_packages(landed.__path__, prefix="landed."):
+        if info.name.endswith("__main__"):
+            continue  # ``python -m landed`` would run the CLI
+        module = importlib.import_module(info.name)
         for name, obj in vars(module).items():
             if (
                 inspect.isclass(obj)
                 and issubclass(obj, BaseModel)
                 and obj.__module__ == module.__name__
-                and not obj.__pydantic_complete__
             ):
-                incomplete.append(f"{module.__name__}.{name}")
+                checked += 1
+                if not obj.__pydantic_complete__:
+                    incomplete.append(f"{module.__name__}.{name}")
+    assert checked > 50, f"only {checked} models found: the walk missed landed's modules"
     assert incomplete == []
