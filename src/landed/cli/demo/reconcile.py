@@ -14,6 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 from temporalio.client import Client as TemporalClient
 
+from landed.receipts.plain import DONE_VERDICTS
+
 __all__ = ["CLAIMS", "CONTRACTS", "claim_stream", "print_claims", "write_contracts"]
 
 #: (line, story, the verdict it must get: "invalid" for a line reported and skipped).
@@ -154,6 +156,9 @@ def print_claims(console: Console, rows: list[dict[str, Any]]) -> None:
     for r in rows:
         mark = "[green]ok[/]" if r["ok"] else "[bold red]WRONG[/]"
         verdict = f"{r['verdict']} ({r['proof_level']})" if r["proof_level"] else r["verdict"]
+        if r["verdict"] != "invalid":  # a claim that settled: DONE or NOT DONE first
+            done = r["verdict"] in DONE_VERDICTS
+            verdict = ("[green]DONE[/] " if done else "[yellow]NOT DONE[/] ") + verdict
         if r["existing"]:
             verdict += " [dim]already reconciled: not read again[/]"
         story = escape(r["story"]) + (f"\n[dim]{escape(r['message'])}[/]" if r["message"] else "")
