@@ -10,32 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from helpers.claim_contracts import CONTRACTS
 from helpers.roles import Roles, run_roles
 from helpers.sor import Site
 from helpers.wait import until
 
 from landed.cli.reconcile_run import Tally, reconcile
 from landed.cli.reconcile_tail import Offset, Tail, load_offset, save_offset
-
-CONTRACTS = {
-    "contracts": {
-        "posts.published": {
-            "params": {"slug": "string"},
-            "outcome": "one post {slug} is on the site",
-            "proof_plan": [
-                {
-                    "action": "publish the post",
-                    "probe": {
-                        "kind": "http",
-                        "source": "site",
-                        "url": {"template": "/posts/count?slug={slug}"},
-                    },
-                    "expect": {"type": "count", "value": 1},
-                }
-            ],
-        }
-    }
-}
 
 
 def _claim(task_id: str, slug: str, status: str = "done") -> str:

@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from helpers.claim_contracts import CONTRACTS
 from helpers.roles import Roles, run_roles
 from helpers.sor import Site
 from helpers.wait import until
@@ -29,27 +30,6 @@ from landed.temporal.claims import start_claim, wait_result
 from landed.temporal.loops import UnknownLoop, loop_state
 from landed.temporal.plugin import landed_plugin, strict_workflow_runner
 from landed.workflows.verify_claim import VerifyClaim
-
-#: The operator's contract for a published post: the claimant chooses the slug, nothing else.
-CONTRACTS = {
-    "contracts": {
-        "posts.published": {
-            "params": {"slug": "string"},
-            "outcome": "one post {slug} is on the site",
-            "proof_plan": [
-                {
-                    "action": "publish the post",
-                    "probe": {
-                        "kind": "http",
-                        "source": "site",
-                        "url": {"template": "/posts/count?slug={slug}"},
-                    },
-                    "expect": {"type": "count", "value": 1},
-                }
-            ],
-        }
-    }
-}
 
 
 def contracts_file(tmp_path: Path) -> Path:
