@@ -5,10 +5,10 @@ Nothing here starts a Temporal server."""
 from __future__ import annotations
 
 import socket
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from helpers.receipts import settled_receipt
 
 import landed
 
@@ -31,19 +31,7 @@ class _Settled:
 
 
 def _receipt(verdict: str, result: str, value: int) -> landed.Receipt:
-    proof = {
-        "kind": "record",
-        "expect": "count(3)",
-        "result": result,
-        "landed": {"action": "add 3 orders", "observation": {"value": value}},
-    }
-    return landed.Receipt(
-        task_id="t-plain",
-        claimed_status="done",
-        verdict=verdict,
-        settled_at=datetime(2026, 12, 4, tzinfo=UTC),
-        proof=[landed.ProofItem.model_validate(proof)],
-    )
+    return settled_receipt("t-plain", verdict, result, value)
 
 
 def _client(monkeypatch: pytest.MonkeyPatch, receipt: landed.Receipt) -> landed.Client:

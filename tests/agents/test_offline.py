@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import UTC, datetime
 
 import mcp
 import pytest
+from helpers.receipts import settled_receipt
 
 import landed
 from landed.agents import words
@@ -27,19 +27,7 @@ def _offline() -> LandedTools:
 
 
 def _receipt(verdict: str, result: str, value: int) -> landed.Receipt:
-    proof = {
-        "kind": "record",
-        "expect": "count(3)",
-        "result": result,
-        "landed": {"action": "add 3 orders", "observation": {"value": value}},
-    }
-    return landed.Receipt(
-        task_id="t-words",
-        claimed_status="done",
-        verdict=verdict,
-        settled_at=datetime(2026, 12, 4, tzinfo=UTC),
-        proof=[landed.ProofItem.model_validate(proof)],
-    )
+    return settled_receipt("t-words", verdict, result, value)
 
 
 async def test_the_server_lists_its_six_tools_and_none_approves() -> None:
