@@ -19,7 +19,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer, Worker
 
-from landed.agents.temporal import TASK_ID_TAKEN
+from landed.agents.temporal import TASK_ID_TAKEN, TASK_REFUSED
 from landed.receipts.model import Receipt
 from landed.task.spec import TaskSpec
 from landed.temporal.plugin import connect, landed_plugin, strict_workflow_runner
@@ -59,6 +59,10 @@ async def test_a_workflow_runs_the_task_as_its_child(temporal_dev: str, tmp_path
         history = await roles.temporal.get_workflow_handle(f"agent-short-{tag}").fetch_history()
         with pytest.raises(WorkflowFailureError) as again:
             await _run_agent(roles, queue, f"agent-again-{tag}", full)
+        # A spec check_spec refuses (an old meaning) fails the parent, naming the field.
+        old = full.model_copy(update={"task_id": f"child-old-{tag}", "expect_meaning": 1})
+        with pytest.raises(WorkflowFailureError) as refused:
+            await _run_agent(roles, queue, f"agent-old-{tag}", old)
     assert done.done and done.verdict == "verified" and done.task_id == full.task_id, done.why
     assert not not_done.done and not_done.why == (
         "the read-back of 'insert 3 rows' found 2 where count(3) was expected (mismatch)."
@@ -74,6 +78,9 @@ async def test_a_workflow_runs_the_task_as_its_child(temporal_dev: str, tmp_path
     assert isinstance(cause, ApplicationError) and cause.type == TASK_ID_TAKEN, cause
     assert "give the new task its own task_id" in str(cause)
     assert row_count(db, f"f{tag}") == 3
+    cause = refused.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == TASK_REFUSED, cause
+    assert "expect_meaning" in str(cause) and cause.non_retryable
     # The parent's history replays under the shared and the strict sandbox.
     for replayer in (
         Replayer(workflows=[ShopAgent], plugins=[landed_plugin()]),
