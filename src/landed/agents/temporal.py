@@ -28,7 +28,7 @@ from landed.task.validate import check_spec
 
 __all__ = ["TASK_ID_TAKEN", "TASK_REFUSED", "ChildActions", "run_task_as_child"]
 
-#: The error type when the task id already ran, or runs, outside this workflow.
+#: The error type when the task id already ran, or runs: one task id never acts twice.
 TASK_ID_TAKEN = "LandedTaskIdTaken"
 #: The error type of a task that is not valid (nothing was started).
 TASK_REFUSED = "LandedTaskRefused"
@@ -40,8 +40,9 @@ async def run_task_as_child(spec: TaskSpec, *, runner_task_queue: str) -> Receip
 
     Call it from workflow code only. Raises ``ApplicationError`` (non-retryable) of type
     TASK_REFUSED for a task that is not valid, and of type TASK_ID_TAKEN when the task id
-    already ran, or runs, other than as this workflow's child (one task id never acts twice:
-    give a new task its own id, or read that task's receipt with ``landed.Client``). Raises
+    already ran, or runs (one task id never acts twice: give a new task its own id, or read
+    that task's receipt with ``landed.Client``); a replay of this workflow's own start is not
+    a second start, Temporal reattaches it. Raises
     ``ChildWorkflowError`` when the task ended without a settled receipt (terminated, timed
     out)."""
     if not runner_task_queue.strip():
@@ -70,9 +71,9 @@ async def run_task_as_child(spec: TaskSpec, *, runner_task_queue: str) -> Receip
     except WorkflowAlreadyStartedError:
         raise _refused(
             TASK_ID_TAKEN,
-            f"task id {task.task_id!r} already ran, or runs, outside this workflow; a "
-            "task id never acts twice: give the new task its own task_id, or read that "
-            "task's receipt with landed.Client.receipt",
+            f"task id {task.task_id!r} already ran, or runs (started by a client, another "
+            "workflow or an earlier call); a task id never acts twice: give the new task its "
+            "own task_id, or read that task's receipt with landed.Client.receipt",
         ) from None
     return receipt
 
