@@ -104,6 +104,15 @@ def test_a_task_still_running_or_closed_unsettled_is_not_done() -> None:
     )
 
 
+def test_a_child_task_that_ended_unsettled_is_not_done() -> None:
+    said = words.unsettled_text("t-3", "terminated").splitlines()
+    assert said == [
+        "NOT DONE: the task ended (terminated) without a settled receipt; to run it again, "
+        "submit it under a new task_id.",
+        "task: t-3",
+    ]
+
+
 def test_import_landed_leaves_the_frameworks_out() -> None:
     probe = (
         "import sys, landed\n"
