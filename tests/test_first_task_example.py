@@ -1,7 +1,8 @@
 """The README's first task runs as written: examples/first_task's dev.sh starts a real
 `landed dev` with the act, run.py prints the verdict the README shows, a second run attaches
 instead of acting again, the README's not-done sentence is what a short write prints, and
-`landed submit task.json --wait` settles verified."""
+`landed submit task.json --wait` settles verified; the agents examples get landed's verdict through
+`landed mcp`, pydantic-ai, and a workflow of their own that runs the task as its child."""
 
 from __future__ import annotations
 
@@ -108,6 +109,37 @@ def test_the_pydantic_ai_example_hands_the_models_call_to_landed(
     done = subprocess.run(
         [sys.executable, str(example)],
         cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "NOT DONE: the action was not started: " in done.stdout, done.stdout
+
+
+def test_an_agent_on_temporal_runs_the_task_as_its_child(first_task: Example) -> None:
+    # examples/agents/temporal_agent.py: the agent's own workflow starts landed's task as a child.
+    example = EXAMPLES / "agents" / "temporal_agent.py"
+    done = first_task.run("python", str(example), "14")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == [
+        "DONE: the read-back found what the plan expects: 'add 3 orders' read 3 (count(3))."
+    ], done.stdout
+    assert _count(first_task.folder, 14) == 3
+
+
+def test_the_pydantic_ai_agent_on_temporal_hands_the_models_call_to_landed(
+    first_task: Example,
+) -> None:
+    # The "test" model again, in a durable agent: the tool runs in the agent's workflow, and
+    # landed's refusal of its made-up call is what the model reads and the workflow returns.
+    example = EXAMPLES / "agents" / "pydantic_ai_temporal_agent.py"
+    env = {**user_env(), "TEMPORAL_ADDRESS": first_task.ready["temporal"]}
+    env["LANDED_EXAMPLE_MODEL"] = "test"
+    done = subprocess.run(
+        [sys.executable, str(example)],
+        cwd=first_task.folder,
         env=env,
         capture_output=True,
         text=True,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from landed.agents.intent import Intent, IntentError, to_task
+from landed.agents.intent import Intent, IntentError, intent_task, to_task
 from landed.task.claim_contracts_lint import parse_claim_contracts
 
 PLAN = [
@@ -70,6 +70,14 @@ def test_the_models_own_plan_becomes_the_tasks_plan() -> None:
     # An owner may hold characters a task id may not: the id keeps what it can of the name.
     spaced = to_task(_intent(), owner="shop bot [eu]").task_id
     assert spaced.startswith("shop-bot-eu-") and len(spaced) == len("shop-bot-eu-") + 12
+    # Workflow code draws the id's random part from its own source: the same on replay.
+    token = "0123456789abcdef0123"
+    assert to_task(_intent(), owner="a", id_token=token).task_id == "a-0123456789ab"
+    assert intent_task(_intent().model_dump(), owner="a", id_token=token).task_id == (
+        "a-0123456789ab"
+    )
+    with pytest.raises(IntentError, match="act"):
+        intent_task({"input": {}}, owner="a")
 
 
 def test_a_named_contract_is_the_operators_plan_with_the_models_values() -> None:

@@ -30,7 +30,7 @@ def _receipt(verdict: str, result: str, value: int) -> landed.Receipt:
     return settled_receipt("t-words", verdict, result, value)
 
 
-async def test_the_server_lists_its_six_tools_and_none_approves() -> None:
+async def test_the_server_lists_its_tools_and_none_approves() -> None:
     async with mcp.Client(build_server(_offline())) as client:
         listed = await client.list_tools()
     names = [t.name for t in listed.tools]
@@ -90,6 +90,15 @@ def test_a_task_still_running_or_closed_unsettled_is_not_done() -> None:
         "NOT DONE: the task ended TERMINATED without a settled receipt; to run it again, submit "
         "it under a new task_id."
     )
+
+
+def test_a_child_task_that_ended_unsettled_is_not_done() -> None:
+    said = words.unsettled_text("t-3", "terminated").splitlines()
+    assert said == [
+        "NOT DONE: the task ended (terminated) without a settled receipt; to run it again, "
+        "submit it under a new task_id.",
+        "task: t-3",
+    ]
 
 
 def test_import_landed_leaves_the_frameworks_out() -> None:

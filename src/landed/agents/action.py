@@ -1,6 +1,7 @@
 """The one tool a framework's agent calls to act through landed: the intended action in, the
-verdict text out. ``landed.agents.pydantic_ai`` and ``landed.agents.openai_agents`` wrap the
-same function, so both frameworks' models see the same parameters and the same answers."""
+verdict text out. ``landed.agents.pydantic_ai``, ``landed.agents.openai_agents`` and
+``landed.agents.pydantic_ai_temporal`` wrap the same function, so every framework's model sees
+the same parameters and the same answers."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ from typing import Any
 
 from landed.agents.service import DEFAULT_WAIT_S, AgentToolError, LandedTools
 
-__all__ = ["DESCRIPTION", "Action", "make_action"]
+__all__ = ["DESCRIPTION", "Action", "action_over", "make_action"]
 
 Action = Callable[..., Awaitable[str]]
+#: What an action does with the model's arguments (as a mapping): the verdict text, or
+#: AgentToolError naming the fix.
+Acting = Callable[[dict[str, Any]], Awaitable[str]]
 
 DESCRIPTION = (
     "Do an action through landed and get back whether it is really done. landed runs the act, "
@@ -21,9 +25,18 @@ DESCRIPTION = (
 
 
 def make_action(tools: LandedTools, timeout_s: float = DEFAULT_WAIT_S) -> Action:
-    """The tool function over ``tools``; it waits at most ``timeout_s`` for each verdict. A
-    refused action comes back as text starting NOT DONE that names the fix (the model can
-    correct its call), never as an exception."""
+    """The tool function over ``tools``; it waits at most ``timeout_s`` for each verdict."""
+
+    async def acting(intent: dict[str, Any]) -> str:
+        return await tools.act(intent, timeout_s)
+
+    return action_over(acting)
+
+
+def action_over(acting: Acting) -> Action:
+    """The tool function that hands the model's arguments to ``acting``. A refused action
+    comes back as text starting NOT DONE that names the fix (the model can correct its call),
+    never as an exception."""
 
     async def landed_act(
         act: str,
@@ -56,7 +69,7 @@ def make_action(tools: LandedTools, timeout_s: float = DEFAULT_WAIT_S) -> Action
             "task_id": task_id,
         }
         try:
-            return await tools.act(intent, timeout_s)
+            return await acting(intent)
         except AgentToolError as exc:
             return f"NOT DONE: {exc}"
 

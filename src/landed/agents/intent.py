@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,7 +15,7 @@ from landed.task.claim_contracts import ClaimContracts, ClaimRefused, ParamValue
 from landed.task.spec import TaskSpec
 from landed.task.validate import check_spec
 
-__all__ = ["Intent", "IntentError", "new_task_id", "to_task"]
+__all__ = ["Intent", "IntentError", "intent_task", "new_task_id", "to_task"]
 
 
 class IntentError(ValueError):
@@ -43,17 +44,37 @@ class Intent(BaseModel):
     )
 
 
+def intent_task(
+    intent: Intent | Mapping[str, Any],
+    *,
+    owner: str,
+    contracts: ClaimContracts | None = None,
+    own_plans: bool = True,
+    id_token: str | None = None,
+) -> TaskSpec:
+    """What a framework tool's call asks for (its arguments, or an Intent) as a TaskSpec;
+    IntentError naming the fix when it is not an intent or cannot be a task."""
+    try:
+        parsed = intent if isinstance(intent, Intent) else Intent.model_validate(intent)
+    except ValueError as exc:  # arguments the Intent refuses
+        raise IntentError(str(exc)) from None
+    return to_task(parsed, owner=owner, contracts=contracts, own_plans=own_plans, id_token=id_token)
+
+
 def to_task(
     intent: Intent,
     *,
     owner: str,
     contracts: ClaimContracts | None = None,
     own_plans: bool = True,
+    id_token: str | None = None,
 ) -> TaskSpec:
-    """The TaskSpec for ``intent``; IntentError naming the fix when it cannot be one."""
+    """The TaskSpec for ``intent``; IntentError naming the fix when it cannot be one.
+    ``id_token``: the random part of a new task id (workflow code passes its own
+    deterministic one, ``workflow.uuid4()``)."""
     plan, outcome = _plan(intent, contracts, own_plans)
     spec = {
-        "task_id": intent.task_id or new_task_id(owner),
+        "task_id": intent.task_id or new_task_id(owner, id_token),
         "owner": owner,
         "outcome": outcome,
         "act": {"name": intent.act, "input": intent.input},
@@ -65,10 +86,11 @@ def to_task(
         raise IntentError(str(exc)) from None
 
 
-def new_task_id(owner: str) -> str:
-    """A fresh task id that names its owner, in the characters a task id may hold."""
+def new_task_id(owner: str, token: str | None = None) -> str:
+    """A fresh task id that names its owner, in the characters a task id may hold; its random
+    part is ``token`` (hex) when given."""
     name = re.sub(r"[^A-Za-z0-9_.:@/-]+", "-", owner).strip("-._:@/")[:80] or "agent"
-    return f"{name}-{uuid.uuid4().hex[:12]}"
+    return f"{name}-{(token or uuid.uuid4().hex)[:12]}"
 
 
 def _plan(

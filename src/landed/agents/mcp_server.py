@@ -1,9 +1,9 @@
 """landed as a Model Context Protocol server (``landed mcp``): an MCP client (a coding agent,
 a desktop chat app) submits tasks and reads landed's verdicts, DONE or NOT DONE and why.
 
-Six tools: ``submit``, ``status``, ``receipt``, ``run``, ``held`` and ``request_approval``.
-There is no approve tool: an approval is a person's decision, signed with their key
-(``landed approve``); an MCP client may only ask for one."""
+Seven tools: ``submit``, ``status``, ``receipt``, ``run``, ``held``, ``request_approval`` and
+``verify`` (one probe read now, no task). There is no approve tool: an approval is a person's
+decision, signed with their key (``landed approve``); an MCP client may only ask for one."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from typing import Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from landed.agents.probe_read import DEFAULT_CLAIM, ProbeReader
 from landed.agents.service import DEFAULT_WAIT_S, AgentToolError, LandedTools
 
 __all__ = ["TOOLS", "build_server", "serve"]
 
 #: The tools the server offers, in the order it lists them.
-TOOLS = ("submit", "status", "receipt", "run", "held", "request_approval")
+TOOLS = ("submit", "status", "receipt", "run", "held", "request_approval", "verify")
 
 _INSTRUCTIONS = (
     "landed runs an agent's task as an act, then reads the result back from the system where "
@@ -35,9 +36,11 @@ async def _answer(work: Awaitable[str]) -> str:
         raise ToolError(str(exc)) from None
 
 
-def build_server(tools: LandedTools) -> MCPServer[Any]:
-    """An MCP server whose tools answer through ``tools``."""
+def build_server(tools: LandedTools, probes: ProbeReader | None = None) -> MCPServer[Any]:
+    """An MCP server whose task tools answer through ``tools``, and whose ``verify`` reads
+    through ``probes`` (by default the sources the environment and ``landed.toml`` name)."""
     server: MCPServer[Any] = MCPServer("landed", instructions=_INSTRUCTIONS)
+    reader = probes or ProbeReader()
 
     @server.tool()
     async def submit(task_spec_json: str) -> str:
@@ -71,6 +74,17 @@ def build_server(tools: LandedTools) -> MCPServer[Any]:
         the request. It never approves: only a person, with their signed key, can."""
         return await _answer(tools.request_approval(task_id, reason))
 
+    @server.tool()
+    async def verify(
+        probe: dict[str, Any], expect: dict[str, Any] | None = None, action: str = DEFAULT_CLAIM
+    ) -> str:
+        """Run one probe now, with no task, and say whether what it returned is the claim:
+        DONE or NOT DONE and why, then what it returned. probe: a landed probe (kind, source,
+        and query/params, url or argv) naming a source the server's configuration holds;
+        expect: one expectation (type, value), by default non_empty (weak: any output passes);
+        action: the claim the probe checks, in words."""
+        return await _answer(reader.verify(probe, expect, action))
+
     return server
 
 
@@ -80,9 +94,10 @@ async def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
+    probes: ProbeReader | None = None,
 ) -> None:
     """Serve the tools until the client leaves (stdio) or the process is stopped (HTTP)."""
-    server = build_server(tools)
+    server = build_server(tools, probes)
     if transport == "stdio":
         await server.run_stdio_async()
     else:

@@ -13,7 +13,7 @@ from typing import Any
 from temporalio.service import RPCError, RPCStatusCode
 
 from landed.agents import words
-from landed.agents.intent import Intent, to_task
+from landed.agents.intent import Intent, IntentError, intent_task
 from landed.ledger.base import LedgerError
 from landed.task.claim_contracts import ClaimContracts
 from landed.task.spec import TaskSpec
@@ -105,11 +105,10 @@ class LandedTools:
     ) -> str:
         """The framework tools' one call: the intended action as a task, run to its verdict."""
         try:
-            parsed = intent if isinstance(intent, Intent) else Intent.model_validate(intent)
-            spec = to_task(
-                parsed, owner=self.owner, contracts=self.contracts, own_plans=self.own_plans
+            spec = intent_task(
+                intent, owner=self.owner, contracts=self.contracts, own_plans=self.own_plans
             )
-        except ValueError as exc:  # IntentError, or arguments the Intent refuses
+        except IntentError as exc:
             raise AgentToolError(f"the action was not started: {exc}") from None
         return await self.run(spec, timeout_s)
 

@@ -6,11 +6,20 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from landed.probes.verdict import Verdict, outcome_line, report_lines
 from landed.receipts.model import Receipt
 from landed.temporal.approvals import HeldTask
 from landed.temporal.handle import TaskStatus
 
-__all__ = ["held_text", "receipt_text", "request_text", "status_text", "verdict_line"]
+__all__ = [
+    "held_text",
+    "probe_text",
+    "receipt_text",
+    "request_text",
+    "status_text",
+    "unsettled_text",
+    "verdict_line",
+]
 
 
 def verdict_line(receipt: Receipt) -> str:
@@ -39,10 +48,7 @@ def status_text(status: TaskStatus) -> str:
     """Where a task that has not settled stands: NOT DONE (yet), and its step."""
     why = f"the task has not settled yet (step {status.step}, {status.execution})."
     if status.step == "closed":  # failed, terminated, timed out: it never will
-        why = (
-            f"the task ended {status.execution} without a settled receipt; to run it again, "
-            "submit it under a new task_id."
-        )
+        why = _ended(status.execution)
     return "\n".join(
         [
             f"NOT DONE: {why}",
@@ -51,6 +57,18 @@ def status_text(status: TaskStatus) -> str:
             f"verdict: {status.verdict or 'none yet'}",
             f"rung: {status.rung}",
         ]
+    )
+
+
+def unsettled_text(task_id: str, how: str) -> str:
+    """A task that ended without a settled receipt (terminated, timed out, failed)."""
+    return "\n".join([f"NOT DONE: {_ended(f'({how})')}", f"task: {task_id}"])
+
+
+def _ended(how: str) -> str:
+    return (
+        f"the task ended {how} without a settled receipt; to run it again, submit it under a "
+        "new task_id."
     )
 
 
@@ -80,3 +98,11 @@ def request_text(task: HeldTask, reason: str) -> str:
             "--key APPROVER.key",
         ]
     )
+
+
+def probe_text(verdict: Verdict) -> str:
+    """One probe read now (the ``verify`` tool): DONE when what it returned is the claim, NOT
+    DONE otherwise, with the outcome as ``landed verify`` words it; then the claim and what
+    the probe returned, as ``landed verify`` prints it."""
+    first = f"{'DONE' if verdict.landed else 'NOT DONE'}: {outcome_line(verdict)}"
+    return "\n".join([first, f"claim: {verdict.action}", *report_lines(verdict)])

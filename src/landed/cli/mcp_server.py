@@ -30,13 +30,16 @@ async def _serve(
     namespace: str | None,
     task_queue: str | None,
     owner: str,
+    config: str | None,
 ) -> None:
     from landed.agents.mcp_server import serve
+    from landed.agents.probe_read import ProbeReader
     from landed.agents.service import LandedTools
     from landed.temporal.client import Client
 
     client = await Client.connect(address, namespace=namespace, task_queue=task_queue)
-    await serve(LandedTools(client, owner=owner), transport.value, host=host, port=port)
+    tools, probes = LandedTools(client, owner=owner), ProbeReader(config_file=config)
+    await serve(tools, transport.value, host=host, port=port, probes=probes)
 
 
 def _loopback(host: str) -> bool:
@@ -78,10 +81,14 @@ def mcp(
     owner: str = typer.Option(
         "mcp-client", "--as", help="Who the MCP client is, as approval requests name it."
     ),
+    config: str | None = typer.Option(
+        None, "--config", help="verify: landed.toml with the sources its probes may read."
+    ),
 ) -> None:
-    """Serve landed's tools to an MCP client: submit, status, receipt, run, held and
-    request_approval. Each answer starts with DONE or NOT DONE and why. No tool approves:
-    a held task waits for a person's `landed approve`.
+    """Serve landed's tools to an MCP client: submit, status, receipt, run, held,
+    request_approval and verify (one probe read now, from a source the configuration names,
+    as the verifier worker reads). Each answer starts with DONE or NOT DONE and why. No tool
+    approves: a held task waits for a person's `landed approve`.
 
     Exit codes: 0 the client left; 1 Temporal is unreachable; 2 the agents extra is missing, or
     a --host other than loopback without --allow-remote.
@@ -104,6 +111,6 @@ def mcp(
     # Requests for approval are logged on stderr; stdout carries the protocol under stdio.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
     try:
-        asyncio.run(_serve(transport, host, port, address, namespace, task_queue, owner))
+        asyncio.run(_serve(transport, host, port, address, namespace, task_queue, owner, config))
     except ConnectionError as exc:  # TemporalUnreachable: the message names the fix
         raise fail(str(exc), 1) from None

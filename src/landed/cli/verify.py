@@ -20,7 +20,7 @@ from landed.probes.observe import DEFAULT_EVIDENCE_CAP, observe
 from landed.probes.settings import ConfigError
 from landed.probes.snapshot import SnapshotError, find_before, read_snapshot
 from landed.probes.sources import SourceRegistry, load_registry
-from landed.probes.verdict import InvalidContract, Verdict
+from landed.probes.verdict import InvalidContract, Verdict, report_lines
 from landed.util import strictjson
 
 EXIT_LANDED = 0
@@ -241,27 +241,7 @@ def _report(verdict: Verdict, *, as_json: bool) -> NoReturn:
 
 
 def _print_human(verdict: Verdict) -> None:
-    obs = verdict.observation
-    ev = obs.evidence
-    if ev is None or ev.total_bytes == 0:
-        typer.echo("the probe returned nothing (0 bytes)")
-    else:
-        cut = " (truncated)" if ev.truncated else ""
-        typer.echo(f"the probe returned {ev.total_bytes} bytes, sha256 {ev.sha256}{cut}:")
-        typer.echo(ev.text if ev.text.endswith("\n") else ev.text + "\n", nl=False)
-    typer.echo(f"expectation: {verdict.expectation}")
-    if verdict.outcome is Outcome.PROBE_ERROR:
-        typer.echo(f"outcome: probe-error (nothing was observed): {verdict.message}")
-    elif verdict.landed:
-        # Say what was observed, not more: the probe may not read the system of record at all.
-        said = f"the probe returned what {verdict.expectation} expects"
-        typer.echo(f"outcome: pass: {said}: {verdict.message}")
-    else:
-        said = f"the probe did not return what {verdict.expectation} expects"
-        typer.echo(f"outcome: {verdict.outcome.value}: {said}: {verdict.message}")
-    if verdict.note:
-        typer.echo(f"note: {verdict.note}")
-    typer.echo(f"observed by {obs.observer} in {obs.duration_ms:.1f} ms")
+    typer.echo("\n".join(report_lines(verdict)))
 
 
 def _paragraphs(text: str) -> str:

@@ -17,6 +17,8 @@ __all__ = [
     "Vacuous",
     "Verdict",
     "error_for",
+    "outcome_line",
+    "report_lines",
 ]
 
 WEAK_NOTE = (
@@ -51,6 +53,37 @@ class Verdict(BaseModel):
             message=observation.message,
             observation=observation,
         )
+
+
+def report_lines(verdict: Verdict) -> list[str]:
+    """What one probe's verdict says, line by line, as ``landed verify`` prints it and the MCP
+    ``verify`` tool answers it: what the probe returned (the evidence, as captured: capped,
+    escaped, redacted), the expectation, the outcome, and who observed it."""
+    obs = verdict.observation
+    ev = obs.evidence
+    if ev is None or ev.total_bytes == 0:
+        lines = ["the probe returned nothing (0 bytes)"]
+    else:
+        cut = " (truncated)" if ev.truncated else ""
+        lines = [f"the probe returned {ev.total_bytes} bytes, sha256 {ev.sha256}{cut}:"]
+        lines.append(ev.text.removesuffix("\n"))
+    lines.append(f"expectation: {verdict.expectation}")
+    lines.append(f"outcome: {outcome_line(verdict)}")
+    if verdict.note:
+        lines.append(f"note: {verdict.note}")
+    lines.append(f"observed by {obs.observer} in {obs.duration_ms:.1f} ms")
+    return lines
+
+
+def outcome_line(verdict: Verdict) -> str:
+    """The outcome in words: what was observed, never more (a probe may not read the system
+    of record at all)."""
+    if verdict.outcome is Outcome.PROBE_ERROR:
+        return f"probe-error (nothing was observed): {verdict.message}"
+    if verdict.landed:
+        return f"pass: the probe returned what {verdict.expectation} expects: {verdict.message}"
+    said = f"the probe did not return what {verdict.expectation} expects"
+    return f"{verdict.outcome.value}: {said}: {verdict.message}"
 
 
 class NotLanded(Exception):

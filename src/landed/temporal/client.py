@@ -15,13 +15,7 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowQueryFailedError,
 )
-from temporalio.common import (
-    SearchAttributeKey,
-    SearchAttributePair,
-    TypedSearchAttributes,
-    WorkflowIDConflictPolicy,
-    WorkflowIDReusePolicy,
-)
+from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -39,6 +33,7 @@ from landed.task.messages import (
 )
 from landed.task.names import AGENT_TASK_WORKFLOW, LOOKUP_WORKFLOW, SEARCH_ATTRIBUTES
 from landed.task.spec import TaskSpec
+from landed.task.start import TASK_ID_REUSE, start_search_attributes
 from landed.task.validate import check_spec
 from landed.telemetry import tracing
 from landed.temporal.approvals import HeldTask, list_held
@@ -58,11 +53,6 @@ from landed.temporal.settings import DEFAULT_RUNNER_QUEUE
 from landed.temporal.waits import through_restart, wait_result
 
 __all__ = ["Client"]
-
-_OWNER = SearchAttributeKey.for_keyword("LandedOwner")
-_RUNG = SearchAttributeKey.for_keyword("LandedRung")
-_LOOP = SearchAttributeKey.for_keyword("LandedLoop")
-
 
 # A query is answered by the runner's worker; one that is down or stalled must not hold the
 # caller for the SDK's default RPC timeout.
@@ -189,17 +179,10 @@ class Client:
             id=spec.task_id,
             task_queue=self._task_queue,
             result_type=Receipt,
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_reuse_policy=TASK_ID_REUSE,
             # A running task of this id is reported, not joined blind: it may be another's.
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-            search_attributes=TypedSearchAttributes(
-                [
-                    SearchAttributePair(_OWNER, spec.owner),
-                    SearchAttributePair(_RUNG, "planned"),
-                    # GOV-9: a loop's task is searchable by its loop.
-                    *([SearchAttributePair(_LOOP, spec.loop)] if spec.loop else []),
-                ]
-            ),
+            search_attributes=start_search_attributes(spec),
         )
 
     async def _check_roles(self, spec: TaskSpec) -> None:

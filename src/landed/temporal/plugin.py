@@ -104,9 +104,11 @@ _CORE_ROOMS: tuple[str, ...] = (
     "landed.util",
 )
 
-# Rooms never shared: workflow code never imports them. The agents room brings the agent
-# frameworks (mcp, pydantic-ai, the OpenAI Agents SDK), whose import-time state a sandbox has
-# no business sharing; workflows and activities are the sandboxed code itself.
+# Rooms never shared: landed's workflow code never imports them. The agents room brings the
+# agent frameworks (mcp, pydantic-ai, the OpenAI Agents SDK), whose import-time state a sandbox
+# has no business sharing; a user's own workflow that starts a task as its child imports
+# landed.agents.temporal under workflow.unsafe.imports_passed_through(), its own choice (see
+# docs/agents.md). Workflows and activities are the sandboxed code itself.
 NOT_SHARED: tuple[str, ...] = ("landed.agents", "landed.workflows", "landed.activities")
 
 
