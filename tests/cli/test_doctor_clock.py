@@ -34,8 +34,8 @@ def test_what_the_round_trip_leaves_unknown_is_not_counted_as_skew() -> None:
 
 
 def test_no_clock_compared_is_a_problem_and_says_why() -> None:
-    check = clock_check([], ["Temporal not compared (no preflight started)"])
-    assert not check.ok and "Temporal not compared" in check.detail
+    check = clock_check([], ["Temporal's clock not read (no preflight started)"])
+    assert not check.ok and "Temporal's clock not read" in check.detail
 
 
 def test_an_offset_is_read_from_the_middle_of_the_round_trip() -> None:

@@ -50,7 +50,7 @@ async def _live(
     temporal, client = await temporal_checks(address, namespace, timeout)
     roles, temporal_clock = await role_checks(client, timeout)
     offsets: list[Offset] = []
-    unchecked = [] if temporal_clock else ["Temporal not compared (no preflight started)"]
+    unchecked = [] if temporal_clock else ["Temporal's clock not read (no preflight started)"]
     for found in (temporal_clock, await ledger_clock):
         if isinstance(found, Offset):
             offsets.append(found)
