@@ -41,4 +41,5 @@ class ActorCheck:
 
     @activity.defn(name=ACT_KNOWN_ACTIVITY)
     async def act_known(self, inp: ActKnownInput) -> ActKnownOutput:
-        return ActKnownOutput(actor=self._identity, problem=act_problem(inp.act, self._names))
+        problem = act_problem(inp.act, self._names)
+        return ActKnownOutput(actor=self._identity, problem=problem, registered=self._names)

@@ -68,6 +68,7 @@ class LandedPreflight:
                 raise answer
             elif isinstance(answer, ActKnownOutput):
                 out.problems.extend([answer.problem] if answer.problem else [])
+                out.acts = answer.registered
             else:
                 out.problems.extend(answer.problems)
         return out

@@ -1,9 +1,11 @@
 """``landed doctor`` as a user runs it, against a real Temporal dev server: a healthy setup
-passes every check (exit 0); a namespace without landed's search attributes and an address
-nobody answers are each named with their fix (exit 1), quickly and without a crash at exit."""
+(the roles running, in process) passes every check (exit 0); a namespace without landed's
+search attributes and an address nobody answers are each named with their fix (exit 1), quickly
+and without a crash at exit."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -14,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.roles import run_roles
+from helpers.wait import until
 
+from landed.cli.doctor_roles import role_checks
 from landed.dev.server import NO_PROFILE_FILE, free_port
 from landed.signing import KeyPair
 from landed.task.names import SEARCH_ATTRIBUTES
@@ -22,7 +27,17 @@ from landed.task.names import SEARCH_ATTRIBUTES
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 BIN = Path(sys.executable).parent
-CHECKS = ["temporal", "search attributes", "ledger", "signing key", "trusted keys", "sources"]
+ROLE_CHECKS = ["actor polling", "verifier polling", "runner polling", "acts"]
+CHECKS = [
+    "temporal",
+    "search attributes",
+    *ROLE_CHECKS,
+    "clock",
+    "ledger",
+    "signing key",
+    "trusted keys",
+    "sources",
+]
 
 
 def _setup(tmp_path: Path, address: str) -> dict[str, str]:
@@ -71,16 +86,33 @@ def _by_name(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["name"]: c for c in report["checks"]}
 
 
-def test_a_healthy_setup_passes_every_check(temporal_dev: str, tmp_path: Path) -> None:
+async def test_a_healthy_setup_passes_every_check(
+    temporal_dev: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     env = _setup(tmp_path, temporal_dev)
-    status, report, _ = _doctor(tmp_path, env, "--json")
-    checks = _by_name(report)
-    assert status == 0 and report["ok"] is True, report
-    assert all(c["ok"] and c["fix"] is None for c in checks.values()), report
-    assert temporal_dev in checks["temporal"]["detail"]
-    assert "1 resolve: shop_db" in checks["sources"]["detail"]
-    status, text, _ = _doctor(tmp_path, env)
-    assert status == 0 and "all checks pass" in text and "PROBLEM" not in text
+    async with run_roles(temporal_dev, tmp_path) as roles:
+        queues = {f"LANDED_{r.upper()}_TASK_QUEUE": q for r, q in roles.queues.items()}
+        env.update(queues)
+        for name, queue in queues.items():
+            monkeypatch.setenv(name, queue)
+
+        async def polled() -> bool:
+            return all(c.ok for c in (await role_checks(roles.temporal, 10.0))[0])
+
+        # A worker just started may not have polled yet.
+        await until("every role polling", polled, timeout=60, every=0.5)
+        # Generous: the actor answers the runner's preflight within it on a loaded machine.
+        slow = ("--timeout", "20")
+        status, report, _ = await asyncio.to_thread(_doctor, tmp_path, env, "--json", *slow)
+        checks = _by_name(report)
+        assert status == 0 and report["ok"] is True, report
+        assert all(c["ok"] and c["fix"] is None for c in checks.values()), report
+        assert temporal_dev in checks["temporal"]["detail"]
+        assert "test.rows" in checks["acts"]["detail"]
+        assert "Temporal" in checks["clock"]["detail"]
+        assert "1 resolve: shop_db" in checks["sources"]["detail"]
+        status, text, _ = await asyncio.to_thread(_doctor, tmp_path, env, *slow)
+        assert status == 0 and "all checks pass" in text and "PROBLEM" not in text
 
 
 def test_a_namespace_without_landeds_search_attributes_is_named_with_the_command(
@@ -101,8 +133,10 @@ def test_a_namespace_without_landeds_search_attributes_is_named_with_the_command
         assert name in checks["search attributes"]["detail"]
         assert f"--name {name} --type Keyword" in checks["search attributes"]["fix"]
     assert f"--namespace {namespace}" in checks["search attributes"]["fix"]
-    # The rest of the setup is fine: only what is wrong is reported as a problem.
-    assert [n for n, c in checks.items() if not c["ok"]] == ["search attributes"]
+    # The rest of the setup is fine: only what is wrong is reported as a problem (no role
+    # polls in the new namespace).
+    assert [n for n, c in checks.items() if not c["ok"]] == ["search attributes", *ROLE_CHECKS]
+    assert "landed worker runner" in checks["runner polling"]["fix"]
 
 
 def test_a_namespace_that_does_not_exist_says_to_create_it(
@@ -123,7 +157,13 @@ def test_an_address_nobody_answers_is_named_quickly(temporal_dev: str, tmp_path:
     assert "TEMPORAL_ADDRESS" in checks["temporal"]["fix"]
     assert not checks["search attributes"]["ok"]
     assert "not checked" in checks["search attributes"]["detail"]
-    assert [n for n, c in checks.items() if not c["ok"]] == ["temporal", "search attributes"]
+    assert [n for n, c in checks.items() if not c["ok"]] == [
+        "temporal",
+        "search attributes",
+        *ROLE_CHECKS,
+        "clock",
+    ]
+    assert all("not checked" in checks[n]["detail"] for n in ROLE_CHECKS)
     assert took < 30
     status, text, _ = _doctor(tmp_path, env, "--timeout", "3")
     assert status == 1 and "PROBLEM" in text and "fix: start Temporal" in text

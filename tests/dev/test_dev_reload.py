@@ -1,7 +1,8 @@
 """``landed dev --reload``: the act modules are found on the actor's path without importing
 them, and a real ``landed dev --reload`` (examples/first_task's dev.sh) runs a changed act on
 the next task after restarting the actor alone; an act that no longer imports is said, and
-the next save brings the actor back."""
+the next save brings the actor back. A changed source in landed.toml restarts the verifier
+alone."""
 
 from __future__ import annotations
 
@@ -64,10 +65,16 @@ def _env() -> dict[str, str]:
 
 
 @pytest.fixture
-def reloading(tmp_path: Path) -> Iterator[tuple[Path, queue.Queue[dict[str, Any]]]]:
-    """examples/first_task's dev.sh under --reload; its folder and its stdout's JSON events."""
+def reloading(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[Path, queue.Queue[dict[str, Any]]]]:
+    """examples/first_task's dev.sh under --reload; its folder and its stdout's JSON events.
+    An indirect parameter is a landed.toml written in the folder before the start."""
     folder = tmp_path / "first_task"
     shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("shop", ".landed"))
+    toml = getattr(request, "param", None)
+    if toml is not None:
+        (folder / "landed.toml").write_text(toml.format(folder=folder))
     err = (tmp_path / "dev.err").open("wb")
     dev = subprocess.Popen(
         [str(folder / "dev.sh"), "--headless", "--port", "0", "--json", "--reload"],
@@ -166,3 +173,47 @@ def test_a_changed_act_runs_on_the_next_task_after_the_actor_alone_restarts(
         os.kill(pids[role], 0)
     log = (folder / ".landed" / "logs" / "actor.log").read_text()
     assert log.count('"event": "ready"') == 2  # the first run's lines are kept
+
+
+_TOML = """\
+[sources.notes]
+kind = "file"
+path = "{folder}"
+
+[runner]
+time_cap = "PT10M"
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("reloading", [_TOML], indirect=True)
+def test_a_changed_source_in_landed_toml_restarts_the_verifier_alone(
+    reloading: tuple[Path, queue.Queue[dict[str, Any]]],
+) -> None:
+    folder, events = reloading
+    ready = _next(events, folder)
+    assert ready["event"] == "ready"
+    pids = {role: w["pid"] for role, w in ready["workers"].items()}
+    home = folder / ".landed"
+    copy = home / "verifier" / "landed.toml"
+    # The verifier is given its part only: the runner's table stays out of its copy.
+    assert "notes" in copy.read_text() and "time_cap" not in copy.read_text()
+
+    toml = folder / "landed.toml"
+    toml.write_text(toml.read_text() + f'\n[sources.more]\nkind = "file"\npath = "{folder}"\n')
+    reloaded = _next(events, folder)
+    assert reloaded["event"] == "reloaded" and reloaded["role"] == "verifier", reloaded
+    assert reloaded["changed"] == ["sources.more"] and "landed.toml" in reloaded["why"]
+    assert reloaded["pid"] != pids["verifier"]
+    assert "more" in copy.read_text()
+
+    # Only the verifier restarted: the actor and the runner are the processes of the start.
+    for role in ("actor", "runner"):
+        os.kill(pids[role], 0)
+        log = (home / "logs" / f"{role}.log").read_text()
+        assert log.count('"event": "ready"') == 1, role
+    log = (home / "logs" / "verifier.log").read_text()
+    assert log.count('"event": "ready"') == 2
+    second = _submit(folder, ready["temporal"], 23)
+    assert second["verdict"] == "verified", second

@@ -101,15 +101,15 @@ async def _exporter(stack: DevStack, info: dict[str, Any]) -> Exporter:
 
 
 def _say_reload(as_json: bool) -> Callable[[dict[str, Any]], None]:
-    """How ``--reload`` reports each restart of the actor: one line, JSON under --json."""
+    """How ``--reload`` reports each restart: one line naming the role and why, JSON under
+    --json."""
 
     def say(event: dict[str, Any]) -> None:
         if as_json:
             print(json.dumps(event), flush=True)
         elif event["event"] == "reloaded":
-            changed = ", ".join(event["changed"])
             print(
-                f"landed dev: reloaded the actor ({changed} changed), pid {event['pid']}",
+                f"landed dev: reloaded the {event['role']} ({event['why']}), pid {event['pid']}",
                 flush=True,
             )
         else:
@@ -122,18 +122,24 @@ async def _serve(
     stack: DevStack, logs: str, stop: asyncio.Event, as_json: bool, reload: bool
 ) -> int:
     """Run until asked to stop (0) or a process dies (1); with ``reload``, the actor restarts
-    when an act module changes, and an actor that failed to start after a change waits for
-    the next one instead of stopping the stack."""
+    when an act module changes and each role whose part of landed.toml changes restarts; a
+    role that failed to start after a change waits for the next one instead of stopping the
+    stack."""
     from landed.dev.reload import ActReloader
+    from landed.dev.reload_settings import SettingsReloader
 
-    reloader = ActReloader(stack, _say_reload(as_json)).prepare() if reload else None
-    watching = asyncio.ensure_future(reloader.run()) if reloader is not None else None
+    say = _say_reload(as_json)
+    acts = ActReloader(stack, say).prepare() if reload else None
+    settings = SettingsReloader(stack, say).prepare() if reload else None
+    watching = [asyncio.ensure_future(r.run()) for r in (acts, settings) if r is not None]
     try:
         while not stop.is_set():
-            held = ("actor",) if reloader is not None and reloader.holds_actor else ()
+            held = set(settings.holding) if settings is not None else set()
+            held |= {"actor"} if acts is not None and acts.holds_actor else set()
             dead = stack.dead_role(ignore=held)
-            if dead is None and watching is not None and watching.done():
-                watching.result()  # the watch failed: say why
+            for watch in watching:
+                if dead is None and watch.done():
+                    watch.result()  # the watch failed: say why
             if dead is not None:
                 message = f"{dead} exited unexpectedly; stopping (see {logs})"
                 print(f"landed dev: {message}", file=sys.stderr)
@@ -144,11 +150,13 @@ async def _serve(
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
         return 0
     finally:
-        if reloader is not None and watching is not None:
-            reloader.stop()
+        for reloader in (acts, settings):
+            if reloader is not None:
+                reloader.stop()
+        for watch in watching:
             # A restart in progress may finish first; a stop is not held up longer than this.
             with contextlib.suppress(Exception, asyncio.CancelledError):
-                await asyncio.wait_for(watching, timeout=10.0)
+                await asyncio.wait_for(watch, timeout=10.0)
 
 
 async def _run_dev(
@@ -253,7 +261,8 @@ def dev(
         False,
         "--reload",
         help="Restart the actor (only the actor) when an act module of LANDED_ACTOR_ACTS "
-        "changes on disk; one line per reload.",
+        "changes on disk, and each role whose part of ./landed.toml changes; one line per "
+        "reload.",
     ),
 ) -> None:
     """Start Temporal's dev server (SQLite under --dir, WAL, 127.0.0.1) and the actor, verifier
@@ -267,8 +276,16 @@ def dev(
 
     With --reload, a change to an act module named in LANDED_ACTOR_ACTS (a package: any .py
     file in it) restarts the actor alone, once its acts in flight finish; the next task runs
-    the changed act. Each reload prints one line ({"event": "reloaded"} under --json); an
-    actor that fails to start after a change says why and waits for the next save.
+    the changed act. A landed.toml in the folder landed dev starts in is watched too: a
+    change to its sources (or the rest of the verifier's part) restarts the verifier, to its
+    [actor] table (acts, credentials) the actor, to its [runner] table the runner; no other
+    role restarts. Each reload prints one line naming the role and why ({"event": "reloaded"}
+    under --json); a role that fails to start after a change says why and waits for the next
+    save.
+
+    landed.toml's [actor] and [runner] tables are those roles' settings (keys without the
+    LANDED_ACTOR_ / LANDED_RUNNER_ prefix; the shell's variables win); each role is given only
+    its own part.
 
     Exit codes: 0 stopped on request; 1 a process died; 3 could not start (message names why;
     under --json also as one {"error", "message"} object on stdout).

@@ -1,6 +1,7 @@
 """``landed doctor``: checks a setup end to end and says what to fix: Temporal answers, its
-namespace has landed's search attributes, the ledger opens at the current schema, the keys are
-where the settings say, and the verifier's sources resolve."""
+namespace has landed's search attributes, each role polls its task queue, the actor has acts
+registered, the clocks agree, the ledger opens at the current schema, the keys are where the
+settings say, and the verifier's sources resolve."""
 
 from __future__ import annotations
 
@@ -36,19 +37,41 @@ def _ledger_url(given: str | None, home: Path) -> str:
     return f"sqlite:///{(home / 'ledger.db').resolve()}"
 
 
+async def _live(
+    address: str | None, namespace: str | None, url: str, timeout: float
+) -> list[Check]:
+    """Temporal, the roles polling on it and their acts, then the clocks: Temporal's (from the
+    roles' preflight) and the ledger's."""
+    from landed.cli.doctor_clock import Offset, clock_check, ledger_offset
+    from landed.cli.doctor_roles import role_checks
+    from landed.cli.doctor_temporal import temporal_checks
+
+    ledger_clock = asyncio.ensure_future(ledger_offset(url, timeout))
+    temporal, client = await temporal_checks(address, namespace, timeout)
+    roles, temporal_clock = await role_checks(client, timeout)
+    offsets: list[Offset] = []
+    unchecked = [] if temporal_clock else ["Temporal's clock not read (no preflight started)"]
+    for found in (temporal_clock, await ledger_clock):
+        if isinstance(found, Offset):
+            offsets.append(found)
+        elif isinstance(found, str):
+            unchecked.append(found)
+    return [*temporal, *roles, clock_check(offsets, unchecked)]
+
+
 async def _run(
     address: str | None, namespace: str | None, ledger: str | None, home: Path, timeout: float
 ) -> list[Check]:
     from landed.cli.doctor_setup import ledger_check, signing_checks
     from landed.cli.doctor_sources import sources_check
-    from landed.cli.doctor_temporal import temporal_checks
 
-    temporal, ledger_found, sources = await asyncio.gather(
-        temporal_checks(address, namespace, timeout),
-        ledger_check(_ledger_url(ledger, home), timeout),
+    url = _ledger_url(ledger, home)
+    live, ledger_found, sources = await asyncio.gather(
+        _live(address, namespace, url, timeout),
+        ledger_check(url, timeout),
         sources_check(timeout),
     )
-    return [*temporal, ledger_found, *signing_checks(home), sources]
+    return [*live, ledger_found, *signing_checks(home), sources]
 
 
 def _show(checks: list[Check]) -> None:
@@ -84,7 +107,10 @@ def doctor(
     as_json: bool = typer.Option(False, "--json", help='One JSON object: {"ok", "checks"}.'),
 ) -> None:
     """Check your setup and say what to fix: the Temporal address answers, its namespace has
-    landed's search attributes, the ledger opens and its schema is current, the verifier's
+    landed's search attributes, the actor, the verifier and the runner each poll their task
+    queue, the actor has acts registered (the runner's preflight asks it; nothing is acted),
+    this machine's clock is within 5 s of Temporal's and a PostgreSQL ledger's, the ledger
+    opens and its schema is current, the verifier's
     signing key and the runner's trusted keys are where the settings say (and the runner
     trusts the verifier's key), and every source the verifier's settings name resolves.
 

@@ -7,7 +7,7 @@ from collections.abc import Awaitable
 from dataclasses import asdict, dataclass
 from typing import TypeVar
 
-__all__ = ["Check", "bounded"]
+__all__ = ["Check", "bounded", "first_line"]
 
 T = TypeVar("T")
 
@@ -40,3 +40,8 @@ async def bounded(awaitable: Awaitable[T], timeout: float, what: str) -> T:
         return await asyncio.wait_for(awaitable, timeout)
     except TimeoutError:
         raise TimeoutError(f"{what} did not answer within {timeout:g}s") from None
+
+
+def first_line(exc: BaseException) -> str:
+    """An error's first line (a server's reason can run to pages), else its type's name."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -9,15 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from landed.cli.doctor_check import Check, bounded
+from landed.cli.doctor_check import Check, bounded, first_line
 
 __all__ = ["ledger_check", "signing_checks"]
 
 _DEV_KEYS = "start `landed dev` once (it makes a key pair under --dir)"
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _ledger_fix(url: str, report: dict[str, object]) -> str:
@@ -49,7 +45,7 @@ async def ledger_check(url: str, timeout: float) -> Check:
     except Exception as exc:
         return Check.problem(
             "ledger",
-            f"cannot open it: {_first_line(exc)}",
+            f"cannot open it: {first_line(exc)}",
             "check LANDED_LEDGER_URL (or --ledger): the server up, the login allowed, the path "
             "right",
         )
@@ -85,7 +81,7 @@ def _signing_key(key: Path | None, home: Path) -> tuple[Check, str | None]:
         pair = KeyPair.load(files[0])
     except Exception as exc:
         fix = "point LANDED_VERIFIER_SIGNING_KEY at the verifier's PEM Ed25519 private key"
-        return Check.problem(name, _first_line(exc), fix), None
+        return Check.problem(name, first_line(exc), fix), None
     return Check.passed(name, f"{files[0]} (key id {pair.key_id}, from {origin})"), pair.key_id
 
 
@@ -105,7 +101,7 @@ def _trust(trust: list[Path], home: Path, key_id: str | None) -> Check:
         store = TrustStore.load(files)
     except Exception as exc:
         fix = "point LANDED_RUNNER_TRUST at the verifiers' .pub files (or their directory)"
-        return Check.problem(name, _first_line(exc), fix)
+        return Check.problem(name, first_line(exc), fix)
     if key_id is not None and key_id not in store:
         return Check.problem(
             name,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from landed.cli.doctor_check import Check, bounded
+from landed.cli.doctor_check import Check, bounded, first_line
 from landed.task.names import SEARCH_ATTRIBUTES
 
 if TYPE_CHECKING:
@@ -30,13 +30,16 @@ async def _connect(address: str | None, namespace: str | None, timeout: float) -
     from temporalio.client import Client
 
     from landed.temporal.connection import connect_options, worker_identity
+    from landed.temporal.plugin import landed_plugin
 
     opts = connect_options(address=address, namespace=namespace)
     where = opts["target_host"]
-    # Client.connect asks the server for its capabilities: an answer means it is there.
-    return await bounded(
-        Client.connect(identity=worker_identity("doctor"), **opts), timeout, f"Temporal at {where}"
+    # Client.connect asks the server for its capabilities: an answer means it is there. The
+    # plugin's data converter reads the runner's preflight answer.
+    connecting = Client.connect(
+        plugins=[landed_plugin()], identity=worker_identity("doctor"), **opts
     )
+    return await bounded(connecting, timeout, f"Temporal at {where}")
 
 
 async def _search_attributes(client: Client, timeout: float) -> Check:
@@ -75,8 +78,9 @@ async def _search_attributes(client: Client, timeout: float) -> Check:
 
 async def temporal_checks(
     address: str | None, namespace: str | None, timeout: float
-) -> list[Check]:
-    """The Temporal address answers; its namespace has landed's search attributes."""
+) -> tuple[list[Check], Client | None]:
+    """The Temporal address answers; its namespace has landed's search attributes. The client
+    too, when it answered (the role checks use it)."""
     from landed.temporal.connection import ConnectionSettingsError
 
     try:
@@ -85,15 +89,15 @@ async def temporal_checks(
         return [
             Check.problem("temporal", str(exc), "fix the setting named above"),
             Check.problem("search attributes", "not checked: no connection", _ADDRESS_FIX),
-        ]
+        ], None
     except Exception as exc:  # refused, unresolvable, timed out, TLS refused: all "no answer"
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc)
         return [
             Check.problem("temporal", f"no answer: {first}", _ADDRESS_FIX),
             Check.problem(
                 "search attributes", "not checked: Temporal did not answer", _ADDRESS_FIX
             ),
-        ]
+        ], None
     where = client.service_client.config.target_host
     answered = Check.passed("temporal", f"{where} answered (namespace {client.namespace!r})")
-    return [answered, await _search_attributes(client, timeout)]
+    return [answered, await _search_attributes(client, timeout)], client

@@ -23,7 +23,7 @@ from landed.dev.server import DevError
 if TYPE_CHECKING:
     from landed.dev.stack import DevStack
 
-__all__ = ["ActReloader", "act_modules", "find_module_files"]
+__all__ = ["ActReloader", "act_modules", "find_module_files", "restart_role"]
 
 _ACTS = "LANDED_ACTOR_ACTS"
 
@@ -74,6 +74,30 @@ def find_module_files(modules: Sequence[str], search: Sequence[str]) -> dict[Pat
             assert spec.origin is not None
             found[Path(spec.origin).resolve()] = False
     return found
+
+
+async def restart_role(
+    stack: DevStack,
+    role: str,
+    changed: list[str],
+    why: str,
+    say: Callable[[dict[str, Any]], None],
+    timeout: float,
+) -> bool:
+    """Restart ``role`` (an actor drains its acts in flight first), wait until it is ready and
+    say so: what ``changed`` and ``why`` that restarts it; False (said too, with its log) when
+    it did not start."""
+    try:
+        proc = await asyncio.to_thread(stack.start_role, role, append=True)
+        await proc.wait_ready(timeout)
+    except DevError as exc:
+        log = (stack.home / "logs" / f"{role}.log").resolve()
+        message = f"the {role} did not start after {why}: {exc}; fix it and save again (log: {log})"
+        failed = {"event": "reload_failed", "role": role, "changed": changed, "why": why}
+        say({**failed, "message": message})
+        return False
+    say({"event": "reloaded", "role": role, "changed": changed, "why": why, "pid": proc.pid})
+    return True
 
 
 def actor_search_path(env: Mapping[str, str], actor_dir: Path) -> list[str]:
@@ -149,19 +173,9 @@ class ActReloader:
                 Path(importlib.util.cache_from_source(str(path))).unlink()
         names = [p.name for p in changed]
         self.holds_actor = True
-        try:
-            proc = await asyncio.to_thread(self.stack.start_role, "actor", append=True)
-            await proc.wait_ready(self.timeout)
-        except DevError as exc:
-            log = (self.stack.home / "logs" / "actor.log").resolve()
-            why = f"the actor did not start after {', '.join(names)} changed: {exc}"
-            message = f"{why}; fix it and save again (log: {log})"
-            self.say(
-                {"event": "reload_failed", "role": "actor", "changed": names, "message": message}
-            )
-            return
-        self.holds_actor = False
-        self.say({"event": "reloaded", "role": "actor", "changed": names, "pid": proc.pid})
+        why = f"{', '.join(names)} changed"
+        if await restart_role(self.stack, "actor", names, why, self.say, self.timeout):
+            self.holds_actor = False
 
     def stop(self) -> None:
         self._stop.set()

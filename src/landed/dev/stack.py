@@ -55,6 +55,8 @@ class DevStack:
     cwd: Path | None = None
     server: DevServer | None = None
     roles: dict[str, RoleProcess] = field(default_factory=dict)
+    #: Each role's part of landed.toml as last handed to it (``--reload`` compares against it).
+    file_parts: dict[str, dict[str, Any]] = field(default_factory=dict)
     _lock: IO[str] | None = field(default=None, repr=False)
 
     @property
@@ -114,9 +116,7 @@ class DevStack:
             if "HOME" not in actor_pass_env({**base, **dict(self.env.get("actor", {}))}):
                 defaults["actor"]["HOME"] = str(self.role_dir("actor"))
             defaults["actor"].update(self._actor_confinement())
-        toml = origin / "landed.toml"
-        if role == "verifier" and "LANDED_CONFIG_FILE" not in base and toml.is_file():
-            defaults["verifier"]["LANDED_CONFIG_FILE"] = str(toml)
+        defaults[role].update(self._file_settings(role, base, origin))
         if base.get("LANDED_LOG_FORMAT"):
             # Roles get no unprefixed landed setting: the format goes under the role's name.
             defaults[role][f"LANDED_{role.upper()}_LOG_FORMAT"] = base["LANDED_LOG_FORMAT"]
@@ -125,6 +125,23 @@ class DevStack:
         defaults[role][f"LANDED_{role.upper()}_VERSIONING"] = "false"
         extra = {**defaults[role], **dict(self.env.get(role, {}))}
         return role_env(role, base=base, temporal_address=self.server.address, extra=extra)
+
+    def _file_settings(self, role: str, base: Mapping[str, str], origin: Path) -> dict[str, str]:
+        """The role's part of ``landed.toml`` in the folder landed dev started in: the actor's
+        and the runner's tables as their variables (the shell's win), the verifier's part as a
+        copy in its own directory (landed.dev.settings_file)."""
+        from landed.dev.settings_file import FILE_NAME, read_parts, role_variables, write_toml
+
+        path = origin / FILE_NAME
+        part = read_parts(path)[role] if path.is_file() else {}
+        self.file_parts[role] = part
+        if role != "verifier":
+            return {k: v for k, v in role_variables(role, part).items() if k not in base}
+        copy = self.role_dir("verifier") / FILE_NAME
+        if not part or "LANDED_CONFIG_FILE" in base:
+            copy.unlink(missing_ok=True)  # the verifier reads its directory's landed.toml too
+            return {}
+        return {"LANDED_CONFIG_FILE": str(write_toml(part, copy))}
 
     def _actor_confinement(self) -> dict[str, str]:
         """The actor's Landlock policy keeps it out of this home (keys, ledger, Temporal's

@@ -114,3 +114,13 @@ async def schema_at(url: str) -> tuple[int, int, str]:
     from landed.ledger.sqlite.connect import schema_at as sqlite_schema_at
 
     return sqlite_schema_at(url)
+
+
+async def clock_offset(url: str) -> tuple[float, float] | None:
+    """How far the ledger server's clock is ahead of this machine's (seconds), and within how
+    much; None for SQLite, a file on this machine, whose clock is this machine's."""
+    if backend_of(url) == "postgres":
+        from landed.ledger.postgres.connect import clock_offset as pg_clock_offset
+
+        return await pg_clock_offset(url)
+    return None

@@ -51,6 +51,8 @@ class ActKnownInput(BaseModel):
 class ActKnownOutput(BaseModel):
     actor: str
     problem: str | None = None
+    #: Every act the actor has registered (``landed doctor`` shows them).
+    registered: list[str] = Field(default_factory=list)
 
 
 class ConfigInput(BaseModel):
@@ -78,6 +80,8 @@ class PreflightOutput(BaseModel):
     problems: list[str] = Field(default_factory=list)
     silent: list[str] = Field(default_factory=list)
     queues: RoleQueues | None = None
+    #: The acts the actor has registered; None when the actor did not answer.
+    acts: list[str] | None = None
 
 
 def to_check(spec: TaskSpec) -> PreflightInput:

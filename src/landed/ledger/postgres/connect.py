@@ -1,8 +1,10 @@
 """Opening a PostgreSQL ledger: one plain connection first (a wrong URL fails at once with the
-server's reason, and the schema is checked and, for a writer, migrated), then the pool."""
+server's reason, and the schema is checked and, for a writer, migrated), then the pool; and
+the server's clock as this machine sees it (``landed doctor``)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import psycopg
@@ -80,3 +82,16 @@ async def schema_at(url: str) -> tuple[int, int, str]:
     dsn, schema, _ = split_url(url)
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         return await schema_version(conn, schema), SCHEMA_VERSION, f"{redact(dsn)} schema {schema}"
+
+
+async def clock_offset(url: str) -> tuple[float, float]:
+    """How far the ledger server's clock is ahead of this machine's, in seconds, and within how
+    much (half the read's round trip); nothing is written."""
+    dsn, _, _ = split_url(url)
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        before = time.time()
+        cursor = await conn.execute("select extract(epoch from clock_timestamp())::float8")
+        row = await cursor.fetchone()
+        after = time.time()
+    assert row is not None
+    return float(row[0]) - (before + after) / 2, (after - before) / 2
