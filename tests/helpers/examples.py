@@ -63,8 +63,11 @@ def copy_example(name: str, tmp_path: Path) -> Path:
 
 
 @contextmanager
-def example_stack(name: str, tmp_path: Path) -> Iterator[Example]:
-    """A copy of examples/NAME with its `./dev.sh --headless --port 0 --json` running."""
+def example_stack(
+    name: str, tmp_path: Path, env: dict[str, str] | None = None
+) -> Iterator[Example]:
+    """A copy of examples/NAME with its `./dev.sh --headless --port 0 --json` running (with
+    ``env`` added to the user's shell)."""
     folder = copy_example(name, tmp_path)
     err_path = tmp_path / f"{name}-dev.err"
     err = err_path.open("wb")
@@ -74,7 +77,7 @@ def example_stack(name: str, tmp_path: Path) -> Iterator[Example]:
         stderr=err,
         text=True,
         cwd=tmp_path,  # dev.sh enters its own folder, as a user runs it from anywhere
-        env=user_env(),
+        env={**user_env(), **(env or {})},
     )
     try:
         yield Example(folder, _ready(dev, err_path))

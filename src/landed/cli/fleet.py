@@ -68,10 +68,11 @@ def _flip(
             json_error="temporal" if as_json else None,
         ) from None
     word = "paused" if paused else "resumed"
+    then = "every act dispatched from now waits" if paused else "acts are dispatched again"
     if as_json:
         print(json.dumps(result.model_dump(mode="json"), indent=2))
     elif result.confirmed:
-        typer.echo(f"fleet {fleet} {word} by {by}; every act dispatched from now waits")
+        typer.echo(f"fleet {fleet} {word} by {by}; {then}")
     else:
         typer.echo(f"fleet {fleet}: {word} recorded, not yet confirmed. {result.note}")
     if not result.confirmed:

@@ -7,6 +7,7 @@ read back, which verdict settled it, and where its workflow is in the Temporal W
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -66,11 +67,18 @@ def receipt(
     task_id: Annotated[str, typer.Argument(metavar="TASK", help="The task id.")],
     ledger: LedgerOption = None,
     temporal_ui: Annotated[
-        str, typer.Option("--temporal-ui", metavar="URL", help="The Web UI the link points at.")
-    ] = "http://127.0.0.1:8233",
-    namespace: Annotated[str, typer.Option("--namespace", help="The tasks' namespace.")] = (
-        "default"
-    ),
+        str | None,
+        typer.Option(
+            "--temporal-ui",
+            metavar="URL",
+            help="The Web UI the link points at (default: LANDED_WEB_UI, else TEMPORAL_ADDRESS's "
+            "port + 1000, as for landed submit --wait).",
+        ),
+    ] = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option("--namespace", help="The tasks' namespace (default: TEMPORAL_NAMESPACE)."),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Every row of the task, one receipt per line (JSONL).")
     ] = False,
@@ -95,4 +103,15 @@ def receipt(
     if as_json:
         emit(b"".join(canonical_json(r) + b"\n" for r in rows))
         return
-    _show(where, rows, temporal_ui, namespace)
+    _show(where, rows, temporal_ui or _web_ui(), namespace or _namespace())
+
+
+def _web_ui() -> str:
+    """The Web UI where ``landed submit --wait`` links, for the Temporal address in use."""
+    from landed.cli.submit_watch import web_ui_base  # only here: it imports the Temporal SDK
+
+    return web_ui_base(os.environ.get("TEMPORAL_ADDRESS", "").strip() or "127.0.0.1:7233")
+
+
+def _namespace() -> str:
+    return os.environ.get("TEMPORAL_NAMESPACE", "").strip() or "default"
