@@ -57,11 +57,7 @@ def docs_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocsStack]:
     root = tmp_path_factory.mktemp("docs-run")
     ignore = shutil.ignore_patterns("first_task", "shop", "outbox", ".landed", "__pycache__")
     shutil.copytree(EXAMPLES, root / "examples", ignore=ignore)
-    # Free ports only (the roles' metrics off): beside another landed dev started at the same
-    # moment (another test worker's), the default ports are a race.
-    ports = {f"LANDED_{role}_METRICS_PORT": "0" for role in ("ACTOR", "VERIFIER", "RUNNER")}
-    ports["LANDED_EXPORTER__PORT"] = "0"
-    with example_stack("first_task", root / "examples", ports) as example:
+    with example_stack("first_task", root / "examples") as example:
         seeded = example.run("landed", "submit", "task.json", "--wait", timeout=240)
         assert seeded.returncode == 0, seeded.stdout + seeded.stderr[-3000:]
         yield DocsStack(example, root)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.examples import FREE_PORTS, user_env
 
 from landed.dev.reload import act_modules, find_module_files
 from landed.dev.server import DevError
@@ -55,13 +56,7 @@ def test_the_act_modules_are_read_as_the_actor_reads_them() -> None:
 
 
 def _env() -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("LANDED_", "TEMPORAL_")) and not k.endswith("_METRICS_PORT")
-    }
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    return env
+    return {**user_env(), **FREE_PORTS}
 
 
 @pytest.fixture

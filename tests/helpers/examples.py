@@ -23,6 +23,13 @@ EXAMPLES = ROOT / "examples"
 BIN = Path(sys.executable).parent
 
 
+#: Free ports only for what landed dev serves besides Temporal (the roles' metrics, the
+#: exporter): beside another landed dev started at the same moment (another test worker's),
+#: the default ports are a race between the check and the bind.
+FREE_PORTS = {f"LANDED_{role}_METRICS_PORT": "0" for role in ("ACTOR", "VERIFIER", "RUNNER")}
+FREE_PORTS["LANDED_EXPORTER__PORT"] = "0"
+
+
 def user_env() -> dict[str, str]:
     """The caller's shell without landed's or Temporal's settings, with the venv on PATH (the
     README activates it)."""
@@ -77,7 +84,7 @@ def example_stack(
         stderr=err,
         text=True,
         cwd=tmp_path,  # dev.sh enters its own folder, as a user runs it from anywhere
-        env={**user_env(), **(env or {})},
+        env={**user_env(), **FREE_PORTS, **(env or {})},
     )
     try:
         yield Example(folder, _ready(dev, err_path))
