@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.pydantic_agent import rows_call
 from helpers.roles import rows_roles
 from helpers.sor import make_rows_db, row_count
 
@@ -36,27 +37,6 @@ CONTRACTS = {
         }
     }
 }
-
-
-def _call(batch: str, write: int) -> dict[str, Any]:
-    """The tool's arguments as a model would send them: write ``write`` rows, expect 3."""
-    return {
-        "act": "test.rows",
-        "input": {"batch": batch, "write": write},
-        "outcome": f"3 rows of batch {batch} are in the rows table",
-        "proof_plan": [
-            {
-                "action": "insert 3 rows",
-                "probe": {
-                    "kind": "record",
-                    "source": "rows-db",
-                    "query": "select count(*) from rows where batch = ?",
-                    "params": [batch],
-                },
-                "expect": {"type": "count", "value": 3},
-            }
-        ],
-    }
 
 
 def _check(answers: list[str], db: Path, tag: str) -> None:
@@ -107,7 +87,7 @@ async def test_pydantic_ai_model_gets_landeds_verdicts(temporal_dev: str, tmp_pa
     db = make_rows_db(tmp_path / "rows.db")
     tag = uuid.uuid4().hex[:8]
     seen: list[str] = []
-    model = _scripted([_call(f"full-{tag}", 3), _call(f"short-{tag}", 2)], seen)
+    model = _scripted([rows_call(f"full-{tag}", 3), rows_call(f"short-{tag}", 2)], seen)
     async with rows_roles(temporal_dev, tmp_path, db) as roles:
         agent = Agent(model, tools=[landed_tool(roles.client, owner="pyd-agent")])
         result = await agent.run("add the rows")
@@ -131,7 +111,7 @@ async def test_a_model_held_to_the_operators_contracts(temporal_dev: str, tmp_pa
         "params": {"batch": f"named-{tag}", "count": 3},
     }
     seen: list[str] = []
-    model = _scripted([_call(f"own-{tag}", 3), by_contract], seen)
+    model = _scripted([rows_call(f"own-{tag}", 3), by_contract], seen)
     async with rows_roles(temporal_dev, tmp_path, db) as roles:
         tool = landed_tool(roles.client, owner="pyd-agent", contracts=contracts, own_plans=False)
         await Agent(model, tools=[tool]).run("add the rows")
@@ -153,8 +133,8 @@ async def test_openai_agents_model_gets_landeds_verdicts(temporal_dev: str, tmp_
     tag = uuid.uuid4().hex[:8]
     model = ScriptedModel(
         [
-            [function_call("landed_act", _call(f"full-{tag}", 3), call_id="c1")],
-            [function_call("landed_act", _call(f"short-{tag}", 2), call_id="c2")],
+            [function_call("landed_act", rows_call(f"full-{tag}", 3), call_id="c1")],
+            [function_call("landed_act", rows_call(f"short-{tag}", 2), call_id="c2")],
             [assistant_message("reported")],
         ]
     )

@@ -36,7 +36,7 @@ def receipt_text(receipt: Receipt, *, with_json: bool = False) -> str:
     lines = [
         verdict_line(receipt),
         f"task: {receipt.task_id}",
-        f"verdict: {receipt.verdict or 'none yet'}",
+        f"verdict: {receipt.verdict or '-'}",
         f"rung: {_rung(receipt)}",
     ]
     if with_json:
@@ -54,7 +54,7 @@ def status_text(status: TaskStatus) -> str:
             f"NOT DONE: {why}",
             f"task: {status.task_id}",
             f"step: {status.step}",
-            f"verdict: {status.verdict or 'none yet'}",
+            f"verdict: {status.verdict or '-'}",
             f"rung: {status.rung}",
         ]
     )

@@ -105,7 +105,7 @@ async def read_heads(url: str, limit: int) -> tuple[int, list[SignedHead]]:
 
 
 async def schema_at(url: str) -> tuple[int, int, str]:
-    """The schema version the ledger at ``url`` holds (0: none yet), the one this landed
+    """The schema version the ledger at ``url`` holds (0: no schema), the one this landed
     needs, and where it is (shown without secrets); nothing is created or changed."""
     if backend_of(url) == "postgres":
         from landed.ledger.postgres.connect import schema_at as pg_schema_at

@@ -77,7 +77,7 @@ async def _prepare(
 
 
 async def schema_at(url: str) -> tuple[int, int, str]:
-    """The schema version the ledger's schema holds (0: none yet), this landed's, and where
+    """The schema version the ledger's schema holds (0: no schema), this landed's, and where
     it is (the URL without secrets); nothing is created."""
     dsn, schema, _ = split_url(url)
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:

@@ -101,7 +101,7 @@ def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> None:
 
 
 def schema_at(url: str) -> tuple[int, int, str]:
-    """The schema version the file at ``url`` holds (0: none yet), this landed's, and where
+    """The schema version the file at ``url`` holds (0: no schema), this landed's, and where
     it is; read-only, nothing is created."""
     path = Path(url.removeprefix("sqlite:///"))
     if not path.exists():
