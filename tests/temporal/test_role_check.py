@@ -143,7 +143,14 @@ async def test_like_tasks_started_together_ask_the_roles_once(stack: Stack) -> N
     async def asked() -> int:
         return (await stack.roles.temporal.count_workflows(query)).count
 
-    before = await until("earlier checks visible", asked)
+    async def settled() -> tuple[int] | None:
+        # The count once visibility has caught up with earlier checks (none, when this test is
+        # the first on its stack: under xdist the tests before it may run on another worker).
+        first = await asked()
+        await asyncio.sleep(1.0)
+        return (first,) if await asked() == first else None
+
+    (before,) = await until("earlier checks visible", settled, timeout=60)
     client = landed.Client(stack.roles.temporal, task_queue=queue)
     tasks = [
         rows_task(f"rc-like-{i}", stack.db, expect=1, batch=f"l{i}", write=1) for i in range(3)
