@@ -11,15 +11,24 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     # The read is retried exactly as AgentTask retries it.
-    from landed.task.messages import ActInput, ActReport, VerifyInput, VerifyOutput
+    from landed.task.messages import ActInput, ActReport, ReadPhase, VerifyInput, VerifyOutput
     from landed.task.spec import TaskSpec
     from landed.task.steps import Act, Verify
     from landed.workflows.agent_task import VERIFY_RETRY
 
-__all__ = ["ActOnly", "ActThenRead", "ActThenReadWithLocalSteps", "local_step"]
+__all__ = [
+    "ActOnly",
+    "ActThenRead",
+    "ActThenReadWithLocalSteps",
+    "act",
+    "empty_local",
+    "local_step",
+    "read",
+]
 
 
-async def _act(spec: TaskSpec) -> ActReport:
+async def act(spec: TaskSpec) -> ActReport:
+    """The task's act on the actor queue, scheduled exactly as AgentTask schedules it."""
     queue = workflow.memo_value("actor_task_queue", type_hint=str)
     report: ActReport = await workflow.execute_activity_method(
         Act.act,
@@ -49,7 +58,7 @@ class ActOnly:
 
     @workflow.run
     async def run(self, spec: TaskSpec) -> ActReport:
-        return await _act(spec)
+        return await act(spec)
 
 
 @activity.defn(name="bench.local_step")
@@ -58,14 +67,16 @@ async def local_step(task_id: str) -> str:
     return task_id
 
 
-async def _local_step(spec: TaskSpec) -> None:
+async def empty_local(spec: TaskSpec) -> None:
+    """An empty local activity, where AgentTask reads or writes its ledger."""
     await workflow.execute_local_activity(
         local_step, spec.task_id, start_to_close_timeout=timedelta(seconds=30)
     )
 
 
-async def _read(spec: TaskSpec) -> bool:
-    """One read of every plan step on the verifier; True when each read back as a pass."""
+async def read(spec: TaskSpec, phase: ReadPhase = "after") -> bool:
+    """One read of every plan step on the verifier (``phase`` "before" is the pre-read); True
+    when each read back as a pass."""
     queue = workflow.memo_value("verifier_task_queue", type_hint=str)
     every = list(range(len(spec.proof_plan)))
     out: VerifyOutput = await workflow.execute_activity_method(
@@ -73,7 +84,7 @@ async def _read(spec: TaskSpec) -> bool:
         VerifyInput(
             task_id=spec.task_id,
             attempt=1,
-            phase="after",
+            phase=phase,
             contracts=list(spec.proof_plan),
             indexes=every,
             before=[None] * len(every),
@@ -98,8 +109,8 @@ class ActThenRead:
     @workflow.run
     async def run(self, spec: TaskSpec) -> bool:
         """True when every step read back as a pass."""
-        await _act(spec)
-        return await _read(spec)
+        await act(spec)
+        return await read(spec)
 
 
 @workflow.defn(name="BenchActThenReadWithLocalSteps")
@@ -110,8 +121,8 @@ class ActThenReadWithLocalSteps:
     @workflow.run
     async def run(self, spec: TaskSpec) -> bool:
         """True when every step read back as a pass."""
-        await _local_step(spec)
-        await _act(spec)
-        passed = await _read(spec)
-        await _local_step(spec)
+        await empty_local(spec)
+        await act(spec)
+        passed = await read(spec)
+        await empty_local(spec)
         return passed

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench._step_floors import DEFAULT_STEPS, LEAN_STEPS
 from bench._throughput_report import report
 
 # Each phase holds CONCURRENCY tasks in flight and counts the tasks that finish inside a window
@@ -47,11 +48,16 @@ WARMUP = 40
 ROLE_CHECK = os.environ.get("LANDED_BENCH_ROLE_CHECK", "on") != "off"
 CONCURRENCY = int(os.environ.get("LANDED_BENCH_TEMPORAL_CONCURRENCY", "200"))
 BASELINE_QUEUE = "bench-act-only"
+# The confirmation read without its quiet interval: each flow and its same-step floor then
+# differ by landed's own work, not by a timer.
+CONFIRM = os.environ.get("LANDED_BENCH_CONFIRM_AFTER", "PT0S")
 REPO = Path(__file__).resolve().parent.parent
 
 
-def mark_spec(task_id: str, pre_read: bool) -> dict[str, Any]:
-    return {
+def mark_spec(task_id: str, pre_read: bool, confirm_after: str | None = None) -> dict[str, Any]:
+    """A task that marks itself in the marks table, read back by count; ``confirm_after`` (an
+    ISO duration) sets the quiet interval before the confirmation read."""
+    spec: dict[str, Any] = {
         "task_id": task_id,
         "owner": "bench",
         "outcome": "one mark row for this task in the marks table",
@@ -71,6 +77,9 @@ def mark_spec(task_id: str, pre_read: bool) -> dict[str, Any]:
             }
         ],
     }
+    if confirm_after is not None:
+        spec["durability"] = {"confirm_after": confirm_after}
+    return spec
 
 
 def bench_db(home: Path) -> Path:
@@ -184,12 +193,14 @@ def _serve_baseline() -> int:
     from temporalio.worker import Worker
     from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-    from bench import _act_only
+    from bench import _act_only, _step_floors
     from landed.temporal.plugin import connect, worker_identity
 
     # The runner shares landed's workflow module across runs (SANDBOX_PASSTHROUGH); the
-    # baseline's module is shared the same way, so the two differ only by what landed does.
-    shared = SandboxRestrictions.default.with_passthrough_modules(_act_only.__name__)
+    # baseline's modules are shared the same way, so the two differ only by what landed does.
+    shared = SandboxRestrictions.default.with_passthrough_modules(
+        _act_only.__name__, _step_floors.__name__
+    )
 
     async def serve() -> None:
         client = await connect(identity=worker_identity("bench-baseline"))
@@ -200,10 +211,11 @@ def _serve_baseline() -> int:
                 _act_only.ActOnly,
                 _act_only.ActThenRead,
                 _act_only.ActThenReadWithLocalSteps,
+                _step_floors.LeanSteps,
+                _step_floors.DefaultSteps,
             ],
-            activities=[_act_only.local_step],
-            # Like the runner: its steps run only as local activities, so no activity poller.
-            no_remote_activities=True,
+            # Like the runner: local steps, and the gate polled on the workflow's own queue.
+            activities=[_act_only.local_step, _step_floors.gate],
             workflow_runner=SandboxedWorkflowRunner(restrictions=shared),
         ):
             print(json.dumps({"event": "ready"}), flush=True)
@@ -249,22 +261,30 @@ Make = Callable[[str], One]
 Flows = dict[str, tuple[Make, dict[str, int]]]
 
 
-def _flows(stack: Any, client: Any, baseline: subprocess.Popen[str]) -> Flows:
-    """Act alone, the two Temporal floors and landed's two flows, over the same stack."""
+def _flows(stack: Any, client: Any, baseline: subprocess.Popen[str], tag: str) -> Flows:
+    """Act alone, the Temporal floors and landed's two flows, over the same stack. Task ids
+    are ``{prefix}-{tag}-{i}``."""
     from landed.receipts.model import Receipt
     from landed.task.spec import TaskSpec
+    from landed.task.start import start_search_attributes
     from landed.temporal.settings import DEFAULT_ACTOR_QUEUE, DEFAULT_VERIFIER_QUEUE
 
     temporal = client.temporal
-    tag = uuid.uuid4().hex[:6]
     memo = {"actor_task_queue": DEFAULT_ACTOR_QUEUE, "verifier_task_queue": DEFAULT_VERIFIER_QUEUE}
 
-    def plain(workflow: str) -> Make:
+    def plain(workflow: str, pre_read: bool = False, searchable: bool = False) -> Make:
         def make(prefix: str) -> One:
             async def one(i: int) -> bool:
-                spec = TaskSpec.model_validate(mark_spec(f"{prefix}-{tag}-{i}", False))
+                spec = TaskSpec.model_validate(mark_spec(f"{prefix}-{tag}-{i}", pre_read, CONFIRM))
+                # The same-step floors start searchable as landed.Client starts a task.
+                attrs = start_search_attributes(spec) if searchable else None
                 result = await temporal.execute_workflow(
-                    workflow, spec, id=spec.task_id, task_queue=BASELINE_QUEUE, memo=memo
+                    workflow,
+                    spec,
+                    id=spec.task_id,
+                    task_queue=BASELINE_QUEUE,
+                    memo=memo,
+                    search_attributes=attrs,
                 )
                 return bool(result)
 
@@ -275,7 +295,9 @@ def _flows(stack: Any, client: Any, baseline: subprocess.Popen[str]) -> Flows:
     def agent_task(pre_read: bool) -> Make:
         def make(prefix: str) -> One:
             async def one(i: int) -> bool:
-                receipt: Receipt = await client.run(mark_spec(f"{prefix}-{tag}-{i}", pre_read))
+                receipt: Receipt = await client.run(
+                    mark_spec(f"{prefix}-{tag}-{i}", pre_read, CONFIRM)
+                )
                 return receipt.verdict == "verified"
 
             return one
@@ -292,7 +314,9 @@ def _flows(stack: Any, client: Any, baseline: subprocess.Popen[str]) -> Flows:
         "baseline": (plain("BenchActOnly"), base),
         "floor": (plain("BenchActThenRead"), read),
         "floor_la": (plain("BenchActThenReadWithLocalSteps"), read),
+        "lean_floor": (plain("BenchLeanSteps", searchable=True), read),
         "lean": (agent_task(False), task),
+        "default_floor": (plain("BenchDefaultSteps", True, searchable=True), read),
         "default": (agent_task(True), task),
     }
 
@@ -300,14 +324,17 @@ def _flows(stack: Any, client: Any, baseline: subprocess.Popen[str]) -> Flows:
 @dataclass
 class Tally:
     """What the rounds measured, per flow: seconds in window, tasks finished in it, how many
-    of those passed, failures at any time, CPU seconds by process, and each round's ratios."""
+    of those passed, failures at any time, CPU seconds by process, each round's rates, and
+    the history events of one task."""
 
     seconds: dict[str, float]
     done: dict[str, int]
     passed: dict[str, int]
     failed: dict[str, int]
     cpu: dict[str, dict[str, float]]
-    round_ratios: list[tuple[float, ...]] = field(default_factory=list)
+    round_rates: list[dict[str, float]] = field(default_factory=list)
+    events: dict[str, int] = field(default_factory=dict)
+    steps: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, flows: Flows) -> Tally:
@@ -331,9 +358,18 @@ async def _rounds(flows: Flows) -> Tally:
             rates[name] = finished / WINDOW
             for proc, sec in used.items():
                 tally.cpu[name][proc] = tally.cpu[name].get(proc, 0.0) + sec
-        flows_after = ("floor", "floor_la", "lean", "default")
-        tally.round_ratios.append(tuple(rates[n] / rates["baseline"] for n in flows_after))
+        tally.round_rates.append(rates)
     return tally
+
+
+async def _count_events(temporal: Any, flows: Flows, tag: str) -> dict[str, int]:
+    """How many history events one task of each flow records (one run each, after the rounds)."""
+    counts: dict[str, int] = {}
+    for name, (make, _) in flows.items():
+        await make(f"events-{name}")(0)
+        history = await temporal.get_workflow_handle(f"events-{name}-{tag}-0").fetch_history()
+        counts[name] = len(history.events)
+    return counts
 
 
 async def _run() -> bool:
@@ -343,11 +379,14 @@ async def _run() -> bool:
 
             client = Client(client.temporal, task_queue=client.task_queue, check_roles=False)
         print(f"  role check before each start: {'on' if ROLE_CHECK else 'off'}", flush=True)
-        flows = _flows(stack, client, baseline)
+        tag = uuid.uuid4().hex[:6]
+        flows = _flows(stack, client, baseline, tag)
         for name in ("baseline", "default"):
             make, pids = flows[name]
             await _measure(WARMUP, make(f"warm-{name}"), pids)
         tally = await _rounds(flows)
+        tally.events = await _count_events(client.temporal, flows, tag)
+    tally.steps = {"lean": LEAN_STEPS, "default": DEFAULT_STEPS}
     return report(tally, ROUNDS, WINDOW, CONCURRENCY)
 
 

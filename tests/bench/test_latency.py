@@ -17,6 +17,8 @@ FLOWS = (
     "act alone",
     "floor",
     "floor+2",
+    "lean's steps",
+    "default's steps",
     "lean, interval 0",
     "default, interval 0",
     "lean, default interval",
@@ -43,4 +45,9 @@ def test_every_flow_reports_p50_p90_p99_beside_the_floor() -> None:
             figures = r" +[\d.]+ +/ +[\d.]+ +/ +[\d.]+ +p50 [\d.]+x"
             line = rf"{in_flight} in flight  {re.escape(flow)}{figures}"
             assert re.search(line, done.stdout), (flow, in_flight, done.stdout, done.stderr[-3000:])
-    assert done.stdout.count("target ") == 2, done.stdout
+    assert done.stdout.count("target ") == 4, done.stdout
+    assert re.search(
+        r"lean, interval 0 +[\d.]+ +/ +[\d.]+ +/ +[\d.]+ +p50 [\d.]+x floor\+2"
+        r" +p50 [\d.]+x lean's steps",
+        done.stdout,
+    ), done.stdout

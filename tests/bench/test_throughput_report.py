@@ -23,35 +23,45 @@ def _report_module() -> ModuleType:
     return module
 
 
-FLOWS = ("baseline", "floor", "floor_la", "lean", "default")
+FLOWS = ("baseline", "floor", "floor_la", "lean_floor", "lean", "default_floor", "default")
 
 
-def _tally(lean_rate: float) -> Any:
-    done = {
-        "baseline": 400,
-        "floor": 320,
-        "floor_la": 300,
-        "lean": int(lean_rate * 10),
-        "default": 200,
+def _tally(lean_rate: float, default_rate: float = 20.0) -> Any:
+    rates = {
+        "baseline": 40.0,
+        "floor": 32.0,
+        "floor_la": 30.0,
+        "lean_floor": 34.0,
+        "lean": lean_rate,
+        "default_floor": 22.0,
+        "default": default_rate,
     }
-    cpu = {n: {"server": 0.02 * done[n], "actor": 0.003 * done[n]} for n in FLOWS}
+    done = {n: int(r * 10) for n, r in rates.items()}
+    cpu = {n: {"server": 0.02 * done[n], "actor": 0.003 * done[n], "workflow": 0.01} for n in FLOWS}
     return SimpleNamespace(
         seconds=dict.fromkeys(FLOWS, 10.0),
         done=done,
         passed=dict(done),
         failed=dict.fromkeys(FLOWS, 0),
         cpu=cpu,
-        round_ratios=[(0.8, 0.75, lean_rate / 40, 0.5)],
+        round_rates=[rates],
+        events=dict.fromkeys(FLOWS, 30),
+        steps={"lean": ("act", "read"), "default": ("pre-read", "act", "read")},
     )
 
 
-@pytest.mark.parametrize(("lean_rate", "met"), [(32.0, True), (20.0, False)])
-def test_the_report_holds_the_lean_flow_to_its_targets(
-    lean_rate: float, met: bool, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("lean_rate", "default_rate", "met"),
+    [(32.0, 20.0, True), (20.0, 20.0, False), (32.0, 18.0, False)],
+)
+def test_the_report_holds_each_flow_to_its_own_floor_and_to_act_alone(
+    lean_rate: float, default_rate: float, met: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = _report_module().report
-    assert report(_tally(lean_rate), rounds=1, window=10.0, concurrency=200) is met
+    assert report(_tally(lean_rate, default_rate), rounds=1, window=10.0, concurrency=200) is met
     out = capsys.readouterr().out
-    assert f"ratio {lean_rate / 40:.2f}x (target >= 0.65x)" in out
-    assert "floor     act + one read" in out and "ratio 0.80x" in out
-    assert f"targets {'met' if met else 'NOT met'}" in out
+    assert f"lean {lean_rate / 34:.2f}x its floor's rate >= 0.9x" in out
+    assert f"default {default_rate / 40:.2f}x act alone >= 0.5x" in out
+    assert f"lean {lean_rate / 40:.2f}x act alone >= 0.65x" in out
+    assert "lean flow's steps (2): act, read" in out
+    assert f"targets {'all met' if met else 'NOT all met'}" in out
