@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio.client import Client as TemporalClient
@@ -32,6 +33,10 @@ ROLE_WAIT_S = 30.0
 #: How long a positive answer is reused for the same act and probes (a role redeployed in
 #: between is still caught inside the workflow, before any act).
 _KEEP_S = 10.0
+#: Past this much of its life a positive answer is asked again in the background while it is
+#: still used: under steady load the starts then never wait for the ask, which queues on the
+#: runner's task queue behind every running task's workflow tasks.
+_REFRESH_AFTER_S = _KEEP_S / 2
 
 
 class TaskRefused(ValueError):
@@ -42,8 +47,15 @@ class TaskRefused(ValueError):
 class RoleCheck:
     """One client's asking, with its short-lived cache of positive answers."""
 
-    def __init__(self, temporal: TemporalClient, task_queue: str, wait_s: float = ROLE_WAIT_S):
+    def __init__(
+        self,
+        temporal: TemporalClient,
+        task_queue: str,
+        wait_s: float = ROLE_WAIT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._temporal, self._queue, self._wait_s = temporal, task_queue, wait_s
+        self._clock = clock
         self._passed: dict[str, float] = {}
         # One ask per key at a time: tasks started together share it, not one workflow each.
         self._asking: dict[str, asyncio.Future[PreflightOutput]] = {}
@@ -53,24 +65,41 @@ class RoleCheck:
         (with the fix) otherwise."""
         inp = to_check(spec).model_copy(update={"timeout_s": self._wait_s})
         key = cache_key(inp)
-        now = time.monotonic()
-        if self._passed.get(key, 0.0) > now:
+        until = self._passed.get(key, 0.0)
+        left = until - self._clock()
+        if left > 0:
+            if left < _KEEP_S - _REFRESH_AFTER_S and key not in self._asking:
+                self._shared(key, inp).add_done_callback(lambda f: self._refreshed(key, f))
             return
-        out = await self._shared(key, inp)
+        out = await asyncio.shield(self._shared(key, inp))
         if out.problems or out.silent:
             raise TaskRefused(refusal_text(spec.task_id, out.problems, out.silent))
+        self._keep(key)
+
+    def _keep(self, key: str) -> None:
+        now = self._clock()
         if len(self._passed) > 1000:
             self._passed = {k: t for k, t in self._passed.items() if t > now}
         self._passed[key] = now + _KEEP_S
 
-    async def _shared(self, key: str, inp: PreflightInput) -> PreflightOutput:
+    def _refreshed(self, key: str, asked: asyncio.Future[PreflightOutput]) -> None:
+        """A background ask's answer: a positive one is kept anew; any other drops the kept
+        one, so the next start asks (and hears the refusal) itself."""
+        out = None if asked.cancelled() or asked.exception() else asked.result()
+        if out is not None and not (out.problems or out.silent):
+            self._keep(key)
+        else:
+            self._passed.pop(key, None)
+
+    def _shared(self, key: str, inp: PreflightInput) -> asyncio.Future[PreflightOutput]:
+        """The ask in flight for ``key``, started if none is; callers shield it, so one that
+        gives up does not cancel the others' ask."""
         asking = self._asking.get(key)
         if asking is None:
             asking = asyncio.ensure_future(self._ask(inp))
             self._asking[key] = asking
             asking.add_done_callback(lambda _: self._asking.pop(key, None))
-        # A caller that gives up does not cancel the others' ask.
-        return await asyncio.shield(asking)
+        return asking
 
     async def _ask(self, inp: PreflightInput) -> PreflightOutput:
         try:
