@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 import typer
 from rich.table import Table
 
-from landed.cli.out import ReportConsole, fail
+from landed.cli.out import fail
+from landed.cli.report_console import ReportConsole
 from landed.cli.root import app
 
 T = TypeVar("T")

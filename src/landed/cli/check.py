@@ -9,15 +9,11 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Annotated, Any, Final, TextIO
+from typing import IO, TYPE_CHECKING, Annotated, Any, Final, TextIO
 
 import orjson
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from landed.cli.check_render import _safe, render_text
 from landed.cli.check_sinks import EXIT_INVALID, EXIT_MISSED, CheckReport, _JsonSink
 from landed.cli.out import reader_left
 from landed.cli.root import app
@@ -33,9 +29,24 @@ from landed.receipts.check import (
 from landed.receipts.intake import EMPTY_INPUT, InvalidLine
 from landed.receipts.live_options import LiveOptions
 from landed.receipts.scorecard import Scorecard, ScoreTally
-from landed.signing import SigningError, TrustStore
+
+if TYPE_CHECKING:
+    from landed.cli.check_render import render_text
+
+# rich (the text report, errors, the progress bar) and the signing keys (--trust) are imported
+# where they are used: ``landed check FILE --json`` needs neither, and on a file of 300,000 lines
+# start-up is a share of the whole run (issue 33).
 
 __all__ = ["CheckReport", "TrustUnavailable", "render_text", "run_check"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "render_text":  # kept importable from here, as before
+        from landed.cli.check_render import render_text
+
+        return render_text
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Offline, a file at least this large is graded in two processes (see run_check).
 SPLIT_MIN_BYTES: Final = 32 << 20
@@ -62,6 +73,8 @@ def _load_trust(keys: str | Sequence[str] | None) -> SignatureCheck | None:
     read-back proof then counts only with a valid signature by one of these keys."""
     if not keys:
         return None
+    from landed.signing import SigningError, TrustStore
+
     try:
         store = TrustStore.load([keys] if isinstance(keys, str) else keys)
     except SigningError as exc:
@@ -73,6 +86,7 @@ def _load_approvers(keys: str | Sequence[str] | None) -> ApprovalCheck:
     """The approval check under --trust: a receipt that claims an approval must carry a
     decision signed by one of ``--trust-approver``'s keys (none given: no approval verifies)."""
     from landed.governance.approval import receipt_approval_problem
+    from landed.signing import SigningError, TrustStore
 
     try:
         store = TrustStore.load([keys] if isinstance(keys, str) else keys or [])
@@ -112,6 +126,9 @@ def _progress_bar(enabled: bool) -> Iterator[Callable[[int], None] | None]:
     if not enabled or not sys.stderr.isatty():
         yield None
         return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = (
         TextColumn("re-reading http_contains proofs"),
         BarColumn(),
@@ -141,7 +158,6 @@ def run_check(
     offline check of a file of at least ``split_min_bytes`` grades its second half in a second
     process, with the same results."""
     stdout = out if out is not None else sys.stdout
-    err = Console(stderr=True, emoji=False)
     try:
         signature_ok = _load_trust(trust)
         if trust_approver and signature_ok is None:
@@ -151,7 +167,9 @@ def run_check(
             )
         approval_check = _load_approvers(trust_approver) if signature_ok is not None else None
     except TrustUnavailable as exc:
-        err.print(f"[bold red]error:[/bold red] {escape(_safe(str(exc)))}", highlight=False)
+        from landed.cli.check_render import _safe
+
+        _error(str(exc))
         if as_json:
             # A --json caller parses stdout whatever happened: the refusal is one object too.
             line = orjson.dumps({"error": "trust unavailable", "message": _safe(str(exc))})
@@ -188,13 +206,25 @@ def run_check(
     if isinstance(sink, _JsonSink):
         sink.finish(card)
         if problem:
-            err.print(
-                f"[bold red]error:[/bold red] {escape(_safe(f'{name}: {problem}'))}",
-                highlight=False,
-            )
+            _error(f"{name}: {problem}")
     else:
+        from rich.console import Console
+
+        from landed.cli.check_render import render_text
+
         render_text(sink, card, Console(file=stdout, width=_width(stdout), emoji=False))
     return sink.exit_code
+
+
+def _error(message: str) -> None:
+    """Say ``message`` on stderr as an error: plain text, never read as markup."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from landed.cli.check_render import _safe
+
+    err = Console(stderr=True, emoji=False)
+    err.print(f"[bold red]error:[/bold red] {escape(_safe(message))}", highlight=False)
 
 
 def _has_fd(stream: IO[bytes]) -> bool:

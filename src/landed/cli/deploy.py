@@ -13,7 +13,8 @@ from rich.table import Table
 if TYPE_CHECKING:
     from landed.task.canary import CanaryInput
 
-from landed.cli.out import ReportConsole, fail
+from landed.cli.out import fail
+from landed.cli.report_console import ReportConsole
 from landed.cli.root import app
 
 ROLES = ("runner", "actor", "verifier")

@@ -14,7 +14,8 @@ from rich.markup import escape
 
 from landed.cli.doctor_check import Check
 from landed.cli.ledger import LedgerOption
-from landed.cli.out import ReportConsole, emit
+from landed.cli.out import emit
+from landed.cli.report_console import ReportConsole
 from landed.cli.root import app
 
 __all__ = ["doctor"]

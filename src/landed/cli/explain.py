@@ -10,7 +10,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from landed.cli.out import ReportConsole, emit, fail
+from landed.cli.out import emit, fail
+from landed.cli.report_console import ReportConsole
 from landed.cli.root import app
 from landed.receipts.rules import RULES, Rule, find_rule, rule_ids
 

@@ -28,7 +28,8 @@ from landed.cli.ledger_trust import (
     marked,
     rechained_note,
 )
-from landed.cli.out import ReportConsole, emit, fail, reader_left
+from landed.cli.out import emit, fail, reader_left
+from landed.cli.report_console import ReportConsole
 from landed.cli.root import app
 from landed.ledger.base import LedgerError, canonical_json
 from landed.ledger.factory import open_ledger

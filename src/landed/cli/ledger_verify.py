@@ -21,7 +21,8 @@ from landed.cli.ledger_witness import (
     witness_findings,
     witness_reader,
 )
-from landed.cli.out import ReportConsole, emit, fail
+from landed.cli.out import emit, fail
+from landed.cli.report_console import ReportConsole
 from landed.ledger.audit import ChainReport, audit
 from landed.ledger.base import LedgerError
 from landed.ledger.chain import DEFAULT_FOREIGN_AFTER_S

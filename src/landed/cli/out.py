@@ -5,27 +5,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-__all__ = ["ReportConsole", "emit", "fail", "reader_left"]
+# rich is imported where something is printed through it (``fail``; a report's console is
+# ``landed.cli.report_console``): ``landed check --json`` starts without it.
 
-
-class ReportConsole(Console):
-    """A console for a report computed before it is printed (sample, board, demo): a reader
-    that leaves early (``| head``) is not a failure of the report, so the command keeps its own
-    exit code instead of rich's 1 (which ``sample`` documents as "a verdict differed")."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("emoji", False)
-        super().__init__(**kwargs)
-
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        reader_left()
+__all__ = ["emit", "fail", "reader_left"]
 
 
 def reader_left() -> None:
@@ -51,6 +37,9 @@ def fail(message: str, code: int, *, json_error: str | None = None) -> typer.Exi
     stdout, so a program reading the output always gets JSON. Returns the exit to raise."""
     # Messages quote paths, URLs and user text (a task id such as deploy:rocket:prod): printed
     # as text, never read as markup or emoji codes.
+    from rich.console import Console
+    from rich.markup import escape
+
     err = Console(stderr=True, soft_wrap=True, emoji=False)
     err.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False)
     if json_error is not None:

@@ -15,7 +15,8 @@ import typer
 from rich.markup import escape
 
 from landed.cli.ledger import LedgerOption
-from landed.cli.out import ReportConsole, emit, fail
+from landed.cli.out import emit, fail
+from landed.cli.report_console import ReportConsole
 from landed.cli.root import app
 from landed.ledger.base import LedgerError, canonical_json
 from landed.ledger.factory import open_ledger

@@ -11,7 +11,8 @@ import typer
 
 from landed.cli.check_render import render_text
 from landed.cli.check_sinks import CheckReport
-from landed.cli.out import ReportConsole, emit
+from landed.cli.out import emit
+from landed.cli.report_console import ReportConsole
 from landed.cli.root import app
 from landed.receipts.check import check_stream
 from landed.receipts.ladder import ProofLevel, Status

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import os
 import stat
@@ -84,6 +83,8 @@ def check_stream(
             scored.add(record, graded)
             sink.task(line, record, graded)
     else:
+        import asyncio  # only --live runs an event loop: an offline check starts without it
+
         asyncio.run(_check_live(records, sink, scored, grade, live, progress))
     return tally.scorecard()
 

@@ -152,7 +152,8 @@ class ScoreTally:
                     self.cost += int(scaled)
                 else:
                     self.cost_rest += Fraction(usd)
-        self._fleet(view)
+        if view.landed is not None:  # without the extension there is nothing to read
+            self._fleet(view)
         # Revenue counts only where landed's own grade reached P4, never the agent's word for it,
         # and only on a task that is done: a receipt that makes no done claim meets no bar.
         if graded.proof_level is _P4 and graded.claims_done and graded.meets_bar:

@@ -8,7 +8,6 @@ script does the same through :func:`run_main`."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sys
@@ -48,6 +47,8 @@ def run_main(main: Coroutine[Any, Any, object]) -> NoReturn:
 
         landed.run_main(main())
     """
+    import asyncio  # here: every CLI command leaves through leave(), few need asyncio
+
     try:
         asyncio.run(main)
     except SystemExit as exc:

@@ -32,7 +32,8 @@ from landed.cli.demo.approval import (
     sent_count,
 )
 from landed.cli.demo.approval import start_approval as _start_approval
-from landed.cli.out import ReportConsole, fail
+from landed.cli.out import fail
+from landed.cli.report_console import ReportConsole
 from landed.cli.root import app
 from landed.cli.signals import stop_requested
 from landed.receipts.model import Cost, Receipt
