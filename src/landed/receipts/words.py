@@ -163,7 +163,14 @@ def is_loopback(text: str) -> bool:
     lowered = text.lower()
     return (
         "localhost" in lowered or "127." in lowered or "::1" in lowered or "0.0.0.0" in lowered
-    ) and _LOOPBACK.search(lowered) is not None
+    ) and _loopback_host(lowered)
+
+
+# A read-back's ref is read twice (the usual path, then its finding) and is often the target too:
+# the pattern's last few answers are kept, so a text read again costs a lookup, not a search.
+@lru_cache(maxsize=16)
+def _loopback_host(lowered: str) -> bool:
+    return _LOOPBACK.search(lowered) is not None
 
 
 # Reports up to this many characters are memoised; longer ones are read each time, so the memo's
