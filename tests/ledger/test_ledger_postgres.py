@@ -447,3 +447,13 @@ async def test_chain_windows_and_board_bodies_read_as_their_one_row_forms(pg: Pg
         windows = await ledger.chain_windows(chosen)
         assert windows == {seq: await ledger.chain_window(seq) for seq in chosen}
         assert await ledger.chain_windows([]) == {}
+
+
+async def test_the_ledgers_connections_run_without_jit(pg: Pg) -> None:
+    """JIT would compile each short indexed read on a large ledger (tens of milliseconds for a
+    read of one): the ledger's pool turns it off on every connection."""
+    async with await open_ledger(pg.owner_url) as ledger:
+        pool = ledger._pool  # type: ignore[attr-defined]
+        async with pool.connection() as conn:
+            cur = await conn.execute("SHOW jit")
+            assert await cur.fetchone() == ("off",)
