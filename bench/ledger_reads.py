@@ -3,7 +3,9 @@ when the ledger holds 1,000,000, on SQLite and PostgreSQL.
 
 Each read is timed on a ledger of SMALL receipts (the baseline, built in the same run) and on
 one of N, both built through landed's own append path (``append_many``), tasks spread over
-100 loops and 100 owners, settled a second apart:
+100 loops and 100 owners, settled a second apart. The ledgers are kept for the next run (a
+ledger of 1,000,000 takes many minutes to build): SQLite's under bench/.data, PostgreSQL's in a
+database of their own (landed_bench_reads, a schema each), so the tests' database is untouched.
 
 - catch-up: the tripwire's catch-up activity (a loop's newest 100 settlements)
 - silence read: the same activity with ``since`` (the read before a silence trip)
@@ -19,7 +21,9 @@ task's latest receipt, filtered by loop in Python) is timed on the small ledger 
 
 On N receipts (one task each) it also runs `landed board --json`, `landed board` (the table)
 and `landed receipts export --latest` as the user does, output to /dev/null, and prints each
-one's rows/s and peak RSS beside the targets (>= 50,000 rows/s, <= 200 MB).
+one's rows/s and peak RSS beside the targets (>= 50,000 rows/s, <= 200 MB), then where a
+row's time goes (bench._reads_per_row: the chain walk, the read and hash check, the row, its
+output) beside the full pydantic Receipt those commands built per row before.
 
 LANDED_BENCH_READS_N sets N (default 1,000,000); LANDED_BENCH_READS_BACKENDS picks the
 backends (default "sqlite,postgres").
@@ -28,23 +32,26 @@ backends (default "sqlite,postgres").
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
 
+from bench._reads_per_row import per_row
 from bench.ledger_append import PG_DSN, receipts
 from landed.activities.loops import LoopActivities
 from landed.cli.board_read import filtered_rows
+from landed.ledger.base import LedgerError
 from landed.ledger.factory import open_ledger
 from landed.loops.tripwire import CatchUp
 from landed.receipts.model import Receipt
@@ -52,6 +59,9 @@ from landed.receipts.model import Receipt
 SMALL = 10_000
 N = int(os.environ.get("LANDED_BENCH_READS_N", "1000000"))
 BACKENDS = os.environ.get("LANDED_BENCH_READS_BACKENDS", "sqlite,postgres").split(",")
+#: Where the SQLite ledgers are kept between runs, and the PostgreSQL database of the others.
+CACHE = Path(__file__).parent / ".data"
+PG_DB = "landed_bench_reads"
 TARGET = 2.0
 ROUNDS = 200
 LOOPS = 100
@@ -175,23 +185,41 @@ STREAM_RATE = 50_000.0
 STREAM_RSS_MB = 200.0
 
 
+# Runs the command in a child of its own and writes that child's peak RSS (KB) to argv[1]. A
+# child of the bench itself would report the bench's own peak: Linux keeps the larger of the
+# parent's memory at fork and the command's own as the exec'd process's ru_maxrss.
+_LAUNCH = """import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_cli(args: list[str], n: int) -> tuple[float, float]:
     """(rows/s, peak RSS in MB) of one landed command over ``n`` tasks, output discarded."""
     exe = Path(sys.executable).with_name("landed")
-    start = time.perf_counter()
-    with open(os.devnull, "wb") as sink, tempfile.TemporaryFile() as errors:
+    with (
+        open(os.devnull, "wb") as sink,
+        tempfile.TemporaryFile() as errors,
+        tempfile.NamedTemporaryFile("r") as peak,
+    ):
+        start = time.perf_counter()
         # stderr to a file, not a pipe: a command that says much cannot block on it.
-        proc = subprocess.Popen([str(exe), *args], stdout=sink, stderr=errors)
-        _, status, usage = os.wait4(proc.pid, 0)
+        launch = [sys.executable, "-c", _LAUNCH, peak.name, str(exe), *args]
+        code = subprocess.run(launch, stdout=sink, stderr=errors, check=False).returncode
         took = time.perf_counter() - start
         errors.seek(0)
         err = errors.read().decode(errors="replace")
-    code = os.waitstatus_to_exitcode(status)
+        rss = int(peak.read() or 0) / 1024
     if code != 0:
         # Said, and counted as missed; the other commands are still measured.
         print(f"  landed {args[0]} failed (exit {code}): {err[-300:]}")
-        return 0.0, usage.ru_maxrss / 1024
-    return n / took, usage.ru_maxrss / 1024
+        return 0.0, rss
+    return n / took, rss
 
 
 def streamed(backend: str, url: str, n: int) -> bool:
@@ -239,41 +267,71 @@ def report(backend: str, small: dict[str, float], big: dict[str, float]) -> bool
     return ok
 
 
+async def cached(url: str, n: int, drop: Callable[[], Awaitable[None]]) -> None:
+    """The ledger at ``url`` holding the bench's ``n`` receipts: kept from an earlier run if it
+    holds them all (a 1,000,000-receipt ledger takes many minutes to build), else built anew."""
+    with contextlib.suppress(LedgerError):
+        async with await open_ledger(url, create=False) as ledger:
+            if await ledger.count() == n:
+                print(f"  reusing the ledger of {n:,} receipts at {ledger.url}", flush=True)
+                return
+    await drop()
+    await populate(url, n)
+
+
 async def run_sqlite() -> bool:
-    with tempfile.TemporaryDirectory(prefix="landed-bench-reads-") as tmp:
-        urls = {n: f"sqlite:///{Path(tmp) / f'ledger-{n}.db'}" for n in (SMALL, N)}
-        figures = {}
-        for n, url in urls.items():
-            await populate(url, n)
-            figures[n] = await measure(url, n)
-        ok = report("SQLite", figures[SMALL], figures[N])
-        return streamed("SQLite", urls[N], N) and ok
+    CACHE.mkdir(parents=True, exist_ok=True)
+    urls = {n: f"sqlite:///{CACHE / f'reads-sqlite-{n}.db'}" for n in (SMALL, N)}
+    figures = {}
+    for n, url in urls.items():
+        path = CACHE / f"reads-sqlite-{n}.db"
+
+        async def drop(path: Path = path) -> None:
+            for stale in (
+                path,
+                path.with_name(path.name + "-wal"),
+                path.with_name(path.name + "-shm"),
+            ):
+                stale.unlink(missing_ok=True)
+
+        await cached(url, n, drop)
+        figures[n] = await measure(url, n)
+    ok = report("SQLite", figures[SMALL], figures[N])
+    ok &= streamed("SQLite", urls[N], N)
+    await per_row(urls[N])
+    return ok
 
 
 async def run_postgres() -> bool:
+    """The PostgreSQL ledgers live in a database of their own (PG_DB), one schema each, kept
+    between runs like the SQLite files: the tests' database is not touched."""
     try:
-        async with await psycopg.AsyncConnection.connect(PG_DSN, connect_timeout=3):
-            pass
+        async with await psycopg.AsyncConnection.connect(PG_DSN, connect_timeout=3) as conn:
+            await conn.set_autocommit(True)
+            found = await conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (PG_DB,))
+            if await found.fetchone() is None:
+                await conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(PG_DB)))
     except psycopg.Error as exc:
         print(f"ledger reads, PostgreSQL: skipped, {PG_DSN} did not answer ({exc})")
         return True
+    base = urlunsplit(urlsplit(PG_DSN)._replace(path=f"/{PG_DB}"))
     figures = {}
     ok = True
     for n in (SMALL, N):
-        tag = uuid.uuid4().hex[:8]
-        schema, role = f"landed_bench_r_{tag}", f"landed_bench_r_writer_{tag}"
-        url = f"{PG_DSN}?schema={schema}&writer_role={role}"
-        try:
-            await populate(url, n)
-            figures[n] = await measure(url, n)
-            if n == N:
-                ok = streamed("PostgreSQL", url, N)
-        finally:
-            async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
+        schema = f"reads_{n}"
+        url = f"{base}?schema={schema}&writer_role=landed_bench_reads_writer"
+
+        async def drop(schema: str = schema) -> None:
+            async with await psycopg.AsyncConnection.connect(base, autocommit=True) as conn:
                 await conn.execute(
                     sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
                 )
-                await conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+        await cached(url, n, drop)
+        figures[n] = await measure(url, n)
+        if n == N:
+            ok = streamed("PostgreSQL", url, N)
+            await per_row(url)
     return report("PostgreSQL", figures[SMALL], figures[N]) and ok
 
 

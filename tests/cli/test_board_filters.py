@@ -102,9 +102,11 @@ def test_export_latest_is_the_board_in_its_order(tmp_path: Path) -> None:
 
 
 def test_the_streamed_board_json_is_the_object_the_board_always_printed(tmp_path: Path) -> None:
-    """The whole board's JSON is streamed (its tasks spooled): byte for byte the object built
-    in memory, with a reversal and an untrusted row counted."""
-    from landed.cli.ledger import _board
+    """The whole board's JSON is streamed (its tasks spooled, each row built from its stored
+    body): byte for byte the object built in memory from every row's full Receipt, with a
+    reversal and an untrusted row counted."""
+    from landed.cli.board_rows import row_of
+    from landed.cli.ledger_trust import chain_report
 
     path = tmp_path / "l.db"
     url = f"sqlite:///{path}"
@@ -120,7 +122,16 @@ def test_the_streamed_board_json_is_the_object_the_board_always_printed(tmp_path
         db.execute("UPDATE landed_receipts SET owner = 'x' WHERE task_id = 't-10'")
     result = CliRunner().invoke(app, ["board", "--ledger", url, "--json"])
     assert result.exit_code == 0, result.output
-    place, rows = asyncio.run(_board(url, None, 0.0))
+
+    async def whole() -> tuple[str, list[dict[str, Any]]]:
+        async with await open_ledger(url, create=False) as ledger:
+            report = await chain_report(ledger, None, 0.0)
+            return ledger.url, [
+                row_of(r) | {"chain": "ok" if report.trusts(seq) else "untrusted"}
+                for seq, r in await ledger.board_rows()
+            ]
+
+    place, rows = asyncio.run(whole())
     body = {
         "ledger": place,
         "count": len(rows),

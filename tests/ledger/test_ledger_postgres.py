@@ -429,3 +429,31 @@ async def test_a_claim_blocked_by_a_lock_nobody_releases_fails_instead_of_waitin
                 await ledger.claim("held", "run-1", 1, "d")
             assert time.monotonic() - began < 20
         assert await ledger.claim("held", "run-1", 1, "d") == (None, None)  # released with it
+
+
+async def test_chain_windows_and_board_bodies_read_as_their_one_row_forms(pg: Pg) -> None:
+    """chain_windows (one round trip) reads what chain_window reads for each row, and
+    iter_board_bodies the bodies of iter_board_rows, hash-checked, a page at a time."""
+    async with await open_ledger(pg.owner_url) as ledger:
+        await ledger.append_many(receipt(f"w{i:04d}") for i in range(1203))
+        await ledger.append(receipt("w0001", attempt=2))
+        rows = [(seq, r) async for seq, r in ledger.iter_board_rows()]
+        pages = [page async for page in ledger.iter_board_bodies()]
+        assert [len(p) for p in pages] == [500, 500, 203]
+        assert [(seq, body) for p in pages for seq, body in p] == [
+            (seq, canonical_json(r)) for seq, r in rows
+        ]
+        chosen = [1, 2, rows[700][0], 1204]
+        windows = await ledger.chain_windows(chosen)
+        assert windows == {seq: await ledger.chain_window(seq) for seq in chosen}
+        assert await ledger.chain_windows([]) == {}
+
+
+async def test_the_ledgers_connections_run_without_jit(pg: Pg) -> None:
+    """JIT would compile each short indexed read on a large ledger (tens of milliseconds for a
+    read of one): the ledger's pool turns it off on every connection."""
+    async with await open_ledger(pg.owner_url) as ledger:
+        pool = ledger._pool  # type: ignore[attr-defined]
+        async with pool.connection() as conn:
+            cur = await conn.execute("SHOW jit")
+            assert await cur.fetchone() == ("off",)

@@ -24,6 +24,6 @@ async def filtered_rows(
     """(sequence, receipt, whether its own chain links hold) of each task the filters select,
     ordered by task_id."""
     rows = await ledger.board_where(owner=owner, loop=loop, since=since)
-    return [
-        (seq, receipt, links_hold(await ledger.chain_window(seq), seq)) for seq, receipt in rows
-    ]
+    # Every row's window in one read: a round trip per row would grow with what is shown.
+    windows = await ledger.chain_windows([seq for seq, _ in rows])
+    return [(seq, receipt, links_hold(windows[seq], seq)) for seq, receipt in rows]

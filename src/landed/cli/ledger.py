@@ -9,17 +9,17 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Annotated, Any, Literal
+from typing import IO, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from landed.cli.board_read import filtered_rows
-from landed.cli.check_render import _safe
+from landed.cli.board_rows import export_line, row_json, row_of, shown_row
+from landed.cli.board_table import BoardTable
 from landed.cli.ledger_trust import (
     DEFAULT_FOREIGN_AFTER,
     ForeignAfterOption,
@@ -33,8 +33,7 @@ from landed.cli.report_console import ReportConsole
 from landed.cli.root import app
 from landed.ledger.base import LedgerError, canonical_json
 from landed.ledger.factory import open_ledger
-from landed.receipts.model import Receipt, attempt_of
-from landed.receipts.plain import is_done
+from landed.receipts.model import Receipt
 
 __all__ = ["board", "export", "init"]
 
@@ -64,23 +63,6 @@ app.add_typer(ledger_app, name="ledger")
 
 def _fail(message: str, *, json_error: str | None = None) -> typer.Exit:
     return fail(message, EXIT_INVALID, json_error=json_error)
-
-
-def _row(receipt: Receipt) -> dict[str, Any]:
-    ext = receipt.landed
-    signed = sum(1 for p in receipt.proof if p.landed and "signature" in p.landed)
-    return {
-        "task_id": receipt.task_id,
-        "attempt": attempt_of(receipt),
-        "owner": receipt.owner,
-        "claimed_status": receipt.claimed_status,
-        "verdict": receipt.verdict,
-        "verdict_by": receipt.verdict_by,
-        "done": is_done(receipt),
-        "rung": ext.rung if ext else None,
-        "settled_at": receipt.settled_at.isoformat() if receipt.settled_at else None,
-        "signed_proofs": signed,
-    }
 
 
 async def _init(url: str | None) -> tuple[str, str]:
@@ -115,59 +97,96 @@ async def _board(
     url: str | None,
     trust: list[Path] | None,
     foreign_after: float,
-    where: dict[str, Any] | None = None,
+    where: dict[str, Any],
 ) -> tuple[str, list[dict[str, Any]]]:
-    """The board's rows as shown (each with its "chain"), and where the ledger is."""
+    """The filtered board's rows as shown (each with its "chain"), and where the ledger is."""
     async with await open_ledger(url, create=False) as ledger:
-        if where and not trust:
-            # Filtered: an indexed read, each row checked by its own chain window.
+        if not trust:
+            # An indexed read, each row checked by its own chain window.
             found = await filtered_rows(ledger, **where)
             return ledger.url, [_shown(r, holds) for _, r, holds in found]
         report = await chain_report(ledger, trust, foreign_after)
-        if where:
-            rows = await ledger.board_where(**where)
-            return ledger.url, [_shown(r, report.trusts(seq)) for seq, r in rows]
-        # The whole board in pages: only the rows as shown are kept, never the receipts.
-        shown = []
-        async with contextlib.aclosing(ledger.iter_board_rows()) as board:
-            async for seq, receipt in board:
-                shown.append(_shown(receipt, report.trusts(seq)))
-        return ledger.url, shown
+        rows = await ledger.board_where(**where)
+        return ledger.url, [_shown(r, report.trusts(seq)) for seq, r in rows]
 
 
 def _shown(receipt: Receipt, trusted: bool) -> dict[str, Any]:
-    return _row(receipt) | {"chain": "ok" if trusted else "untrusted"}
+    return row_of(receipt) | {"chain": "ok" if trusted else "untrusted"}
 
 
-async def _board_json(
+async def _whole_board(
+    url: str | None,
+    trust: list[Path] | None,
+    foreign_after: float,
+    started: Callable[[str], Callable[[list[dict[str, Any]]], None]],
+) -> None:
+    """The whole board a page at a time: ``started(where)`` once the chain is walked, then the
+    function it returns with each page of rows as shown. Only a page is held at a time."""
+    async with await open_ledger(url, create=False) as ledger:
+        report = await chain_report(ledger, trust, foreign_after)
+        take = started(ledger.url)
+        async with contextlib.aclosing(ledger.iter_board_bodies()) as pages:
+            async for page in pages:
+                take([shown_row(seq, body, report.trusts(seq)) for seq, body in page])
+
+
+def _board_json(
     url: str | None, trust: list[Path] | None, foreign_after: float, out: IO[bytes]
 ) -> None:
     """The whole board's JSON object, streamed: its tasks are spooled to a temporary file as
     they are read (the counts come first in the object), so memory does not grow with them.
     Nothing is written to ``out`` before the whole board was read."""
     count = reversed_ = untrusted = 0
-    async with await open_ledger(url, create=False) as ledger:
-        report = await chain_report(ledger, trust, foreign_after)
-        with tempfile.TemporaryFile() as spool:
-            async with contextlib.aclosing(ledger.iter_board_rows()) as board:
-                async for seq, receipt in board:
-                    row = _shown(receipt, report.trusts(seq))
-                    spool.write((b", " if count else b"") + json.dumps(row).encode())
-                    count += 1
-                    reversed_ += row["verdict"] == "reversed"
-                    untrusted += row["chain"] == "untrusted"
-            head = {
-                "ledger": ledger.url,
-                "count": count,
-                "reversed": reversed_,
-                "untrusted": untrusted,
-                "tasks": [],
-            }
-            # json.dumps(head) ends with '"tasks": []}': the tasks go between the brackets.
-            out.write(json.dumps(head)[:-2].encode())
-            spool.seek(0)
-            shutil.copyfileobj(spool, out)
-            out.write(b"]}\n")
+    place = ""
+
+    def started(where: str) -> Callable[[list[dict[str, Any]]], None]:
+        nonlocal place
+        place = where
+        return take
+
+    def take(rows: list[dict[str, Any]]) -> None:
+        nonlocal count, reversed_, untrusted
+        if not rows:
+            return
+        # row_json is json.dumps(row): the same bytes the board wrote row by row before.
+        spool.write(((", " if count else "") + ", ".join(map(row_json, rows))).encode())
+        count += len(rows)
+        reversed_ += sum(row["verdict"] == "reversed" for row in rows)
+        untrusted += sum(row["chain"] == "untrusted" for row in rows)
+
+    with tempfile.TemporaryFile() as spool:
+        asyncio.run(_whole_board(url, trust, foreign_after, started))
+        head = {
+            "ledger": place,
+            "count": count,
+            "reversed": reversed_,
+            "untrusted": untrusted,
+            "tasks": [],
+        }
+        # json.dumps(head) ends with '"tasks": []}': the tasks go between the brackets.
+        out.write(json.dumps(head)[:-2].encode())
+        spool.seek(0)
+        shutil.copyfileobj(spool, out)
+        out.write(b"]}\n")
+
+
+def _board_table(url: str | None, trust: list[Path] | None, foreign_after: float) -> None:
+    """The whole board's table, printed page by page as it is read (landed.cli.board_table)."""
+    table: BoardTable | None = None
+
+    def started(where: str) -> Callable[[list[dict[str, Any]]], None]:
+        nonlocal table
+        table = BoardTable(f"landed board: {where}", _console())
+        return table.add_all
+
+    asyncio.run(_whole_board(url, trust, foreign_after, started))
+    assert table is not None
+    table.finish()
+
+
+def _console() -> ReportConsole:
+    # A pipe or file gets a wide table rather than rich's 80-column default.
+    return ReportConsole(width=None if sys.stdout.isatty() else 160)
 
 
 def _since(value: str | None) -> datetime | None:
@@ -217,88 +236,37 @@ def board(
     """
     chosen = {"owner": owner, "loop": loop, "since": _since(since)}
     filters = chosen if any(v is not None for v in chosen.values()) else None
-    if as_json and filters is None:
-        try:
-            asyncio.run(_board_json(ledger, trust, foreign_after, sys.stdout.buffer))
-            sys.stdout.flush()
-        except LedgerError as exc:
-            raise _fail(str(exc), json_error="ledger unreadable") from None
-        except BrokenPipeError:
-            reader_left()
-        return
     try:
-        place, rows = asyncio.run(_board(ledger, trust, foreign_after, filters))
+        if filters is not None:
+            place, rows = asyncio.run(_board(ledger, trust, foreign_after, filters))
+            _show_rows(place, rows, as_json)
+        elif as_json:
+            _board_json(ledger, trust, foreign_after, sys.stdout.buffer)
+            sys.stdout.flush()
+        else:
+            _board_table(ledger, trust, foreign_after)
+            sys.stdout.flush()
     except LedgerError as exc:
         raise _fail(str(exc), json_error="ledger unreadable" if as_json else None) from None
-    reversed_ = sum(1 for row in rows if row["verdict"] == "reversed")
-    untrusted = sum(1 for row in rows if row["chain"] == "untrusted")
-    if as_json:
-        body = {
-            "ledger": place,
-            "count": len(rows),
-            "reversed": reversed_,
-            "untrusted": untrusted,
-            "tasks": rows,
-        }
-        emit(json.dumps(body).encode() + b"\n")
+    except BrokenPipeError:  # the reader stopped early (| head): not an error of ours
+        reader_left()
+
+
+def _show_rows(place: str, rows: list[dict[str, Any]], as_json: bool) -> None:
+    """The filtered board (a list already read): its JSON object, or its table."""
+    if not as_json:
+        table = BoardTable(f"landed board: {place}", _console())
+        table.add_all(rows)
+        table.finish()
         return
-    _print_board(place, rows, reversed_, untrusted)
-
-
-_BOARD_COLUMNS = (
-    "task",
-    "attempt",
-    "owner",
-    "claimed",
-    "done",
-    "verdict",
-    "rung",
-    "settled at",
-    "signed",
-    "chain",
-)
-
-
-def _done_cell(row: dict[str, Any]) -> Text:
-    """DONE only for a trusted row whose receipt is done (``Receipt.done``: settled, with a
-    verdict that proves the outcome); a row the chain does not prove is never DONE."""
-    done = row["done"] and row["chain"] != "untrusted"
-    return Text("DONE", style="green") if done else Text("NOT DONE", style="yellow")
-
-
-def _print_board(place: str, rows: list[dict[str, Any]], reversed_: int, untrusted: int) -> None:
-    table = Table(title=Text(f"landed board: {place}"), title_justify="left")
-    for column in _BOARD_COLUMNS:
-        justify: Literal["left", "right"] = "right" if column == "attempt" else "left"
-        table.add_column(column, overflow="fold", justify=justify)
-    for row in rows:
-        # Every cell is plain text: a task id or owner such as "[/]" is not rich markup.
-        table.add_row(
-            Text(_safe(row["task_id"])),
-            str(row["attempt"]),
-            Text(_safe(row["owner"] or "-")),
-            Text(_safe(row["claimed_status"])),
-            _done_cell(row),
-            Text(_safe(row["verdict"] or "-")),
-            Text(_safe(row["rung"] or "-")),
-            row["settled_at"] or "-",
-            str(row["signed_proofs"]),
-            Text("UNTRUSTED", style="bold red") if row["chain"] == "untrusted" else "ok",
-        )
-    # A pipe or file gets a wide table rather than rich's 80-column default.
-    console = ReportConsole(width=None if sys.stdout.isatty() else 160)
-    console.print(table)
-    done = sum(1 for row in rows if _done_cell(row).plain == "DONE")
-    console.print(
-        f"{len(rows)} task(s): {done} DONE, {len(rows) - done} NOT DONE; {reversed_} reversed",
-        highlight=False,
-    )
-    if untrusted:
-        console.print(
-            f"[red]{untrusted} row(s) UNTRUSTED[/red]: past a break in the hash chain or "
-            "foreign; run `landed ledger verify --trust RUNNER_HEAD_KEY.pub`",
-            highlight=False,
-        )
+    body = {
+        "ledger": place,
+        "count": len(rows),
+        "reversed": sum(1 for row in rows if row["verdict"] == "reversed"),
+        "untrusted": sum(1 for row in rows if row["chain"] == "untrusted"),
+        "tasks": rows,
+    }
+    emit(json.dumps(body).encode() + b"\n")
 
 
 async def _export(
@@ -308,25 +276,26 @@ async def _export(
     async with await open_ledger(url, create=False) as ledger:
         report = await chain_report(ledger, trust, foreign_after)
 
-        def write(sequence: int, receipt: Receipt) -> None:
+        def write(line: bytes, trusted: bool) -> None:
             nonlocal count, untrusted
-            line = canonical_json(receipt)
-            if not report.trusts(sequence):
+            if not trusted:
                 line, untrusted = marked(line), untrusted + 1
             out.write(line + b"\n")
             count += 1
 
         if latest:
             # The board in pages: memory does not grow with the number of tasks.
-            async with contextlib.aclosing(ledger.iter_board_rows()) as board:
-                async for sequence, receipt in board:
-                    write(sequence, receipt)
+            async with contextlib.aclosing(ledger.iter_board_bodies()) as pages:
+                async for page in pages:
+                    for sequence, body in page:
+                        trusted = report.trusts(sequence)
+                        write(export_line(sequence, body, trusted), trusted)
         else:
             # Closed at once if writing fails (a closed pipe): PostgreSQL's export holds a
             # transaction and a server-side cursor until its generator is closed.
             async with contextlib.aclosing(ledger.iter_rows()) as rows:
                 async for sequence, receipt in rows:
-                    write(sequence, receipt)
+                    write(canonical_json(receipt), report.trusts(sequence))
         return ledger.url, count, untrusted
 
 

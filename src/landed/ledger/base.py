@@ -31,6 +31,7 @@ __all__ = [
     "LoopRow",
     "UntrustedRow",
     "canonical_json",
+    "checked_body",
     "stage_of",
 ]
 
@@ -165,21 +166,29 @@ def stage_of(receipt: Receipt) -> str:
     return lifecycle if lifecycle in ("confirmed", "reversed") else "settle"
 
 
+def checked_body(body: bytes | str, sequence: int | None, sha256: str | None) -> bytes:
+    """A stored body as bytes; one that does not match the sha256 stored beside it is a
+    LedgerError naming the row (a reader never shows such a row as settled)."""
+    raw = body.encode() if isinstance(body, str) else body
+    if sha256 is not None and hashlib.sha256(raw).hexdigest() != sha256:
+        # landed writes the hash of the exact body it stores; a mismatch means the row was
+        # written or changed by something else (a stale hash, an edited body).
+        row = f"row {sequence}" if sequence is not None else "a row"
+        raise LedgerError(
+            f"{row} of the ledger (landed_receipts.sequence) does not match its body_sha256: "
+            "its body was changed, or it was written by something other than landed, after it "
+            "settled; copy the ledger aside and inspect that row before trusting the ledger"
+        )
+    return raw
+
+
 def parse_body(
     body: bytes | str, sequence: int | None = None, sha256: str | None = None
 ) -> Receipt:
     """A stored receipt; a row that is not one, or whose body does not match the sha256 stored
     beside it, is a LedgerError naming the row (a reader never shows such a row as settled)."""
     row = f"row {sequence}" if sequence is not None else "a row"
-    raw = body.encode() if isinstance(body, str) else body
-    if sha256 is not None and hashlib.sha256(raw).hexdigest() != sha256:
-        # landed writes the hash of the exact body it stores; a mismatch means the row was
-        # written or changed by something else (a stale hash, an edited body).
-        raise LedgerError(
-            f"{row} of the ledger (landed_receipts.sequence) does not match its body_sha256: "
-            "its body was changed, or it was written by something other than landed, after it "
-            "settled; copy the ledger aside and inspect that row before trusting the ledger"
-        )
+    raw = checked_body(body, sequence, sha256)
     try:
         return Receipt.model_validate(orjson.loads(raw))
     except (orjson.JSONDecodeError, ValidationError) as exc:
@@ -246,6 +255,11 @@ class Ledger(Protocol):
         number of tasks."""
         ...
 
+    def iter_board_bodies(self) -> AsyncGenerator[list[tuple[int, bytes]], None]:
+        """iter_board_rows() a page at a time, each row (sequence, body) as stored, its body
+        already checked against its hash (checked_body), not yet parsed."""
+        ...
+
     async def board_where(
         self,
         *,
@@ -262,6 +276,10 @@ class Ledger(Protocol):
     async def chain_window(self, sequence: int) -> list[ChainRow]:
         """The receipts-chain rows (as iter_chain reads them) just before ``sequence``, of it,
         and just after it: what reads.links_hold checks a single row by."""
+        ...
+
+    async def chain_windows(self, sequences: Sequence[int]) -> dict[int, list[ChainRow]]:
+        """chain_window() of each sequence, read at once (one round trip on PostgreSQL)."""
         ...
 
     async def walk_chain(self) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +12,7 @@ from psycopg import sql
 from psycopg_pool import AsyncConnectionPool
 
 from landed.ledger.append import AppendPath
-from landed.ledger.base import Claim, LedgerError, LoopRow, parse_body
+from landed.ledger.base import Claim, LedgerError, LoopRow, checked_body, parse_body
 from landed.ledger.chain import ChainRow, HeadSigner, SignedHead
 from landed.ledger.events import LedgerEvent
 from landed.ledger.postgres import events as stored_events
@@ -166,17 +166,30 @@ class PostgresLedger(AppendPath):
             async for row in rows:
                 yield row
 
+    async def iter_board_bodies(self) -> AsyncGenerator[list[tuple[int, bytes]], None]:
+        async with contextlib.aclosing(self._pages(BOARD, "landed_board")) as pages:
+            async for page in pages:
+                yield [(int(seq), checked_body(body, int(seq), sha)) for seq, body, sha in page]
+
     async def _stream(self, query: sql.SQL, name: str) -> AsyncGenerator[tuple[int, Receipt], None]:
+        async with contextlib.aclosing(self._pages(query, name)) as pages:
+            async for page in pages:
+                for sequence, body, sha in page:
+                    yield int(sequence), parse_body(body, int(sequence), sha)
+
+    async def _pages(
+        self, query: sql.SQL, name: str
+    ) -> AsyncGenerator[list[tuple[Any, ...]], None]:
+        """``query``'s rows a page at a time, through a server-side cursor in one snapshot."""
         try:
             async with self._pool.connection() as conn:
                 await conn.set_autocommit(False)
                 try:
                     await conn.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)
                     async with conn.transaction(), conn.cursor(name=name) as cur:
-                        cur.itersize = _PAGE
                         await cur.execute(query.format(t=self._sql.table))
-                        async for sequence, body, sha in cur:
-                            yield int(sequence), parse_body(body, int(sequence), sha)
+                        while page := await cur.fetchmany(_PAGE):
+                            yield page
                 finally:
                     await conn.set_isolation_level(None)
                     await conn.set_autocommit(True)
@@ -208,6 +221,20 @@ class PostgresLedger(AppendPath):
                 return await cur.fetchall()
         except psycopg.Error as exc:
             raise self._failed(exc) from exc
+
+    async def chain_windows(self, sequences: Sequence[int]) -> dict[int, list[ChainRow]]:
+        windows: dict[int, list[ChainRow]] = {seq: [] for seq in sequences}
+        if not windows:
+            return windows
+        try:
+            async with self._pool.connection() as conn:
+                await require_chain(conn, self._schema)
+                cur = await conn.execute(self._sql.windows, (list(windows),))
+                for seq, *row in await cur.fetchall():
+                    windows[int(seq)].append(tuple(row))
+        except psycopg.Error as exc:
+            raise self._failed(exc) from exc
+        return windows
 
     async def walk_chain(self) -> None:
         await self._guard.walk_to_end(self)

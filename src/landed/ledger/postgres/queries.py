@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from psycopg import sql
 
 from landed.ledger.base import LedgerError
+from landed.ledger.postgres.pages import PAGE_SQL
 
 __all__ = ["BOARD", "Queries"]
 
@@ -60,6 +61,19 @@ class Queries:
             " WHERE {s}.landed_loop_of(body) = %s AND settled_at > %s AND sequence > %s"
             " AND stage = 'settle' ORDER BY sequence LIMIT %s"
         ).format(t=self.table, s=self.schema)
+
+    @property
+    def windows(self) -> sql.Composed:
+        """chain_windows' query: for each sequence of the array, the receipts-chain rows before
+        it, of it and after it (as chain_window reads them), each tagged with the sequence."""
+        return sql.SQL(
+            "SELECT s.seq, w.* FROM unnest(%s::bigint[]) AS s(seq),"
+            " LATERAL (SELECT max(sequence) AS before FROM {t} WHERE sequence < s.seq) AS b,"
+            " LATERAL (" + PAGE_SQL["receipts"] + " FROM {t}"
+            " WHERE sequence >= coalesce(b.before, s.seq) ORDER BY sequence"
+            " LIMIT CASE WHEN b.before IS NULL THEN 2 ELSE 3 END) AS w"
+            " ORDER BY 1, 2"
+        ).format(t=self.table)
 
     def where(
         self, owner: str | None, loop: str | None, since: datetime | None

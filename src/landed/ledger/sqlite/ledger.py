@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +13,14 @@ from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
 from landed.ledger.append import AppendPath
-from landed.ledger.base import Claim, LedgerError, LedgerNotFound, LoopRow, parse_body
+from landed.ledger.base import (
+    Claim,
+    LedgerError,
+    LedgerNotFound,
+    LoopRow,
+    checked_body,
+    parse_body,
+)
 from landed.ledger.chain import MAX_HEADS, ChainRow, HeadSigner, SignedHead
 from landed.ledger.events import LedgerEvent
 from landed.ledger.reads import MAX_LOOP_ROWS, loop_rows, since_text
@@ -138,6 +145,13 @@ class SqliteLedger(AppendPath):
         after, count = (int(before) - 1, 3) if before is not None else (sequence - 1, 2)
         return cast(list[ChainRow], conn.execute(PAGE_SQL["receipts"], (after, count)).fetchall())
 
+    def _board_page_sync(self, after: str) -> tuple[list[tuple[int, bytes]], str | None]:
+        """A page of the board from task_id ``after`` on, each body checked against its hash,
+        and the task_id the next page starts after (None after the last page)."""
+        rows = self._db().execute(BOARD_PAGE, (after, PAGE)).fetchall()
+        page = [(int(seq), checked_body(body, int(seq), sha)) for seq, body, sha, _ in rows]
+        return page, str(rows[-1][3]) if len(rows) == PAGE else None
+
     def _close_sync(self) -> None:
         if self._conn is not None:
             self._conn.close()
@@ -231,14 +245,27 @@ class SqliteLedger(AppendPath):
         return await self._select(BOARD)
 
     async def iter_board_rows(self) -> AsyncGenerator[tuple[int, Receipt], None]:
-        after = ""
-        while True:
-            page = await self._run(self._rows_sync, BOARD_PAGE, (after, PAGE))
-            for sequence, body, sha, _ in page:
-                yield int(sequence), parse_body(body, int(sequence), sha)
-            if len(page) < PAGE:
-                return
-            after = str(page[-1][3])
+        async with contextlib.aclosing(self.iter_board_bodies()) as pages:
+            async for page in pages:
+                for sequence, body in page:
+                    yield sequence, parse_body(body, sequence)
+
+    async def iter_board_bodies(self) -> AsyncGenerator[list[tuple[int, bytes]], None]:
+        # The next page is read (and its bodies hashed) on the ledger thread while the caller
+        # takes this one: SQLite and hashlib let go of the GIL as they work.
+        loop = asyncio.get_running_loop()
+        pending: asyncio.Task[tuple[list[tuple[int, bytes]], str | None]] | None
+        pending = loop.create_task(self._run(self._board_page_sync, ""))
+        try:
+            while pending is not None:
+                page, after = await pending
+                pending = None
+                if after is not None:
+                    pending = loop.create_task(self._run(self._board_page_sync, after))
+                yield page
+        finally:
+            if pending is not None:
+                await asyncio.gather(pending, return_exceptions=True)
 
     async def board_where(
         self,
@@ -253,6 +280,11 @@ class SqliteLedger(AppendPath):
     async def chain_window(self, sequence: int) -> list[ChainRow]:
         await self._run(self._require_chain_sync)
         return await self._run(self._window_sync, sequence)
+
+    async def chain_windows(self, sequences: Sequence[int]) -> dict[int, list[ChainRow]]:
+        await self._run(self._require_chain_sync)
+        # One hop to the ledger thread for all of them: the windows are read in a row.
+        return await self._run(lambda: {seq: self._window_sync(seq) for seq in sequences})
 
     async def walk_chain(self) -> None:
         await self._guard.walk_to_end(self)
