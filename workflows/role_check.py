@@ -1,10 +1,13 @@
 """LandedPreflight: asks the running actor and verifier, before a task starts, whether they
-can run and check it (``landed.task.checkable``). Nothing is acted, read or settled here."""
+can run and check it (``landed.task.checkable``), on their role check queues, where no running
+act or read holds an answer back. Nothing is acted, read or settled here."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -18,9 +21,13 @@ with workflow.unsafe.imports_passed_through():
         PreflightInput,
         PreflightOutput,
         RoleQueues,
+        check_queue,
         silent_role,
     )
     from landed.task.steps import ActorAnswers, RunnerAnswers, VerifierAnswers
+
+from temporalio.exceptions import TimeoutError as ActivityTimeout
+from temporalio.exceptions import TimeoutType
 
 from landed.workflows.errors import cause
 
@@ -28,6 +35,33 @@ __all__ = ["LandedPreflight"]
 
 # Asking is side-effect free: a lost answer is asked again, inside the caller's short wait.
 _ASK_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3)
+#: How long an ask waits on a role's check queue to be picked up before it is asked on the
+#: role's task queue instead: a role of an earlier release polls no check queue (the roles
+#: need not be upgraded together). An idle check queue hands an ask over at once.
+_PICKUP = timedelta(seconds=5)
+
+
+async def _ask(step: Callable[[Any, Any], Any], arg: Any, queue: str, wait: timedelta) -> Any:
+    """The role's answer from its check queue, else (nobody picked it up) from its task queue,
+    within ``wait`` in all."""
+    started = workflow.now()
+    try:
+        return await workflow.execute_activity_method(
+            step,
+            arg,
+            task_queue=check_queue(queue),
+            schedule_to_close_timeout=wait,
+            schedule_to_start_timeout=min(_PICKUP, wait / 2),
+            retry_policy=_ASK_RETRY,
+        )
+    except ActivityError as exc:
+        late = exc.cause
+        if not (isinstance(late, ActivityTimeout) and late.type == TimeoutType.SCHEDULE_TO_START):
+            raise
+    left = max(wait - (workflow.now() - started), timedelta(seconds=1))
+    return await workflow.execute_activity_method(
+        step, arg, task_queue=queue, schedule_to_close_timeout=left, retry_policy=_ASK_RETRY
+    )
 
 
 @workflow.defn(name=PREFLIGHT_WORKFLOW)
@@ -42,20 +76,8 @@ class LandedPreflight:
         )
         wait = timedelta(seconds=inp.timeout_s)
         asked = await asyncio.gather(
-            workflow.execute_activity_method(
-                ActorAnswers.act_known,
-                ActKnownInput(act=inp.act),
-                task_queue=queues.actor,
-                schedule_to_close_timeout=wait,
-                retry_policy=_ASK_RETRY,
-            ),
-            workflow.execute_activity_method(
-                VerifierAnswers.check_config,
-                inp.config,
-                task_queue=queues.verifier,
-                schedule_to_close_timeout=wait,
-                retry_policy=_ASK_RETRY,
-            ),
+            _ask(ActorAnswers.act_known, ActKnownInput(act=inp.act), queues.actor, wait),
+            _ask(VerifierAnswers.check_config, inp.config, queues.verifier, wait),
             return_exceptions=True,
         )
         out = PreflightOutput(queues=queues)

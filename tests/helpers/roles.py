@@ -68,6 +68,7 @@ async def run_roles(
     max_cached_workflows: int = 0,
     identities: Mapping[str, str] | None = None,
     runner: Mapping[str, Any] | None = None,
+    actor: Mapping[str, Any] | None = None,
     runner_interceptors: Sequence[Interceptor] = (),
     metrics: bool = False,
     versioning: Mapping[str, str] | None = None,
@@ -75,7 +76,8 @@ async def run_roles(
     check_roles: bool = True,
 ) -> AsyncIterator[Roles]:
     """``identities`` overrides role identities (e.g. an actor sharing the verifier's);
-    ``runner`` adds runner settings (the operator's, e.g. task_may_skip_pre_read);
+    ``runner`` adds runner settings (the operator's, e.g. task_may_skip_pre_read); ``actor``,
+    actor settings (e.g. few max_concurrent_activities);
     ``metrics``: each role serves its SDK metrics and landed_worker_up on a port of its own.
     ``versioning`` (role -> deployment name, plus "build_id"): versioned workers, each made
     current as `landed worker` does when its deployment has none. Without it the roles run
@@ -99,6 +101,7 @@ async def run_roles(
             identity=identities["actor"],
             acts=list(acts),
             credentials=dict(credentials or {}),
+            **dict(actor or {}),
         ),
         "verifier": VerifierSettings(
             task_queue=queues["verifier"],

@@ -23,6 +23,7 @@ from temporalio.worker import Replayer
 
 import landed
 from landed.receipts.model import Receipt
+from landed.task.checkable import check_queue
 from landed.task.names import ACT_ACTIVITY, VERIFY_ACTIVITY
 from landed.temporal.plugin import landed_plugin
 from landed.temporal.role_check import RoleCheck
@@ -138,7 +139,8 @@ async def test_like_tasks_started_together_ask_the_roles_once(stack: Stack) -> N
     """The check costs one workflow per act and probe shape while its answer is kept, not one
     per task: three like tasks started at once share one ask."""
     queue = stack.roles.queues["runner"]
-    query = f'WorkflowType = "LandedPreflight" AND TaskQueue = "{queue}"'
+    # The preflight runs on the runner's role check queue, apart from its tasks.
+    query = f'WorkflowType = "LandedPreflight" AND TaskQueue = "{check_queue(queue)}"'
 
     async def asked() -> int:
         return (await stack.roles.temporal.count_workflows(query)).count

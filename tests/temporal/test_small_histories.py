@@ -20,6 +20,7 @@ from temporalio.service import RPCError
 from temporalio.worker import Replayer
 
 from landed.loops.spec import LoopSpec, schedule_id
+from landed.task.checkable import check_queue
 from landed.temporal.fleet import flip
 from landed.temporal.loops import delete_loop
 from landed.temporal.plugin import landed_plugin, strict_workflow_runner
@@ -64,9 +65,11 @@ async def _closed(temporal: Client, workflow_type: str) -> bool:
 
 
 async def _histories(temporal: Client, queue: str) -> dict[str, WorkflowHistory]:
-    """One history of each workflow type that ran on ``queue`` (the first seen)."""
+    """One history of each workflow type that ran on ``queue`` or its role check queue (the
+    first seen)."""
     found: dict[str, WorkflowHistory] = {}
-    async for wf in temporal.list_workflows(f'TaskQueue = "{queue}"'):
+    where = f'TaskQueue = "{queue}" OR TaskQueue = "{check_queue(queue)}"'
+    async for wf in temporal.list_workflows(where):
         if wf.workflow_type not in found:
             handle = temporal.get_workflow_handle(wf.id, run_id=wf.run_id)
             found[wf.workflow_type] = await handle.fetch_history()

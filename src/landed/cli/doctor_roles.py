@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from landed.cli.doctor_check import Check, bounded, first_line
 from landed.cli.doctor_clock import Offset, offset_between
-from landed.task.checkable import PREFLIGHT_WORKFLOW, ConfigInput, PreflightInput, PreflightOutput
+from landed.task.checkable import (
+    PREFLIGHT_WORKFLOW,
+    ConfigInput,
+    PreflightInput,
+    PreflightOutput,
+    check_queue,
+)
 
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowHandle
@@ -110,7 +116,8 @@ async def acts_check(
                 PREFLIGHT_WORKFLOW,
                 PreflightInput(act="", config=ConfigInput(), timeout_s=wait),
                 id=f"landed-doctor-{uuid.uuid4().hex}",
-                task_queue=runner_queue,
+                # Where clients ask: a runner busy with tasks answers there at once.
+                task_queue=check_queue(runner_queue),
                 execution_timeout=timedelta(seconds=wait * 2 + 2),
                 result_type=PreflightOutput,
             ),

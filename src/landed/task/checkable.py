@@ -25,7 +25,7 @@ __all__ = ["ACT_KNOWN_ACTIVITY", "CHECK_CONFIG_ACTIVITY", "PREFLIGHT_WORKFLOW", 
 __all__ += ["ROLE_QUEUES_ACTIVITY", "ActKnownInput", "ActKnownOutput", "ConfigInput"]
 __all__ += ["ConfigOutput", "PreflightInput", "PreflightOutput", "RoleQueues", "act_problem"]
 __all__ += ["blocked_report", "config_problems", "refusal_text", "to_check", "with_fix_first"]
-__all__ += ["CLEAR_BY", "FINDING_RULE", "cache_key", "refused_step", "silent_role"]
+__all__ += ["CLEAR_BY", "FINDING_RULE", "cache_key", "check_queue", "refused_step", "silent_role"]
 
 PREFLIGHT_WORKFLOW = "LandedPreflight"
 ROLE_QUEUES_ACTIVITY = "landed.role_queues"
@@ -37,6 +37,13 @@ UNKNOWN_ACT = "UnknownAct"
 FINDING_RULE = "DOD-9"
 CLEAR_BY = "the operator of the roles: configure the verifier's source or register the act"
 _NO_CHECK = "submit with the check off (--no-role-check, Client(check_roles=False)) to start it"
+
+
+def check_queue(queue: str) -> str:
+    """Where the role polling ``queue`` answers the role check: a queue of its own, served by a
+    worker with its own slots in the same process, so that running acts, reads or tasks that
+    fill the role's slots never hold an answer back."""
+    return f"{queue}-check"
 
 
 class RoleQueues(BaseModel):

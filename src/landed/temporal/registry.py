@@ -43,10 +43,12 @@ __all__ = ["RoleWork", "actor", "actor_acts", "fleet", "runner", "verifier"]
 
 @dataclass(frozen=True)
 class RoleWork:
-    """The workflows and activities one role's worker registers."""
+    """The workflows and activities one role's worker registers; ``checks``, those its role
+    check worker registers (``landed.task.checkable.check_queue``)."""
 
     workflows: Sequence[type] = ()
     activities: Sequence[Callable[..., Any]] = ()
+    checks: RoleWork | None = None
 
 
 def actor_acts(modules: Iterable[str]) -> dict[str, ActFn]:
@@ -69,7 +71,9 @@ def actor(
     from landed.activities.role_check import ActorCheck
 
     answers: ActorAnswers = ActorCheck(acts, identity)
-    return RoleWork(activities=[act.act, answers.act_known])
+    # On the task queue too: a runner of an earlier release asks there.
+    checks = RoleWork(activities=[answers.act_known])
+    return RoleWork(activities=[act.act, answers.act_known], checks=checks)
 
 
 def verifier(registry: SourceRegistry, identity: str, key: KeyPair) -> RoleWork:
@@ -84,7 +88,8 @@ def verifier(registry: SourceRegistry, identity: str, key: KeyPair) -> RoleWork:
     from landed.activities.config_check import VerifierCheck
 
     answers: VerifierAnswers = VerifierCheck(registry, identity)
-    return RoleWork(activities=[verify.verify, consent.consent, answers.check_config])
+    checks = RoleWork(activities=[answers.check_config])
+    return RoleWork([], [verify.verify, consent.consent, answers.check_config], checks)
 
 
 def runner(ledger: Ledger, routing: Routing, contracts: ClaimContracts | None = None) -> RoleWork:
@@ -128,7 +133,9 @@ def runner(ledger: Ledger, routing: Routing, contracts: ClaimContracts | None = 
         ],
     )
     answers: RunnerAnswers = RunnerCheck(routing)
-    work = RoleWork(work.workflows, [*work.activities, answers.queues])
+    # On the task queue too: a client of an earlier release starts its preflight there.
+    checks = RoleWork(workflows=[LandedPreflight], activities=[answers.queues])
+    work = RoleWork(work.workflows, [*work.activities, answers.queues], checks)
     return _with_loops(work, ledger)
 
 
@@ -148,6 +155,7 @@ def _with_loops(work: RoleWork, ledger: Ledger) -> RoleWork:
             loops.record_trip,
             loops.last_trip,
         ],
+        checks=work.checks,
     )
 
 

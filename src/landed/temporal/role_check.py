@@ -1,6 +1,8 @@
 """Before a task starts, ask the running roles whether they can run and check it: no act
 without a check that can run. The rule is ``landed.task.checkable``; the asking is the
-runner's LandedPreflight workflow, which asks the actor and the verifier on their queues."""
+runner's LandedPreflight workflow, which asks the actor and the verifier. Each role answers on its
+role check queue (``landed.task.checkable.check_queue``), served by a worker of its own slots, so
+a role busy with tasks still answers at once."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from landed.task.checkable import (
     PreflightInput,
     PreflightOutput,
     cache_key,
+    check_queue,
     refusal_text,
     silent_role,
     to_check,
@@ -34,8 +37,7 @@ ROLE_WAIT_S = 30.0
 #: between is still caught inside the workflow, before any act).
 _KEEP_S = 10.0
 #: Past this much of its life a positive answer is asked again in the background while it is
-#: still used: under steady load the starts then never wait for the ask, which queues on the
-#: runner's task queue behind every running task's workflow tasks.
+#: still used: under steady load the starts then never wait for the ask.
 _REFRESH_AFTER_S = _KEEP_S / 2
 
 
@@ -107,7 +109,7 @@ class RoleCheck:
                 PREFLIGHT_WORKFLOW,
                 inp,
                 id=f"landed-preflight-{uuid.uuid4().hex}",
-                task_queue=self._queue,
+                task_queue=check_queue(self._queue),
                 result_type=PreflightOutput,
                 execution_timeout=timedelta(seconds=self._wait_s * 2 + 2),
             )

@@ -15,6 +15,7 @@ from landed.ledger.chain import (
     DEFAULT_HEAD_EVERY,
     DEFAULT_HEAD_INTERVAL_S,
 )
+from landed.task.checkable import check_queue
 from landed.temporal.connection import worker_identity
 
 __all__ = [
@@ -153,9 +154,10 @@ class ActorSettings(RoleSettings):
             ("verifier", self.verifier_task_queue),
             ("runner", self.runner_task_queue),
         ):
-            if self.task_queue == queue:
+            if _shared_queue(self.task_queue, queue):
                 raise SeparationError(
-                    f"the actor's task queue {self.task_queue!r} is the {other}'s; the actor "
+                    f"the actor's task queue {self.task_queue!r} is the {other}'s (or its role "
+                    f"check queue); the actor "
                     f"would receive the {other}'s tasks. Set LANDED_ACTOR_TASK_QUEUE to a queue "
                     f"of its own (default {DEFAULT_ACTOR_QUEUE})"
                 )
@@ -166,6 +168,11 @@ class ActorSettings(RoleSettings):
             "acts": list(self.acts),
             "credentials": sorted(self.credentials),
         }
+
+
+def _shared_queue(mine: str, theirs: str) -> bool:
+    """Whether two roles would poll one queue: each polls its queue and its role check's."""
+    return bool({mine, check_queue(mine)} & {theirs, check_queue(theirs)})
 
 
 class VerifierSettings(RoleSettings):
@@ -190,11 +197,11 @@ class VerifierSettings(RoleSettings):
         # unit file): LANDED_VERIFIER_ACTOR_* alone would leave them unchecked.
         actor_queues = {self.actor_task_queue, os.environ.get("LANDED_ACTOR_TASK_QUEUE")}
         actor_names = {self.actor_identity, os.environ.get("LANDED_ACTOR_IDENTITY")}
-        if self.task_queue in actor_queues:
+        if any(_shared_queue(self.task_queue, q) for q in actor_queues if q):
             raise SeparationError(
-                f"the verifier's task queue {self.task_queue!r} is the actor's; a verifier on the "
-                f"actor's queue would run acts or let the actor answer reads. Set "
-                "LANDED_VERIFIER_TASK_QUEUE to a queue of its own "
+                f"the verifier's task queue {self.task_queue!r} is the actor's (or its role check "
+                f"queue); a verifier on the actor's queue would run acts or let the actor answer "
+                "reads. Set LANDED_VERIFIER_TASK_QUEUE to a queue of its own "
                 f"(default {DEFAULT_VERIFIER_QUEUE})"
             )
         mine = identity.casefold()

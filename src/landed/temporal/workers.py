@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,7 @@ from temporalio.worker import Interceptor, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from landed.probes.sources import SourceRegistry, load_registry
+from landed.task.checkable import check_queue
 
 if TYPE_CHECKING:
     from landed.telemetry.health import ReadyCheck
@@ -43,12 +45,56 @@ from landed.temporal.versioning import (
     role_version,
 )
 
-__all__ = ["build_worker", "confine", "run_role"]
+__all__ = ["CHECK_SLOTS", "RoleWorkers", "build_worker", "confine", "run_role"]
+
+#: Slots of a role's check worker: an answer is a lookup, so a few serve many asks at once.
+CHECK_SLOTS = 20
 
 
-# What build_worker returns: the role's Worker, the facts it prints when ready, and an async
+class RoleWorkers:
+    """A role's Worker on its task queue and its check Worker on its role check queue, started
+    and shut down together: one process, one identity, one connection. The check Worker has
+    slots of its own, so a role whose task slots are all taken (long acts, long reads, many
+    tasks) still answers the role check at once."""
+
+    def __init__(self, work: Worker, check: Worker) -> None:
+        self.work, self.check = work, check
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> RoleWorkers:
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(self.work)
+            await stack.enter_async_context(self.check)
+            self._stack = stack.pop_all()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+
+# What build_worker returns: the role's Workers, the facts it prints when ready, and an async
 # cleanup (or None).
-Built = tuple[Worker, dict[str, Any], Callable[[], Awaitable[None]] | None]
+Built = tuple[RoleWorkers, dict[str, Any], Callable[[], Awaitable[None]] | None]
+
+
+def _check_worker(
+    client: Client, settings: RoleSettings, identity: str, work: roles.RoleWork, **more: Any
+) -> Worker:
+    """The role's check Worker: its answers to the role check, on ``check_queue``, under the
+    role's identity and deployment version (so the version that runs its tasks answers)."""
+    assert work.checks is not None  # every role's RoleWork names its answers
+    return Worker(
+        client,
+        task_queue=check_queue(settings.task_queue),
+        workflows=work.checks.workflows,
+        activities=work.checks.activities,
+        identity=identity,
+        deployment_config=deployment_config(settings),
+        max_concurrent_activities=CHECK_SLOTS,
+        max_concurrent_local_activities=CHECK_SLOTS,
+        max_concurrent_workflow_tasks=CHECK_SLOTS,
+        **more,
+    )
 
 
 async def build_worker(
@@ -95,7 +141,7 @@ def _actor_worker(
         max_concurrent_activities=settings.max_concurrent_activities,
         graceful_shutdown_timeout=timedelta(seconds=settings.graceful_shutdown_s),
     )
-    return worker, view, None
+    return RoleWorkers(worker, _check_worker(client, settings, identity, work)), view, None
 
 
 def _verifier_worker(
@@ -133,7 +179,8 @@ def _verifier_worker(
         deployment_config=deployment_config(settings),
         max_concurrent_activities=settings.max_concurrent_activities,
     )
-    return worker, view, registry.aclose
+    check = _check_worker(client, settings, identity, work)
+    return RoleWorkers(worker, check), view, registry.aclose
 
 
 async def _runner_worker(
@@ -184,6 +231,9 @@ async def _runner_worker(
         workflow_runner=sandbox,
         interceptors=list(interceptors),
     )
+    check = _check_worker(
+        client, settings, identity, work, workflow_runner=sandbox, interceptors=list(interceptors)
+    )
 
     # The chain walk the runner's reads vouch by, done once now in the background (a budget
     # at a time): the lookups and catch-ups that follow find it warm, whatever the ledger's
@@ -197,7 +247,7 @@ async def _runner_worker(
         if witness is not None:
             await witness.close()
 
-    return worker, view, close
+    return RoleWorkers(worker, check), view, close
 
 
 def _wire_readiness(metrics: WorkerMetrics, client: Client, checks: dict[str, ReadyCheck]) -> None:
