@@ -80,6 +80,8 @@ def _rounds(t: Tally) -> None:
     per_round = [{n: r[n] / r["baseline"] for n in names} for r in t.round_rates if r["baseline"]]
     if not per_round:
         return
+    for k, r in enumerate(t.round_rates):
+        print(f"  round {k + 1} tasks/s: " + ", ".join(f"{n} {r[n]:.1f}" for n in FLOWS))
     shown = ", ".join(f"{n} {statistics.median(r[n] for r in per_round):.2f}" for n in names)
     print(f"  median per-round ratio to act alone: {shown}")
     own = ", ".join(
