@@ -17,7 +17,9 @@ import pytest
 from helpers.roles import run_roles
 from helpers.sor import make_rows_db, rows_task
 from helpers.wait import until
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
 from landed.task.canary import CanaryInput
 from landed.temporal.deployments import promote, state
@@ -48,6 +50,17 @@ async def _known(temporal: Any, names: dict[str, str], build: str) -> bool:
 
 async def _on(temporal: Any, names: dict[str, str], build: str) -> bool:
     return all([(await state(temporal, r, names[r])).current == build for r in ROLES])
+
+
+async def _queue_routes(temporal: Any, queue: str, build: str) -> bool:
+    described = await temporal.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=temporal.namespace,
+            task_queue=TaskQueue(name=queue),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+        )
+    )
+    return bool(described.versioning_info.current_deployment_version.build_id == build)
 
 
 async def _cli_promote(build: str, names: dict[str, str], env: dict[str, str]) -> tuple[int, str]:
@@ -101,6 +114,12 @@ async def test_a_bad_build_fails_the_gate_and_a_good_one_passes(
             await until(
                 "every role back on v1",
                 lambda: _on(v1.temporal, names, "v1"),
+            )
+            # The deployment says v1 before the verifier's queue itself routes there; until
+            # it does, the canary's reads may still reach v2's verifier (and fail there).
+            await until(
+                "the verifier's queue routing to v1",
+                lambda: _queue_routes(v1.temporal, v1.queues["verifier"], "v1"),
             )
             # The old verifier verifying the new runner's canary is no proof of the new build.
             quick = gate.model_copy(update={"wait_for_verifier_s": 1.0})
