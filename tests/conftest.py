@@ -181,7 +181,8 @@ async def _register_search_attributes(env: WorkflowEnvironment) -> None:
 
 # `make test-fast` leaves these out: they start Temporal's dev server, the role processes or a
 # fresh virtual environment. Other tests that take more than about a third of a second (the
-# installed `landed` command, a lock timeout, long property runs) carry @pytest.mark.slow.
+# installed `landed` command, `landed dev` or `landed demo`, the docs build, a lock timeout,
+# long property runs) carry @pytest.mark.slow: `make test-fast` stays near 30 s on two cores.
 _SLOW_FIXTURES = frozenset({"temporal_dev", "temporal_time_skipping"})
 _SLOW_FOLDERS = frozenset({"temporal"})
 _SLOW_FILES = frozenset({"test_packaging.py"})

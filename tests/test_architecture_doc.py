@@ -75,6 +75,7 @@ def _imported(node: ast.AST) -> list[str]:
     return []
 
 
+@pytest.mark.slow
 def test_only_the_factory_imports_the_backends() -> None:
     said = "`factory` is the only module that imports a backend"
     assert said in DOC

@@ -116,6 +116,7 @@ def test_the_cli_reference_lists_every_command() -> None:
         assert f"`{command}`" in page
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
     site = tmp_path / "site"

@@ -93,6 +93,7 @@ async def test_sql_errors_never_quote_the_dsn(tmp_path: Path) -> None:
         assert "sql.execute" in str(err.value)
 
 
+@pytest.mark.slow
 async def test_a_cancelled_command_act_leaves_nothing_running(tmp_path: Path) -> None:
     """Cancelled (the workflow gave up, the actor drains past its grace): the command and what
     it started are killed before the act reports, so nothing can write after the read-back."""
@@ -137,6 +138,7 @@ async def test_a_cancelled_sync_act_reports_only_after_its_thread_is_done() -> N
         await failing
 
 
+@pytest.mark.slow
 def test_a_command_act_stops_when_its_actor_is_killed(tmp_path: Path) -> None:
     """The actor dies outright (SIGKILL, the OOM killer) mid-act: no cleanup runs in it, and the
     command must not run on and write after the workflow has read back (and perhaps acted
@@ -171,6 +173,7 @@ def test_a_command_act_stops_when_its_actor_is_killed(tmp_path: Path) -> None:
             proc.wait(timeout=10)
 
 
+@pytest.mark.slow
 async def test_a_command_act_stops_what_it_left_running_when_it_exits(tmp_path: Path) -> None:
     """The command exits at once and leaves a writer in the background: the act reports only
     with that writer gone, so nothing lands after the workflow reads back."""

@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_the_stream_reads_are_timed_at_both_sizes_side_by_side() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}
     env["LANDED_BENCH_TRIPWIRE_SIZES"] = "1500,3000"

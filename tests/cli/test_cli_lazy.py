@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import landed.cli
 from landed.cli import ALL_MODULES, COMMAND_MODULES, app
 
@@ -62,6 +64,7 @@ def test_check_starts_without_http_temporal_or_other_commands() -> None:
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_an_unknown_word_or_help_registers_every_command() -> None:
     run = [sys.executable, "-m", "landed", "--help"]
     out = subprocess.run(run, capture_output=True, text=True, check=False, timeout=60)

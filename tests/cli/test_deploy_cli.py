@@ -81,6 +81,7 @@ async def test_status_and_promote(temporal_dev: str, tmp_path: Path) -> None:
         assert {d["current"] for d in json.loads(out)["deployments"]} == {"c2"}
 
 
+@pytest.mark.slow
 async def test_a_ramp_outside_0_to_100_is_refused_before_connecting() -> None:
     code, out, err = await _landed(
         "deploy", "promote", "b1", "--ramp", "150", "--json", "--address", "127.0.0.1:1"
@@ -90,6 +91,7 @@ async def test_a_ramp_outside_0_to_100_is_refused_before_connecting() -> None:
     assert "0 to 100" in err
 
 
+@pytest.mark.slow
 async def test_an_unreachable_server_is_exit_4_not_an_empty_status() -> None:
     address = f"127.0.0.1:{free_port()}"  # nothing listens there
     code, out, err = await _landed("deploy", "status", "--json", "--address", address)

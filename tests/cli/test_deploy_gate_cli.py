@@ -30,6 +30,7 @@ def _promote(*args: str) -> subprocess.CompletedProcess[str]:
         (["--gate", "--gate-input", "{bad}"], "table"),
     ],
 )
+@pytest.mark.slow
 def test_a_gate_without_what_it_needs_is_a_usage_error(
     args: list[str], says: str, tmp_path: Path
 ) -> None:

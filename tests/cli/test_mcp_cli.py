@@ -7,6 +7,8 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 
 def _closed_port() -> int:
     with socket.socket() as sock:
@@ -14,6 +16,7 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_landed_mcp_without_temporal_exits_1_naming_the_fix() -> None:
     address = f"127.0.0.1:{_closed_port()}"
     run = [sys.executable, "-m", "landed", "mcp", "--address", address]
@@ -24,6 +27,7 @@ def test_landed_mcp_without_temporal_exits_1_naming_the_fix() -> None:
     assert "landed dev" in out.stderr
 
 
+@pytest.mark.slow
 def test_landed_mcp_over_http_refuses_an_address_beyond_loopback() -> None:
     run = [sys.executable, "-m", "landed", "mcp", "--transport", "streamable-http"]
     out = subprocess.run(

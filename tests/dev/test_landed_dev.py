@@ -25,6 +25,7 @@ from landed.dev.stack import DevStack
 pytestmark = pytest.mark.timeout(300)
 
 
+@pytest.mark.slow
 async def test_landed_dev_ignores_the_users_temporal_settings_and_holds_its_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -95,6 +96,7 @@ def test_a_port_another_process_serves_is_refused_with_the_servers_reason(
     assert server.proc is not None and server.proc.poll() is not None  # stopped, not left
 
 
+@pytest.mark.slow
 def test_a_port_picked_for_the_server_and_lost_is_picked_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -127,6 +129,7 @@ def test_the_dev_server_asks_nothing_of_the_internet() -> None:
     assert "--ui-disable-news-fetch" in argv
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_landed_dev_starts_stops_it_there(tmp_path: Path) -> None:
     """The actor is still importing its acts (a slow module) when Ctrl-C comes: `landed dev`
     stops at once with exit 0, not after the ready timeout, and leaves nothing running."""
@@ -221,6 +224,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"  # a zombie has stopped; only its exit status is left to collect
 
 
+@pytest.mark.slow
 def test_a_killed_landed_dev_leaves_no_process_behind(tmp_path: Path) -> None:
     """SIGKILL runs no cleanup in `landed dev`; its server and its three roles stop anyway (the
     kernel signals each when the process that started it dies), so none holds the SQLite file
@@ -274,6 +278,7 @@ def test_a_killed_landed_dev_leaves_no_process_behind(tmp_path: Path) -> None:
     assert left == [], f"still running after landed dev was killed: {left}"
 
 
+@pytest.mark.slow
 def test_landed_demo_gets_six_expected_verdicts(tmp_path: Path) -> None:
     """`landed demo` end to end: dev server, three role processes, six real workflows, the
     approval, loop and pause scenarios and the claim stream."""
@@ -326,6 +331,7 @@ def test_landed_demo_gets_six_expected_verdicts(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.slow
 def test_landed_demo_keep_leaves_the_web_ui_up_until_ctrl_c(tmp_path: Path) -> None:
     """--keep: the address the demo prints answers until Ctrl-C, which stops everything."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANDED_", "TEMPORAL_"))}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
 from helpers.exporter import samples, total
 from helpers.scorecard import settled
 from prometheus_client import CollectorRegistry, generate_latest
@@ -58,6 +59,7 @@ def test_past_the_default_cap_owners_and_loops_fold_into_one_other_series() -> N
     assert total(found, "landed_label_folds_total", label="loop") == (LOOPS - 100) * 10
 
 
+@pytest.mark.slow
 def test_a_cap_of_10000_names_every_owner_within_its_stated_size() -> None:
     text = _text(_board(OWNERS))
     assert len(text.encode()) < WIDE_CAP_BYTES, len(text)

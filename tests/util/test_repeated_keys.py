@@ -36,6 +36,7 @@ def _text(tree: Any, space: str) -> str:
     return json.dumps(tree)
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(TREES, st.sampled_from(["", " ", "\n "]))
 def test_no_repeat_is_only_said_of_text_without_one(tree: Any, space: str) -> None:
