@@ -138,6 +138,10 @@ async def test_a_cancelled_sync_act_reports_only_after_its_thread_is_done() -> N
         await failing
 
 
+def _pid_in(path: Path) -> bool:
+    return path.exists() and path.read_text().strip().isdigit()
+
+
 @pytest.mark.slow
 def test_a_command_act_stops_when_its_actor_is_killed(tmp_path: Path) -> None:
     """The actor dies outright (SIGKILL, the OOM killer) mid-act: no cleanup runs in it, and the
@@ -159,7 +163,8 @@ def test_a_command_act_stops_when_its_actor_is_killed(tmp_path: Path) -> None:
     )
     proc = subprocess.Popen([sys.executable, "-c", actor])
     try:
-        until_sync("the command started", pid_file.exists, timeout=30, every=0.02)
+        # The file exists from its open on; its pid is there once the write is done.
+        until_sync("the command started", lambda: _pid_in(pid_file), timeout=30, every=0.02)
         proc.kill()
         proc.wait(timeout=10)
         time.sleep(2.5)
