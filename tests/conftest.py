@@ -188,6 +188,12 @@ _SLOW_FOLDERS = frozenset({"temporal"})
 _SLOW_FILES = frozenset({"test_packaging.py"})
 
 
+# A slow test that fails runs once more (pytest-rerunfailures; the summary counts each rerun):
+# these start real servers and processes on a shared 2-core machine, where a wait on one of
+# them can lose to load. A test that fails twice fails the run. Fast tests are never rerun.
+_SLOW_RERUNS = 1
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         path = item.path
@@ -197,3 +203,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or path.name in _SLOW_FILES
         ):
             item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("slow") and not item.get_closest_marker("flaky"):
+            item.add_marker(pytest.mark.flaky(reruns=_SLOW_RERUNS, reruns_delay=1))
