@@ -101,7 +101,7 @@ async def test_a_cancelled_command_act_leaves_nothing_running(tmp_path: Path) ->
     script = f"touch {started}; sleep 1.5 && touch {marker} & sleep 1.5 && touch {marker}; wait"
     task = asyncio.create_task(command({"argv": ["sh", "-c", script]}, _ctx()))
     # Cancel once the command runs, however slow the machine is.
-    await until("the command started", started.exists, timeout=4, every=0.02)
+    await until("the command started", started.exists, timeout=30, every=0.02)
     await asyncio.sleep(0.1)  # its two writers are forked by now
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
