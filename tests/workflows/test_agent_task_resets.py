@@ -112,7 +112,7 @@ async def test_a_reset_that_schedules_the_act_again_does_not_act_twice(
     """An operator resets a task to its last workflow task while the act runs: the new run
     schedules the act again, and its claim finds the old run's, so it does not act."""
     gate = tmp_path / "go"
-    wid = f"reset-mid-{pre_read}"
+    wid = f"reset-mid-{pre_read}-{uuid.uuid4().hex[:6]}"
     async with agent_roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
         await held_in_act(roles, db, gate, wid, wid, pre_read=pre_read)
         await until("the actor starting the act", lambda: act_runs(db, wid), timeout=10)
@@ -227,7 +227,8 @@ async def test_a_reset_keeping_the_claim_but_not_the_act_claims_again(
     (made for the old run), so it claims again as itself, finds the old run's claim, and does
     not act."""
     gate = tmp_path / "go"
-    wid = f"reset-split-{pre_read}"
+    # Its own id each run: a rerun on the same server must not meet the first try's task.
+    wid = f"reset-split-{pre_read}-{uuid.uuid4().hex[:6]}"
     async with agent_roles(
         temporal_dev,
         tmp_path,
@@ -278,7 +279,7 @@ async def test_a_reset_keeping_a_second_attempts_claim_but_not_its_act_claims_ag
     found nothing, the act runs again): the reset run held the old run's answers for both
     attempts, acts on the first's as the old run did, and claims the second again."""
     gate = tmp_path / "go"
-    wid = "reset-split-second"
+    wid = f"reset-split-second-{uuid.uuid4().hex[:6]}"
     task = rows_task(
         wid,
         db,
