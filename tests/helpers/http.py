@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -55,7 +56,9 @@ class LocalHTTP:
                 if isinstance(body, bytes):
                     self.send_header("Content-Length", str(len(body)))
                     self.end_headers()
-                    self.wfile.write(body)
+                    # A client that hung up (a probe past its timeout) reads nothing.
+                    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                        self.wfile.write(body)
                     return
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()

@@ -115,7 +115,7 @@ async def test_a_reset_that_schedules_the_act_again_does_not_act_twice(
     wid = f"reset-mid-{pre_read}-{uuid.uuid4().hex[:6]}"
     async with agent_roles(temporal_dev, tmp_path, db, site, task_may_skip_pre_read=True) as roles:
         await held_in_act(roles, db, gate, wid, wid, pre_read=pre_read)
-        await until("the actor starting the act", lambda: act_runs(db, wid), timeout=10)
+        await until("the actor starting the act", lambda: act_runs(db, wid), timeout=30)
         reset_run = await _reset_to_last_workflow_task(roles, wid)
         gate.touch()  # the old run's act finishes its write
         receipt = await _result_of_run(roles, wid, reset_run)
@@ -238,7 +238,7 @@ async def test_a_reset_keeping_the_claim_but_not_the_act_claims_again(
         task_may_skip_pre_read=True,
     ) as roles:
         await held_in_act(roles, db, gate, wid, wid, pre_read=pre_read)
-        await until("the actor starting the act", lambda: act_runs(db, wid), timeout=10)
+        await until("the actor starting the act", lambda: act_runs(db, wid), timeout=30)
         history = await roles.temporal.get_workflow_handle(wid).fetch_history()
         kinds = [e.event_type for e in history.events]
         act = len(kinds) - 1 - kinds[::-1].index(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
@@ -300,7 +300,7 @@ async def test_a_reset_keeping_a_second_attempts_claim_but_not_its_act_claims_ag
         task_may_skip_pre_read=True,
     ) as roles:
         await roles.client.start(task)
-        await until("the act's second attempt", lambda: len(act_runs(db, wid)) == 2, timeout=20)
+        await until("the act's second attempt", lambda: len(act_runs(db, wid)) == 2, timeout=45)
         assert act_runs(db, wid) == [(1, wid), (2, wid)]  # the second attempt waits at the gate
         reset_run = await _reset_to_last_workflow_task(roles, wid)
         gate.touch()
