@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.names import APPROVAL_REQUIRED, CLAIM_OF_ANOTHER_RUN
     from landed.task.spec import TaskSpec
 
-from landed.workflows.claims import claim, claim_holds
+from landed.workflows.claims import claim
 from landed.workflows.errors import LOCAL_GAVE_UP, beat_identity, cause, is_type, refused_for
 from landed.workflows.harness import Dispatch
 from landed.workflows.reads import Reader
@@ -241,21 +241,13 @@ class Attempts:
         when it must not: another run of this task id got as far and never settled (its act
         may have run, and Temporal, having forgotten that run, cannot say), or settled it.
 
-        The plan claimed the first attempt when nothing ran between them (one workflow task);
-        otherwise a claim step runs now, in the workflow task that schedules the act, so a
-        reset that schedules the act again claims again.
+        The plan claimed the first attempt when nothing ran between them (one workflow task:
+        histories from before the fleet gate); otherwise a claim step runs now, in the workflow
+        task that schedules the act. An answer held from the run this one was reset from
+        (``landed.workflows.claims``) goes to the act as it is: the actor refuses it.
         """
         planned = routing.claim if attempt == 1 else None
-        self._act.claimed_for = None
-        if planned is not None and claim_holds(planned, attempt):
-            self._act.claimed_for = planned.claimed_for
-            return self.judge_claim(planned)
-        out = await claim(spec, self._digest, attempt, left)
-        if planned is None and not claim_holds(out, attempt):
-            # The answer was recorded by the run this one was reset from (a reset keeps the
-            # history up to the workflow task it restarts, and the claim's marker can sit in an
-            # earlier one than the act's): it claims nothing for this run, so claim again.
-            out = await claim(spec, self._digest, attempt, left)
+        out = planned if planned is not None else await claim(spec, self._digest, attempt, left)
         self._act.claimed_for = out.claimed_for
         return self.judge_claim(out)
 

@@ -25,7 +25,6 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.frames import pre_read_count
     from landed.task.messages import (
         ActReport,
-        ClaimOutput,
         PlanInput,
         Progress,
         ReceiptQuery,
@@ -43,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.steps import RunnerSteps
 
 from landed.workflows.acting import Attempts
-from landed.workflows.claims import SETTLE_RETRY, claim_holds, ledger_policy
+from landed.workflows.claims import SETTLE_RETRY, ledger_policy
 from landed.workflows.durable import Durable
 from landed.workflows.frames import FrameReader
 from landed.workflows.gates import Gates
@@ -376,10 +375,6 @@ class AgentTask:
             if routing.settled is not None:
                 return self._finish(routing.settled, spec, owner_set)
         found = routing.claim or routing.other_claim
-        if found is not None and not claim_holds(found, 1):
-            # The plan's claim was recorded for the run this one was reset from: that run was
-            # about to act, and this one cannot tell whether it did.
-            found = ClaimOutput(other_run=found.claimed_for)
         if run.attempt == 0 and found is not None and act.lost_run is None:
             # The plan already learned of another run that may have acted: say so, as a run
             # that went on to its act would have.

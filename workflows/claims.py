@@ -1,4 +1,12 @@
-"""The ledger steps' budgets, and whether a claim answer a run holds counts for it."""
+"""The ledger steps' budgets, and the claim step that records a run is about to act.
+
+A claim answer a run holds always counts for it: the data in history decides, never the run
+id (a replay may not see the run's own id) nor a patch marker. A run reset from another whose
+history kept the old run's claim but not its act schedules the act under that claim; the actor
+runs an act only for the run its claim names (``ActInput.claimed_for``), so it refuses it before
+anything runs, and the task reads back and settles as one whose other run may have acted
+(``landed.workflows.acting``). The refusal is an event in history, so replay follows it.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from landed.task.spec import TaskSpec
     from landed.task.steps import RunnerSteps
 
-from landed.workflows.versions import CLAIM_AGAIN_AFTER_RESET, claim_again_patch
-
-__all__ = ["CLAIM_AGAIN_AFTER_RESET", "claim", "claim_holds", "ledger_policy"]
+__all__ = ["SETTLE_RETRY", "claim", "ledger_policy"]
 
 _LOCAL = timedelta(seconds=30)
 # Reading the routing and the ledger: a task id reused for other work cannot succeed later.
@@ -71,37 +77,3 @@ async def claim(spec: TaskSpec, digest: str, attempt: int, left: timedelta) -> C
         retry_policy=retry,
     )
     return out
-
-
-def claim_holds(out: ClaimOutput, attempt: int) -> bool:
-    """The first claim answer a run holds for act attempt ``attempt`` counts for this run:
-    recorded for it (or by a runner that did not say for whom), or recorded for the run this
-    one was reset from, in a part of the history that went on to act on it.
-
-    A reset keeps the history up to the workflow task it restarts. Where that history acts on
-    the old run's claim, replay must do as the old run did; where this run schedules the act
-    itself (the claim's marker sat in an earlier workflow task than the act), it must claim
-    again as itself (and that second answer is its own: callers do not ask again). A patch
-    marker per attempt records which: patched() is False only while replaying a workflow task
-    that did not record it (one of the old run's).
-
-    The run id is compared only when the decision is made for the first time; replayed, the
-    recorded marker alone decides. A replay may not see this run's id (Temporal's Replayer
-    takes a reset run's id from its first event, which is the old run's), and a decision taken
-    from it there would replay another branch than the run took.
-
-    One case the marker cannot tell: Temporal may complete the claim's workflow task before the
-    workflow answered it (seen under load), so the claim's marker sits in one workflow task and
-    the act in the next, while replay hands the claim back inside the first. A reset to the
-    act's task then replays the old run's claim, finds no marker saying otherwise and schedules
-    the act anew. The act carries the run its claim was recorded for (``claimed_for``), and the
-    actor runs it only for that run: the reset run's act is refused before it runs, and the
-    task settles as one whose other run may have acted (``landed.workflows.acting``).
-    """
-    if out.claimed_for is None:
-        return True
-    if workflow.unsafe.is_replaying_history_events():
-        return not workflow.patched(claim_again_patch(attempt))
-    if out.claimed_for == workflow.info().run_id:
-        return True
-    return not workflow.patched(claim_again_patch(attempt))

@@ -1,10 +1,12 @@
 """Every patch marker landed's workflows record, and the release that may remove it.
 
 A ``workflow.patched(id)`` call keeps a history recorded before a change replaying as it ran.
-Each id a workflow passes to it is a constant (or, for the claim per act attempt, built by a
-function) of this module, listed once in ``PATCHES`` with the workflows that call it, why it
-exists and the first release that may drop its old branch. tests/workflows/test_versions.py
-checks that every id used is listed here and every id listed is used.
+Each id a workflow passes to it is a constant of this module, listed once in ``PATCHES`` with
+the workflows that call it, why it exists and the first release that may drop its old branch.
+A marker only tells a history recorded before a change from one recorded after: it is never
+built at run time nor read as data (what a run decided is in its history's events).
+tests/workflows/test_versions.py checks that every id used is listed here and every id listed
+is used.
 
 The policy (docs/operations.md, "Changing a workflow"): ``AgentTask``, ``VerifyClaim`` and
 ``LandedRecheck`` are pinned (``PINNED``): a run ends on the build that started it, so they
@@ -20,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "CLAIM_AGAIN_AFTER_RESET",
     "DURABLE_PATCH",
     "FLEET_GATE_PATCH",
     "LEDGER_STREAM",
@@ -30,12 +31,12 @@ __all__ = [
     "RECHECK_FRAMES_PATCH",
     "RELEASE_READS_BACK",
     "REPAIR_HOLD_RECORDED",
+    "RETIRED",
     "SELF_PLAN_PATCH",
     "SILENCE_REREADS_LEDGER",
     "UNCHECKED_PATCH",
     "UNKNOWN_ACT_PATCH",
     "Patch",
-    "claim_again_patch",
 ]
 
 #: Workflows a run of which ends on the build that started it: changed by a new build, with no
@@ -58,11 +59,6 @@ UNKNOWN_ACT_PATCH = "landed-unknown-act-blocks"
 #: A harness release is read back before the act is dispatched again (runs that released
 #: before this read replay without it).
 RELEASE_READS_BACK = "release-reads-back"
-#: A run reset from another claims again when it schedules the act holding the other's claim.
-#: The marker records a decision taken at run time (this workflow task decided to claim again),
-#: which a replay of the reset run cannot take again from the run id (landed.workflows.claims).
-#: Attempt 1 uses this id; attempt N > 1 uses it with "-N" (``claim_again_patch``).
-CLAIM_AGAIN_AFTER_RESET = "landed-claim-again-after-reset"
 #: Rechecks recorded before the recheck read frames replay without those reads (their
 #: histories hold none, and they settled on the plan alone).
 RECHECK_FRAMES_PATCH = "landed-recheck-frames"
@@ -82,12 +78,17 @@ SILENCE_REREADS_LEDGER = "silence-rereads-ledger"
 LEDGER_STREAM = "tripwire-ledger-stream"
 
 
-def claim_again_patch(attempt: int) -> str:
-    """The claim-again marker of act attempt ``attempt`` (attempt 1 keeps the id runs recorded
-    before attempts had their own)."""
-    if attempt == 1:
-        return CLAIM_AGAIN_AFTER_RESET
-    return f"{CLAIM_AGAIN_AFTER_RESET}-{attempt}"
+#: Patch ids a workflow called once and no build calls now, and why. A history holding one was
+#: recorded on an earlier build of a pinned workflow and replays only there (its runs end on
+#: the build that started them); none may be used again.
+RETIRED: tuple[tuple[str, str], ...] = (
+    (
+        "landed-claim-again-after-reset",
+        "with its per-attempt ids (-2, -3, ...): a reset run that held the old run's claim "
+        "recorded a marker to claim again; the act now goes out under the claim it holds and "
+        "the actor refuses it, an event in history (landed.workflows.claims)",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -112,14 +113,6 @@ PATCHES: tuple[Patch, ...] = (
     Patch(UNCHECKED_PATCH, ("AgentTask",), "a refused pre-read blocks the act", _PINNED_UNTIL),
     Patch(UNKNOWN_ACT_PATCH, ("AgentTask",), "an unknown act settles unread", _PINNED_UNTIL),
     Patch(RELEASE_READS_BACK, ("AgentTask",), "a harness release is read back", _PINNED_UNTIL),
-    Patch(
-        CLAIM_AGAIN_AFTER_RESET,
-        ("AgentTask",),
-        "a reset run claims again as itself (one id per act attempt; the recorded marker, not "
-        "the run id, decides on replay)",
-        "not before the claim's decision is recorded otherwise than by a patch marker (see "
-        "landed.workflows.claims.claim_holds); until then it stays",
-    ),
     Patch(RECHECK_FRAMES_PATCH, ("LandedRecheck",), "the recheck reads frames", _PINNED_UNTIL),
     Patch(SELF_PLAN_PATCH, ("VerifyClaim",), "a claimant's own plan is not proof", _PINNED_UNTIL),
     Patch(REPAIR_HOLD_RECORDED, ("LandedTripwire",), "a held repair recorded", _LONG_LIVED_UNTIL),

@@ -28,9 +28,6 @@ from landed.workflows.agent_task import AgentTask
 TIMER_HISTORIES = HISTORIES / "claim_then_timer"
 
 
-CLAIM_AGAIN_PATCH = "landed-claim-again-after-reset"
-
-
 def record_history(name: str, history: WorkflowHistory, folder: Path = HISTORIES) -> None:
     """With LANDED_RECORD_HISTORIES=1, write ``history`` as the committed fixture ``name``.
 

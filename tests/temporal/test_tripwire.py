@@ -17,7 +17,7 @@ import pytest
 from helpers.roles import Roles, run_roles
 from helpers.scorecard import settled
 from helpers.sor import make_rows_db, rows_task
-from helpers.wait import until
+from helpers.wait import skip, until
 from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
@@ -141,7 +141,7 @@ async def test_a_loop_that_stops_landing_trips_one_repair_that_rearms_it(
         assert tripped.receipts == [f"{name}@{i}#1" for i in range(3)]
         assert tripped.repair_task_id == f"repair-{name}-1-1"
         # Silence: no verified settlement for cadence x 2 trips again, on its timer.
-        await env.sleep(31 * 60)
+        await skip(env, timedelta(minutes=31))
         second = await state_of(roles, name, "healthy")
         assert second.last_trip is not None and second.last_trip.rule.startswith("no verified")
         await (await repair_handle(roles, name, 2)).result()
@@ -224,10 +224,11 @@ async def test_a_verified_run_whose_signal_was_lost_holds_off_the_silence_trip(
         ledger = await open_ledger(roles.ledger_url)  # writable: as the runner that settled it
         await ledger.append(settled(f"{name}@0", loop=name).model_copy(update={"settled_at": ran}))
         await ledger.close()
-        await env.sleep(31 * 60)
+        await skip(env, timedelta(minutes=31))
         state = await state_of(roles, name, "healthy", lambda s: s.last_verified_at is not None)
         assert state.trips == [] and state.last_verified_at == ran
-        await env.sleep(20 * 60)  # 30 minutes after the lost run: silence, as the ledger says
+        # 30 minutes after the lost run: silence, as the ledger says
+        await skip(env, timedelta(minutes=20))
         state = await state_of(roles, name, "healthy", lambda s: s.repairs_verified == 1)
         assert state.last_trip is not None and state.last_trip.rule.startswith("no verified")
         assert state.last_trip.at >= ran + timedelta(minutes=30)
@@ -249,7 +250,7 @@ async def test_silence_trips_when_the_ledger_cannot_be_read_before_it(
         with sqlite3.connect(path) as conn:  # the receipts cannot be read any more
             conn.execute("ALTER TABLE landed_receipts RENAME TO landed_receipts_gone")
         conn.close()
-        await env.sleep(31 * 60)
+        await skip(env, timedelta(minutes=31))
         state = await state_of(roles, name, "held")
         assert state.last_trip is not None and state.last_trip.rule.startswith("no verified")
 

@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 from helpers.agent_task import agent_roles, held_in_act
-from helpers.histories import HISTORIES, patches
+from helpers.histories import HISTORIES
 from helpers.replay import (
-    CLAIM_AGAIN_PATCH,
     TIMER_HISTORIES,
     WithOutbound,
     on_local_activity,
@@ -41,7 +40,7 @@ from temporalio.workflow import ActivityHandle
 import landed
 from landed.ledger.base import canonical_json
 from landed.task.messages import ActInput
-from landed.task.names import ACT_ACTIVITY, CLAIM_ACTIVITY, PLAN_ACTIVITY
+from landed.task.names import ACT_ACTIVITY, CLAIM_ACTIVITY
 
 
 async def _reset_to_last_workflow_task(roles: Roles, wid: str) -> str:
@@ -216,16 +215,62 @@ def _claim_then_timer(step: str) -> Interceptor:
     return on_local_activity(hook)
 
 
-# The plan claimed the first act itself when nothing ran between them; since the fleet gate
-# (GOV-4) runs there, the first act is claimed by the claim step, after the gate, in both cases.
-@pytest.mark.parametrize(("pre_read", "step"), [(False, CLAIM_ACTIVITY), (True, CLAIM_ACTIVITY)])
-async def test_a_reset_keeping_the_claim_but_not_the_act_claims_again(
-    temporal_dev: str, tmp_path: Path, db: Path, site: Site, pre_read: bool, step: str
+def _refusals(history: WorkflowHistory) -> list[str]:
+    """The run each act refusal of ``history`` names: the actor's word that the act was
+    scheduled under another run's claim and ran nothing."""
+    return [
+        e.activity_task_failed_event_attributes.failure.message
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+        and e.activity_task_failed_event_attributes.failure.application_failure_info.type
+        == "ClaimOfAnotherRun"
+    ]
+
+
+def _claim_and_act_apart(history: WorkflowHistory) -> int:
+    """How many workflow tasks completed between the last claim before the act and the act."""
+    kinds = [e.event_type for e in history.events]
+    act = len(kinds) - 1 - kinds[::-1].index(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    marker = max(i for i in range(act) if kinds[i] == EventType.EVENT_TYPE_MARKER_RECORDED)
+    return kinds[marker:act].count(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)
+
+
+async def _split_and_reset(
+    roles: Roles, db: Path, gate: Path, wid: str, until_acted: int
+) -> tuple[str, str, landed.Receipt, WorkflowHistory]:
+    """Wait for the act's ``until_acted``-th run, check its claim and act sit in different
+    workflow tasks, reset to the last one, let the old act finish: the old run's id, the reset
+    run's, the reset run's receipt and history."""
+    await until(
+        f"the actor starting act attempt {until_acted}",
+        lambda: len(act_runs(db, wid)) == until_acted,
+        timeout=45,
+    )
+    handle = roles.temporal.get_workflow_handle(wid)
+    assert _claim_and_act_apart(await handle.fetch_history()) >= 1  # the setup holds
+    old_run = (await handle.describe()).run_id
+    reset_run = await _reset_to_last_workflow_task(roles, wid)
+    gate.touch()  # the old run's act finishes its write
+    receipt = await _result_of_run(roles, wid, reset_run)
+    history = await roles.temporal.get_workflow_handle(wid, run_id=reset_run).fetch_history()
+    return old_run, reset_run, receipt, history
+
+
+def _settled_naming(receipt: landed.Receipt, run: str) -> None:
+    """Not done: the receipt says run ``run`` was about to act and may have."""
+    assert receipt.verdict == "planned" and receipt.landed is not None
+    named = [f for f in receipt.landed.findings if "closed without settling" in f]
+    assert named and all(f"run {run} of this task id" in f for f in named), named
+
+
+@pytest.mark.parametrize("pre_read", [True, False])
+async def test_a_reset_keeping_the_claim_but_not_the_act_acts_on_nothing(
+    temporal_dev: str, tmp_path: Path, db: Path, site: Site, pre_read: bool
 ) -> None:
     """The first act was claimed in an earlier workflow task than the one that scheduled it; an
-    operator resets to that later one while the act runs. The new run keeps the recorded claim
-    (made for the old run), so it claims again as itself, finds the old run's claim, and does
-    not act."""
+    operator resets to that later one while the act runs. The new run holds the old run's claim
+    from history and schedules the act under it, as recorded; the actor refuses it before
+    anything runs, and the task settles naming the old run. No patch marker decides this."""
     gate = tmp_path / "go"
     # Its own id each run: a rerun on the same server must not meet the first try's task.
     wid = f"reset-split-{pre_read}-{uuid.uuid4().hex[:6]}"
@@ -234,50 +279,32 @@ async def test_a_reset_keeping_the_claim_but_not_the_act_claims_again(
         tmp_path,
         db,
         site,
-        interceptors=(_claim_then_timer(step),),
+        interceptors=(_claim_then_timer(CLAIM_ACTIVITY),),
         task_may_skip_pre_read=True,
     ) as roles:
         await held_in_act(roles, db, gate, wid, wid, pre_read=pre_read)
-        await until("the actor starting the act", lambda: act_runs(db, wid), timeout=30)
-        history = await roles.temporal.get_workflow_handle(wid).fetch_history()
-        kinds = [e.event_type for e in history.events]
-        act = len(kinds) - 1 - kinds[::-1].index(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
-        marker = max(
-            i for i in range(act) if kinds[i] == EventType.EVENT_TYPE_MARKER_RECORDED
-        )  # the claim's: the last one before the act
-        between = kinds[marker:act].count(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)
-        reset_run = await _reset_to_last_workflow_task(roles, wid)
-        gate.touch()  # the old run's act finishes its write
-        receipt = await _result_of_run(roles, wid, reset_run)
-        reset_history = await roles.temporal.get_workflow_handle(
-            wid, run_id=reset_run
-        ).fetch_history()
-    assert between >= 1  # the setup: the claim and the act in different workflow tasks
+        old_run, reset_run, receipt, history = await _split_and_reset(roles, db, gate, wid, 1)
     assert act_runs(db, wid) == [(1, wid)]
     assert row_count(db, wid) == 1
-    assert receipt.verdict == "planned" and receipt.landed is not None
-    assert any("closed without settling" in f for f in receipt.landed.findings)
-    # The reset run's history (the old run's claim, the reset, the patch marker, the claim
-    # again) replays as it ran, and so does the one committed for this flow.
-    assert CLAIM_AGAIN_PATCH in patches(reset_history)
-    name = f"reset_claim_again_{'pre_read' if pre_read else 'lean'}"
-    record_history(name, reset_history, TIMER_HISTORIES)
+    _settled_naming(receipt, old_run)
+    refused = _refusals(history)
+    assert len(refused) == 1 and f"ledger claim of run {old_run}" in refused[0]
+    assert f"not of run {reset_run}" in refused[0]
+    name = f"reset_split_{'pre_read' if pre_read else 'lean'}"
+    record_history(name, history, TIMER_HISTORIES)
     committed = WorkflowHistory.from_json(
         name, json.loads((TIMER_HISTORIES / f"agent_task_{name}.json").read_text())
     )
-    assert CLAIM_AGAIN_PATCH in patches(committed)
-    await replays_as_recorded([reset_history], _claim_then_timer(step))
-    # The committed lean fixture was recorded before the fleet gate, when the plan claimed.
-    recorded = CLAIM_ACTIVITY if pre_read else PLAN_ACTIVITY
-    await replays_as_recorded([committed], _claim_then_timer(recorded))
+    assert len(_refusals(committed)) == 1
+    await replays_as_recorded([history, committed], _claim_then_timer(CLAIM_ACTIVITY))
 
 
-async def test_a_reset_keeping_a_second_attempts_claim_but_not_its_act_claims_again(
+async def test_a_reset_keeping_a_second_attempts_claim_but_not_its_act_acts_on_nothing(
     temporal_dev: str, tmp_path: Path, db: Path, site: Site
 ) -> None:
     """The same for the act's second attempt (the first raised before writing, the read-back
-    found nothing, the act runs again): the reset run held the old run's answers for both
-    attempts, acts on the first's as the old run did, and claims the second again."""
+    found nothing, the act runs again): the reset run replays the first attempt as the old run
+    ran it, and the actor refuses the second, scheduled under the old run's claim."""
     gate = tmp_path / "go"
     wid = f"reset-split-second-{uuid.uuid4().hex[:6]}"
     task = rows_task(
@@ -300,24 +327,17 @@ async def test_a_reset_keeping_a_second_attempts_claim_but_not_its_act_claims_ag
         task_may_skip_pre_read=True,
     ) as roles:
         await roles.client.start(task)
-        await until("the act's second attempt", lambda: len(act_runs(db, wid)) == 2, timeout=45)
-        assert act_runs(db, wid) == [(1, wid), (2, wid)]  # the second attempt waits at the gate
-        reset_run = await _reset_to_last_workflow_task(roles, wid)
-        gate.touch()
-        receipt = await _result_of_run(roles, wid, reset_run)
-        reset_history = await roles.temporal.get_workflow_handle(
-            wid, run_id=reset_run
-        ).fetch_history()
+        old_run, _, receipt, history = await _split_and_reset(roles, db, gate, wid, 2)
     assert act_runs(db, wid) == [(1, wid), (2, wid)]
     assert row_count(db, wid) == 1
-    assert receipt.verdict == "planned" and receipt.landed is not None
-    assert any("closed without settling" in f for f in receipt.landed.findings)
-    assert f"{CLAIM_AGAIN_PATCH}-2" in patches(reset_history)
-    record_history("reset_claim_again_second", reset_history, TIMER_HISTORIES)
-    path = TIMER_HISTORIES / "agent_task_reset_claim_again_second.json"
+    _settled_naming(receipt, old_run)
+    (refused,) = _refusals(history)
+    assert f"act attempt 2 of task {wid!r}" in refused
+    record_history("reset_split_second", history, TIMER_HISTORIES)
+    path = TIMER_HISTORIES / "agent_task_reset_split_second.json"
     committed = WorkflowHistory.from_json(wid, json.loads(path.read_text()))
-    assert f"{CLAIM_AGAIN_PATCH}-2" in patches(committed)
-    await replays_as_recorded([reset_history, committed], _claim_then_timer(CLAIM_ACTIVITY))
+    assert len(_refusals(committed)) == 1
+    await replays_as_recorded([history, committed], _claim_then_timer(CLAIM_ACTIVITY))
 
 
 async def test_a_reset_to_before_a_failed_attempt_does_not_settle_the_task_twice(

@@ -27,7 +27,6 @@ PINNED_KEPT = {
     "landed-unchecked-blocks",
     "landed-unknown-act-blocks",
     "release-reads-back",
-    "landed-claim-again-after-reset",
     "landed-recheck-frames",
     "claim-own-plan-not-proof",
 }
@@ -61,13 +60,10 @@ def _used_ids() -> set[str]:
         assert module != "versions.py", "versions.py lists patches; it calls none"
         (arg,) = call.args
         where = f"workflows/{module}:{call.lineno}"
-        if isinstance(arg, ast.Name):
-            assert arg.id in imported, f"{where}: {arg.id} is not a name of versions.py"
-            used.add(getattr(versions, arg.id))
-        else:
-            assert isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name), where
-            assert arg.func.id == "claim_again_patch" and "claim_again_patch" in imported, where
-            used.add(versions.claim_again_patch(1))
+        # A constant of versions.py: an id built at run time would make the marker data.
+        assert isinstance(arg, ast.Name), f"{where}: pass a name of versions.py, not an expression"
+        assert arg.id in imported, f"{where}: {arg.id} is not a name of versions.py"
+        used.add(getattr(versions, arg.id))
     return used
 
 
@@ -101,14 +97,22 @@ def test_a_pinned_workflow_takes_no_new_patch() -> None:
     )
 
 
-def test_the_claim_again_marker_keeps_the_ids_histories_hold() -> None:
-    assert versions.claim_again_patch(1) == "landed-claim-again-after-reset"
-    assert versions.claim_again_patch(2) == "landed-claim-again-after-reset-2"
-    recorded = set()
-    for path in (HISTORIES / "claim_then_timer").glob("*.json"):
+def test_a_retired_patch_is_neither_listed_nor_held_by_a_committed_history() -> None:
+    listed = {patch.id for patch in versions.PATCHES}
+    retired = {patch_id for patch_id, why in versions.RETIRED if why}
+    assert len(retired) == len(versions.RETIRED), "each retired id says why"
+    assert not listed & retired
+    for path in HISTORIES.rglob("*.json"):
         history = WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))
-        recorded |= set(patches(history))
-    assert recorded == {versions.claim_again_patch(1), versions.claim_again_patch(2)}
+        held = {p for p in patches(history) for r in retired if p.startswith(r)}
+        assert not held, f"{path.name} was recorded on an earlier build: record it again"
+
+
+def test_no_workflow_branches_on_replaying() -> None:
+    """What a run decided comes from its history's events; code that asks whether it is
+    replaying takes another branch on replay than it took live, or reads a marker as data."""
+    for path in sorted((ROOT / "workflows").glob("*.py")):
+        assert "is_replaying" not in path.read_text(), path.name
 
 
 # Recorded with a timer between the claim and the act (an interceptor of
