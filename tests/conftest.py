@@ -192,6 +192,12 @@ _SLOW_FILES = frozenset({"test_packaging.py"})
 # these start real servers and processes on a shared 2-core machine, where a wait on one of
 # them can lose to load. A test that fails twice fails the run. Fast tests are never rerun.
 _SLOW_RERUNS = 1
+# A slow test past its timeout ends its worker process (pytest-timeout's thread method; the
+# stacks of every thread are printed first), and xdist starts another that runs it once more.
+# The signal method raises in the test instead, and the teardown that follows can wait for
+# ever: seen on a loaded machine, a Temporal Worker whose shutdown never returned held the
+# test's event loop open, and the whole run with it.
+_SLOW_TIMEOUT_METHOD = "thread"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -205,3 +211,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("slow") and not item.get_closest_marker("flaky"):
             item.add_marker(pytest.mark.flaky(reruns=_SLOW_RERUNS, reruns_delay=1))
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(method=_SLOW_TIMEOUT_METHOD))
